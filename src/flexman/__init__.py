@@ -1,0 +1,43 @@
+"""flexman: dynamics, code generation and simulation of manipulators with rigid and flexible links."""
+from .model import Beam, Link, ModelError, RigidBody, Robot
+
+__version__ = "0.1.0"
+
+
+def load(path):
+    """Load a robot from a YAML, TOML or JSON model file (or a bundled example name)."""
+    from .model.io import load as _load
+
+    return _load(path)
+
+
+def save(robot, path):
+    """Save a robot to YAML, TOML or JSON (chosen by the file extension)."""
+    from .model.io import save as _save
+
+    return _save(robot, path)
+
+
+def simulate(robot, t_final, **kwargs):
+    """Simulate a robot; see :func:`flexman.simulate.simulate`."""
+    from .simulate import simulate as _simulate
+
+    return _simulate(robot, t_final, **kwargs)
+
+
+def derive(robot, formulation="newton_euler", parameters="numeric"):
+    """Derive symbolic equations of motion; see :mod:`flexman.symbolic`."""
+    from .symbolic import derive as _derive
+
+    return _derive(robot, formulation=formulation, parameters=parameters)
+
+
+def __getattr__(name):
+    import importlib
+
+    if name in ("examples", "trajectory", "control", "analysis", "discretize", "dynamics"):
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(name)
+
+
+__all__ = ["Beam", "Link", "ModelError", "RigidBody", "Robot", "load", "save", "simulate", "derive"]

@@ -1,0 +1,128 @@
+"""The numeric API behind ``Robot``: every function accepts leading batch dimensions.
+
+Default formulation: the recursive 4x4 Lagrangian (Book; :mod:`.lagrange4`) for every arm,
+rigid or flexible, revolute or prismatic. The mass matrix is assembled column by column from
+the same recursion (unit accelerations, no velocity, no gravity) in one vectorized call, so
+M, the bias forces and the inverse dynamics cannot disagree.
+
+External wrenches: ``f_ext`` is a list of ``(link, point, wrench)`` with ``point`` in that
+link's distal frame and ``wrench = [fx, fy, fz, mx, my, mz]`` in the base frame; they enter
+as ``J^T w`` (Piedboeuf, ``Q = J^T f``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import lagrange4 as l4
+from . import ops
+
+
+def _model(robot):
+    return robot._model
+
+
+def _as_float(x):
+    return ops.asarray(x)
+
+
+def _wrench_forces(robot, q, f_ext):
+    if not f_ext:
+        return 0.0
+    total = 0.0
+    for link, point, wrench in f_ext:
+        J = jacobian(robot, q, link=link, point=point)
+        total = total + (np.swapaxes(J, -1, -2) @ np.asarray(wrench, float)[..., None])[..., 0]
+    return total
+
+
+def inverse_dynamics(robot, q, qd, qdd, f_ext=None):
+    """Generalized forces [tau; residuals] = M qdd + b - J^T w."""
+    q = _as_float(q)
+    out = l4.inverse_dynamics(_model(robot), q, _as_float(qd), _as_float(qdd))
+    return out - _wrench_forces(robot, q, f_ext)
+
+
+def mass_matrix(robot, q):
+    """M(q) (..., nq, nq), from the inverse-dynamics recursion with unit accelerations."""
+    q = _as_float(q)
+    nq = q.shape[-1]
+    qb = np.broadcast_to(q[..., None, :], q.shape[:-1] + (nq, nq))
+    eye = np.broadcast_to(np.eye(nq), qb.shape)
+    cols = l4.inverse_dynamics(_model(robot), qb, np.zeros(qb.shape), eye, gravity=False, elastic=False, friction=False)
+    return np.swapaxes(cols, -1, -2)
+
+
+def bias_forces(robot, q, qd):
+    """b(q, qd): Coriolis/centrifugal, gravity, elastic K q_f, damping and joint friction."""
+    q, qd = _as_float(q), _as_float(qd)
+    return l4.inverse_dynamics(_model(robot), q, qd, np.zeros(np.broadcast_shapes(q.shape, qd.shape)))
+
+
+def selection(robot):
+    """S (nq x n_joints): joint torques act on the joint coordinates only."""
+    S = np.zeros((robot.nq, robot.n_joints))
+    S[np.arange(robot.n_joints), np.arange(robot.n_joints)] = 1.0
+    return S
+
+
+def generalized_force(robot, tau):
+    """S tau for tau (..., n_joints)."""
+    tau = np.asarray(tau, dtype=float)
+    out = np.zeros(tau.shape[:-1] + (robot.nq,))
+    out[..., : robot.n_joints] = tau
+    return out
+
+
+def forward_dynamics(robot, q, qd, tau, f_ext=None):
+    """qdd solving M qdd = S tau - b + J^T w (tau has one entry per joint)."""
+    q, qd = _as_float(q), _as_float(qd)
+    tau = np.asarray(tau, dtype=float)
+    if tau.shape[-1:] != (robot.n_joints,):
+        raise ValueError(f"tau: expected {robot.n_joints} joint torques, got shape {tau.shape}")
+    M = mass_matrix(robot, q)
+    rhs = generalized_force(robot, tau) - bias_forces(robot, q, qd) + _wrench_forces(robot, q, f_ext)
+    rhs, M = np.broadcast_to(rhs, np.broadcast_shapes(rhs.shape, M.shape[:-1])), M
+    M = np.broadcast_to(M, rhs.shape[:-1] + M.shape[-2:])
+    return np.linalg.solve(M, rhs[..., None])[..., 0]
+
+
+def kinetic_energy(robot, q, qd):
+    return l4.kinetic_energy(_model(robot), _as_float(q), _as_float(qd))
+
+
+def potential_energy(robot, q):
+    return l4.potential_energy(_model(robot), _as_float(q))
+
+
+def _link_index(robot, link):
+    n = robot.n_joints
+    if not -n <= link < n:
+        raise ValueError(f"link: {link} out of range for {n} links")
+    return link % n
+
+
+def frame(robot, q, link=-1):
+    """Distal frame (..., 4, 4) of a link in the base frame, deflection included."""
+    return l4.frames(_model(robot), _as_float(q))[_link_index(robot, link)]
+
+
+def jacobian(robot, q, link=-1, point=None, order=1):
+    """Geometric Jacobian (..., 6, nq) of a point of a link (in its distal frame), rows
+    [linear velocity; angular velocity] in the base frame, flexible columns included."""
+    if order != 1:
+        raise NotImplementedError("jacobian: order=2 (second-order flexible kinematics) is not available yet")
+    q = _as_float(q)
+    i = _link_index(robot, link)
+    Ws, dWs = l4.frame_derivatives(_model(robot), q)
+    W, dW = Ws[i], dWs[i]  # (..., 4, 4), (..., nq, 4, 4)
+    h = np.zeros(4)
+    h[3] = 1.0
+    if point is not None:
+        h[:3] = np.asarray(point, dtype=float)
+    lin = dW @ h  # (..., nq, 4)
+    R = W[..., None, :3, :3]
+    Om = dW[..., :3, :3] @ np.swapaxes(R, -1, -2)
+    ang = 0.5 * np.stack(
+        [Om[..., 2, 1] - Om[..., 1, 2], Om[..., 0, 2] - Om[..., 2, 0], Om[..., 1, 0] - Om[..., 0, 1]], axis=-1
+    )
+    return np.swapaxes(np.concatenate([lin[..., :3], ang], axis=-1), -1, -2)

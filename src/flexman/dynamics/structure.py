@@ -1,0 +1,312 @@
+"""Numeric constants of a robot, computed once: DH splits, body second moments, beam tensors.
+
+Every body is described by where its mass points sit in a frame of the chain:
+
+* a rigid body (link body, hub, payload) by its 4x4 second-moment matrix ``J = int h h^T dm``;
+* a flexible beam by an affine point map ``h(s) = h0(s) + sum_k p_k Phi_k(s)`` in the
+  undeformed link frame, whose second moments are the constant tensors
+  ``C0 = int h0 h0^T``, ``C_k = int h0 Phi_k^T``, ``C_kl = int Phi_k Phi_l^T``
+  (Book's C_i, C_ij, C_ikj; thesis eqs. 2.29-2.31, without the factor 1/2), and its tip by the
+  deflection transform ``D(p) = I + sum_k p_k D_k`` (004 eq. 2 / thesis eq. 2.6, placed at the tip).
+
+Torsion is carried by the cross-sections: a section of polar mass moment j per length rotating
+by a small angle moves its points by ``theta * (0, -z, y)``, which adds ``j/2`` terms to the
+same tensors, so no special case remains in the recursion.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import dh
+
+# beam axis and transverse directions (index into x, y, z of the link frame)
+AXES = {"revolute": (0, 1, 2), "prismatic": (2, 0, 1)}
+
+
+def skew(v):
+    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+
+
+@dataclass
+class BeamModel:
+    """Constant tensors of one flexible link (revolute joint: fixed length)."""
+
+    n: int
+    C0: np.ndarray  # (4, 4)
+    Ck: np.ndarray  # (n, 4, 4)
+    Ckl: np.ndarray  # (n, n, 4, 4)
+    Dk: np.ndarray  # (n, 4, 4) tip deflection transform per coordinate
+    K: np.ndarray  # (n, n) stiffness
+    Cd: np.ndarray  # (n, n) damping
+    Mb: np.ndarray  # (n, n) the beam's own modal mass (clamped), for frequencies/damping
+    directions: list  # per coordinate: 'y' | 'z' | 'torsion'
+    shapes: dict  # direction -> ShapeSet (for deflection along the beam)
+    length: float = 0.0
+    root: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    axis: tuple = (0, 1, 2)
+
+
+@dataclass
+class LinkModel:
+    revolute: bool
+    P: np.ndarray
+    N: np.ndarray
+    offset: float
+    gen: np.ndarray
+    body_tip: np.ndarray  # (4,4) second moments of bodies on the distal (deflected) frame
+    body_base: np.ndarray  # (4,4) second moments of bodies on the undeformed frame (hub)
+    beam: BeamModel | None
+    flex: slice
+    armature: float
+    viscous: float
+    coulomb: float
+
+
+@dataclass
+class Model:
+    links: list
+    nq: int
+    n_joints: int
+    gravity: np.ndarray
+
+
+def _shape_sets(beam, loads):
+    from ..discretize import shape_set
+
+    out = {}
+    for direction in ("y", "z", "torsion"):
+        if not beam.modes[direction]:
+            continue
+        kind = "torsion" if direction == "torsion" else "bending"
+        m_, j_, d_ = loads.get(direction, (0.0, 0.0, 0.0))
+        out[direction] = shape_set(
+            beam.shapes, kind, beam.modes[direction], elements=beam.elements, M=m_, J=j_, D=d_
+        )
+    return out
+
+
+def _beam_model(link, convention, loads) -> BeamModel:
+    """Assemble the constant tensors of a revolute flexible link by Gauss quadrature."""
+    beam = link.beam
+    L, mu, jp = beam.length, beam.mass_per_length, beam.polar_inertia_per_length
+    ax, t1, t2 = AXES[link.joint]
+    start = -L if convention == "standard" else 0.0
+    root = np.zeros(3)
+    root[ax] = start
+    tip = root.copy()
+    tip[ax] += L
+    sets = _shape_sets(beam, loads)
+
+    # quadrature over the beam: union of the shape sets' rules (exact for each set's products)
+    phis, dirs, scales = [], [], []
+    for direction, ss in sets.items():
+        dirs += [direction] * ss.n
+        scales.append(np.asarray(ss.scale, dtype=float))
+    n = len(dirs)
+    eta, w = _common_rule(list(sets.values()))
+    s = eta * L
+    wt = w * L
+    vals = {k: ss(eta) * (L ** np.asarray(ss.scale, float))[:, None] for k, ss in sets.items()}
+    tipv = {k: ss(np.array([1.0]))[:, 0] * L ** np.asarray(ss.scale, float) for k, ss in sets.items()}
+    tipd = {
+        k: ss(np.array([1.0]), deriv=1)[:, 0] * L ** (np.asarray(ss.scale, float) - 1)
+        for k, ss in sets.items()
+    }
+    phi = np.concatenate([vals[k] for k in sets])  # (n, nquad) physical shapes along s
+
+    # point map: h0(s) = root + s e_ax (homogeneous); Phi_k(s) = phi_k(s) e_dir
+    h0 = np.zeros((len(s), 4))
+    h0[:, :3] = root
+    h0[:, ax] += s
+    h0[:, 3] = 1.0
+    vec = np.zeros((n, 4))
+    for k, direction in enumerate(dirs):
+        if direction == "y":
+            vec[k, t1] = 1.0
+        elif direction == "z":
+            vec[k, t2] = 1.0
+    C0 = rod_second_moments(link, convention)
+    Ck = mu * np.einsum("q,qa,kq,kb->kab", wt, h0, phi, vec)
+    Ckl = mu * np.einsum("q,kq,lq,ka,lb->klab", wt, phi, phi, vec, vec)
+    tors = np.array([d == "torsion" for d in dirs])
+    int_phi = phi @ wt
+    int_phiphi = (phi * wt) @ phi.T
+    for k in np.flatnonzero(tors):
+        Ck[k, t1, t2] += 0.5 * jp * int_phi[k]
+        Ck[k, t2, t1] -= 0.5 * jp * int_phi[k]
+        for l in np.flatnonzero(tors):
+            Ckl[k, l, t1, t1] += 0.5 * jp * int_phiphi[k, l]
+            Ckl[k, l, t2, t2] += 0.5 * jp * int_phiphi[k, l]
+
+    # tip deflection transform, 004 eq. (2): E = I + [[skew(rot), disp], [0, 0]], then moved to the tip
+    tip_disp = np.concatenate([tipv[k] for k in sets])
+    tip_slope = np.concatenate([tipd[k] for k in sets])
+    Dk = np.zeros((n, 4, 4))
+    to_tip, from_tip = np.eye(4), np.eye(4)
+    to_tip[:3, 3] = tip
+    from_tip[:3, 3] = -tip
+    for k, direction in enumerate(dirs):
+        rot = np.zeros(3)
+        disp = np.zeros(3)
+        if direction == "y":  # deflection along t1, slope rotates about t2
+            disp[t1] = tip_disp[k]
+            rot = _bend_rotation(ax, t1, tip_slope[k])
+        elif direction == "z":
+            disp[t2] = tip_disp[k]
+            rot = _bend_rotation(ax, t2, tip_slope[k])
+        else:
+            rot[ax] = tip_disp[k]
+        Ek = np.zeros((4, 4))
+        Ek[:3, :3] = skew(rot)
+        Ek[:3, 3] = disp
+        Dk[k] = to_tip @ Ek @ from_tip
+
+    # stiffness and the beam's own mass matrix, block-diagonal by direction
+    from ..discretize import mass_matrix as shapes_mass, stiffness_matrix
+
+    K = np.zeros((n, n))
+    Mb = np.zeros((n, n))
+    pos = 0
+    for direction, ss in sets.items():
+        sl = slice(pos, pos + ss.n)
+        if direction == "torsion":
+            K[sl, sl] = stiffness_matrix(ss, beam.GJ, L, "torsion")
+            Mb[sl, sl] = shapes_mass(ss, jp, L)
+        else:
+            ei = beam.EI[0] if direction == "y" else beam.EI[1]
+            K[sl, sl] = stiffness_matrix(ss, ei, L, "bending")
+            Mb[sl, sl] = shapes_mass(ss, mu, L)
+        pos += ss.n
+    Cd = modal_damping(K, Mb, beam.damping)
+    return BeamModel(n, C0, Ck, Ckl, Dk, K, Cd, Mb, dirs, sets, L, root, (ax, t1, t2))
+
+
+def rod_second_moments(link, convention):
+    """``int h0 h0^T dm`` of the undeformed beam of a revolute link (a uniform rod whose
+    cross-sections carry the polar mass moment j per length, split on the two transverse axes)."""
+    beam = link.beam
+    L, mu, jp = beam.length, beam.mass_per_length, beam.polar_inertia_per_length
+    ax, t1, t2 = AXES[link.joint]
+    # standard DH and prismatic: the beam ends at the frame origin; modified DH: it starts there
+    start = -L if (convention == "standard" or link.joint == "prismatic") else 0.0
+    eta, w = np.polynomial.legendre.leggauss(2)  # exact for the quadratic integrand
+    s = start + 0.5 * L * (eta + 1.0)
+    h0 = np.zeros((2, 4))
+    h0[:, ax] = s
+    h0[:, 3] = 1.0
+    C0 = mu * 0.5 * L * np.einsum("q,qa,qb->ab", w, h0, h0)
+    C0[t1, t1] += 0.5 * jp * L
+    C0[t2, t2] += 0.5 * jp * L
+    return C0
+
+
+def _bend_rotation(ax, t, slope):
+    """Small rotation of the tip section when the beam (along axis ax) bends toward t with a
+    given slope: the tangent e_ax + slope e_t is e_ax rotated by slope about e_ax x e_t."""
+    e_ax, e_t = np.eye(3)[ax], np.eye(3)[t]
+    return slope * np.cross(e_ax, e_t)
+
+
+def _common_rule(sets):
+    """A quadrature on [0, 1] exact for products of any two shapes of the given sets."""
+    nodes, weights = zip(*(ss.quadrature() for ss in sets))
+    # use the finest rule offered (all sets of one beam share kind and element count)
+    best = max(range(len(nodes)), key=lambda i: len(nodes[i]))
+    return np.asarray(nodes[best], float), np.asarray(weights[best], float)
+
+
+def modal_damping(K, Mb, ratio):
+    """Damping matrix with the same ratio on every mode of the clamped beam (K, Mb)."""
+    n = K.shape[0]
+    if ratio == 0.0 or n == 0:
+        return np.zeros((n, n))
+    from scipy.linalg import eigh
+
+    w2, vec = eigh(K, Mb)  # vec^T Mb vec = I
+    omega = np.sqrt(np.clip(w2, 0.0, None))
+    mv = Mb @ vec
+    return mv @ np.diag(2.0 * ratio * omega) @ mv.T
+
+
+def second_moments_at_rest(robot, i):
+    """Second moments (4x4) of everything beyond the tip of link i, in link i's distal
+    frame, with every joint at zero and no deflection."""
+    total = np.zeros((4, 4))
+    T = np.eye(4)  # link i's distal frame -> current frame
+    for j in range(i, len(robot.links)):
+        link = robot.links[j]
+        if j > i:
+            P, N, offset = dh.split(link, robot.dh)
+            J = dh.joint_motion(np.array(offset), link.joint == "revolute")
+            T = T @ P @ J @ N
+            if link.hub is not None:
+                total += T @ link.hub.pseudo_inertia() @ T.T
+            if link.beam is not None:
+                total += T @ rod_second_moments(link, robot.dh) @ T.T
+        total += T @ link.body.pseudo_inertia() @ T.T
+    if robot.payload is not None:
+        total += T @ robot.payload.pseudo_inertia() @ T.T
+    return total
+
+
+def _distal_loads(robot, i):
+    """Nondimensional tip loads (M, J, D) of 004 eq. (11) for link i's beam at q = 0:
+    everything the link carries beyond its tip (its own body, distal links, payload)."""
+    beam = robot.links[i].beam
+    mu, L = beam.mass_per_length, beam.length
+    J4 = second_moments_at_rest(robot, i)  # in the tip frame of link i
+    ax, t1, t2 = AXES[robot.links[i].joint]
+    m_l = J4[3, 3]
+    d_l = J4[ax, 3]
+    out = {}
+    for direction, t in (("y", t1), ("z", t2)):
+        j_l = J4[ax, ax] + J4[t, t]  # moment of inertia about the bending axis through the tip
+        out[direction] = (m_l / (mu * L), j_l / (mu * L**3), d_l / (mu * L**2))
+    other = [k for k in (0, 1, 2) if k != ax]
+    out["torsion"] = (0.0, (J4[other[0], other[0]] + J4[other[1], other[1]]) / (beam.polar_inertia_per_length * L) if beam.polar_inertia_per_length else 0.0, 0.0)
+    return out
+
+
+def build(robot) -> Model:
+    """Constants for the recursive algorithms."""
+    links = []
+    for i, link in enumerate(robot.links):
+        P, N, offset = dh.split(link, robot.dh)
+        gen = dh.GEN_REVOLUTE if link.joint == "revolute" else dh.GEN_PRISMATIC
+        body_tip = link.body.pseudo_inertia()
+        body_base = np.zeros((4, 4))
+        if link.hub is not None:
+            if link.is_flexible:
+                body_base = link.hub.pseudo_inertia()
+            else:
+                body_tip = body_tip + link.hub.pseudo_inertia()
+        if i == len(robot.links) - 1 and robot.payload is not None:
+            body_tip = body_tip + robot.payload.pseudo_inertia()
+        beam = None
+        if link.beam is not None:
+            if link.joint == "prismatic":
+                raise NotImplementedError("flexible prismatic links: see flexman.dynamics.prismatic")
+            loads = _distal_loads(robot, i) if link.beam.shapes == "clamped_mass" else {}
+            if link.is_flexible:
+                beam = _beam_model(link, robot.dh, loads)
+            else:  # a beam with no modes is a rigid rod on the undeformed frame
+                body_base = body_base + rod_second_moments(link, robot.dh)
+        links.append(
+            LinkModel(
+                revolute=link.joint == "revolute",
+                P=P,
+                N=N,
+                offset=offset,
+                gen=gen,
+                body_tip=body_tip,
+                body_base=body_base,
+                beam=beam,
+                flex=robot.link_flex_slice(i),
+                armature=link.armature,
+                viscous=link.viscous,
+                coulomb=link.coulomb,
+            )
+        )
+    return Model(links=links, nq=robot.nq, n_joints=robot.n_joints, gravity=robot.gravity)

@@ -1,0 +1,5 @@
+"""Robot descriptions: data classes, file formats, validation."""
+from .errors import ModelError
+from .robot import Beam, Link, RigidBody, Robot
+
+__all__ = ["Beam", "Link", "ModelError", "RigidBody", "Robot"]

@@ -1,0 +1,338 @@
+"""The robot description: links (DH data, joint type), rigid bodies, hubs, beams, payload.
+
+This module holds validated data only; the algorithms live in :mod:`flexman.dynamics`.
+Every number is SI. Frames follow DESIGN.md: the link's own DH frame is the frame after
+its DH transform ``A_i``; a flexible link's deflection transform ``E_i`` follows ``A_i``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from .errors import ModelError
+
+JOINT_TYPES = ("revolute", "prismatic")
+DH_CONVENTIONS = ("standard", "modified")
+SHAPE_KINDS = ("clamped_free", "clamped_mass", "polynomial", "finite_elements")
+
+
+def _vec3(value, where: str) -> np.ndarray:
+    arr = np.asarray(value, dtype=float)
+    if arr.shape != (3,):
+        raise ModelError(f"{where}: expected 3 numbers, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ModelError(f"{where}: all entries must be finite numbers")
+    return arr
+
+
+def inertia_matrix(value, where: str) -> np.ndarray:
+    """Accept [Ixx, Iyy, Izz, Ixy, Iyz, Ixz], a 3x3 matrix, or 3 principal values."""
+    arr = np.asarray(value, dtype=float)
+    if arr.shape == (3,):
+        mat = np.diag(arr)
+    elif arr.shape == (6,):
+        ixx, iyy, izz, ixy, iyz, ixz = arr
+        mat = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    elif arr.shape == (3, 3):
+        mat = arr
+    else:
+        raise ModelError(
+            f"{where}: give [Ixx, Iyy, Izz, Ixy, Iyz, Ixz], a 3x3 matrix or 3 principal values"
+        )
+    if not np.all(np.isfinite(mat)):
+        raise ModelError(f"{where}: all entries must be finite numbers")
+    if not np.allclose(mat, mat.T, atol=1e-12 * max(1.0, np.abs(mat).max())):
+        raise ModelError(f"{where}: inertia matrix must be symmetric")
+    eig = np.linalg.eigvalsh(mat)
+    tol = 1e-9 * max(1e-12, np.abs(eig).max())
+    if eig.min() < -tol:
+        raise ModelError(f"{where}: inertia must be positive semi-definite (eigenvalues {eig})")
+    a, b, c = eig
+    if a + b < c - tol or a + c < b - tol or b + c < a - tol:
+        raise ModelError(
+            f"{where}: principal moments {eig} violate the triangle inequality (I1 + I2 >= I3)"
+        )
+    return mat
+
+
+@dataclass
+class RigidBody:
+    """Mass, centre of mass and inertia about the centre of mass, in a given frame."""
+
+    mass: float = 0.0
+    com: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))
+
+    def __post_init__(self):
+        self.mass = float(self.mass)
+        if not np.isfinite(self.mass) or self.mass < 0:
+            raise ModelError(f"mass: must be a finite number >= 0 (got {self.mass})")
+        self.com = _vec3(self.com, "com")
+        self.inertia = inertia_matrix(self.inertia, "inertia")
+
+    @property
+    def is_empty(self) -> bool:
+        return self.mass == 0.0 and not np.any(self.inertia)
+
+    def pseudo_inertia(self) -> np.ndarray:
+        """Second-moment matrix ``J = int h h^T dm`` (4x4) with homogeneous h: the rigid
+        body's contribution to the 4x4 Lagrangian (Book; thesis eq. 2.28 without the 1/2)."""
+        m, c, ic = self.mass, self.com, self.inertia
+        second = 0.5 * np.trace(ic) * np.eye(3) - ic + m * np.outer(c, c)
+        out = np.zeros((4, 4))
+        out[:3, :3] = second
+        out[:3, 3] = out[3, :3] = m * c
+        out[3, 3] = m
+        return out
+
+    def spatial_inertia_origin(self):
+        """(mass, first moment m*c, inertia about the frame origin) for Newton-Euler."""
+        m, c = self.mass, self.com
+        i_o = self.inertia + m * (np.dot(c, c) * np.eye(3) - np.outer(c, c))
+        return m, m * c, i_o
+
+
+@dataclass
+class Beam:
+    """A uniform Euler-Bernoulli beam: the flexible part of a link.
+
+    Revolute link: the beam lies along the link frame's x axis and bends along local y
+    (``EI[0]``, ``modes['y']``) and local z (``EI[1]``, ``modes['z']``), twisting about x.
+    Prismatic link: the beam slides along the joint axis (local z); its first transverse
+    direction is local x (``EI[0]``, ``modes['y']``), the second local y (``EI[1]``,
+    ``modes['z']``); ``length`` is the total length l0 of the translating beam, of which
+    the joint variable is the part outside the hub.
+    """
+
+    length: float
+    mass_per_length: float
+    EI: tuple = (0.0, 0.0)
+    GJ: float = 0.0
+    polar_inertia_per_length: float = 0.0
+    damping: float = 0.0
+    shapes: str = "clamped_free"
+    modes: dict = field(default_factory=lambda: {"y": 1, "z": 1, "torsion": 0})
+    elements: int = 0
+
+    def __post_init__(self):
+        self.length = float(self.length)
+        self.mass_per_length = float(self.mass_per_length)
+        if not (np.isfinite(self.length) and self.length > 0):
+            raise ModelError(f"beam.length: must be > 0 (got {self.length})")
+        if not (np.isfinite(self.mass_per_length) and self.mass_per_length > 0):
+            raise ModelError(f"beam.mass_per_length: must be > 0 (got {self.mass_per_length})")
+        ei = np.asarray(self.EI, dtype=float).reshape(-1)
+        if ei.size == 1:
+            ei = np.repeat(ei, 2)
+        if ei.size != 2 or not np.all(np.isfinite(ei)) or np.any(ei < 0):
+            raise ModelError("beam.EI: give two finite stiffnesses >= 0 [EI_y, EI_z]")
+        self.EI = (float(ei[0]), float(ei[1]))
+        for name in ("GJ", "polar_inertia_per_length", "damping"):
+            val = float(getattr(self, name))
+            if not np.isfinite(val) or val < 0:
+                raise ModelError(f"beam.{name}: must be a finite number >= 0 (got {val})")
+            setattr(self, name, val)
+        if self.shapes not in SHAPE_KINDS:
+            raise ModelError(f"beam.shapes: unknown '{self.shapes}'; use one of {', '.join(SHAPE_KINDS)}")
+        modes = {"y": 0, "z": 0, "torsion": 0}
+        for key, val in dict(self.modes or {}).items():
+            if key not in modes:
+                raise ModelError(f"beam.modes: unknown key '{key}'; allowed: y, z, torsion")
+            if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 0:
+                raise ModelError(f"beam.modes.{key}: must be an integer >= 0 (got {val!r})")
+            modes[key] = int(val)
+        self.modes = modes
+        self.elements = int(self.elements)
+        if self.shapes == "finite_elements":
+            if self.elements < 1:
+                raise ModelError("beam.elements: finite_elements needs elements >= 1")
+        for key, ei_val in (("y", self.EI[0]), ("z", self.EI[1])):
+            if self.n_dofs(key) and ei_val <= 0:
+                raise ModelError(f"beam.EI: direction {key} has modes but zero stiffness")
+        if self.n_dofs("torsion") and (self.GJ <= 0 or self.polar_inertia_per_length <= 0):
+            raise ModelError("beam.GJ: torsion modes need GJ > 0 and polar_inertia_per_length > 0")
+
+    def n_dofs(self, direction: str) -> int:
+        """Number of coordinates in a direction ('y', 'z' or 'torsion')."""
+        count = self.modes[direction]
+        if self.shapes == "finite_elements" and count:
+            # bending: deflection and slope at each free node; torsion: twist at each node
+            return self.elements * (2 if direction != "torsion" else 1)
+        return count
+
+    @property
+    def nf(self) -> int:
+        return sum(self.n_dofs(k) for k in ("y", "z", "torsion"))
+
+
+@dataclass
+class Link:
+    """One DH row with its joint, rigid body, optional hub and optional flexible beam.
+
+    ``body`` is expressed in the link's own DH frame; on a flexible link it rides on the
+    deflected distal frame (after E). ``hub`` is a rigid joint mass (thesis S transform)
+    in the undeformed frame after A (it does not deflect).
+    """
+
+    joint: str = "revolute"
+    a: float = 0.0
+    alpha: float = 0.0
+    d: float = 0.0
+    theta: float = 0.0
+    body: RigidBody = field(default_factory=RigidBody)
+    hub: RigidBody | None = None
+    beam: Beam | None = None
+    armature: float = 0.0
+    viscous: float = 0.0
+    coulomb: float = 0.0
+    limits: tuple | None = None
+    name: str = ""
+
+    def __post_init__(self):
+        if self.joint not in JOINT_TYPES:
+            raise ModelError(f"joint: unknown type '{self.joint}'; use revolute or prismatic")
+        for key in ("a", "alpha", "d", "theta", "armature", "viscous", "coulomb"):
+            val = float(getattr(self, key))
+            if not np.isfinite(val):
+                raise ModelError(f"{key}: must be a finite number")
+            setattr(self, key, val)
+        for key in ("armature", "viscous", "coulomb"):
+            if getattr(self, key) < 0:
+                raise ModelError(f"{key}: must be >= 0")
+
+    @property
+    def is_flexible(self) -> bool:
+        return self.beam is not None and self.beam.nf > 0
+
+
+@dataclass
+class Robot:
+    """A serial manipulator. The dynamics methods accept leading batch dimensions."""
+
+    links: list
+    name: str = "robot"
+    gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
+    dh: str = "standard"
+    payload: RigidBody | None = None
+
+    def __post_init__(self):
+        if not self.links:
+            raise ModelError("links: a robot needs at least one link")
+        if self.dh not in DH_CONVENTIONS:
+            raise ModelError(f"dh: unknown convention '{self.dh}'; use standard or modified")
+        self.gravity = _vec3(self.gravity, "gravity")
+        for i, link in enumerate(self.links):
+            if link.beam is not None and link.joint == "prismatic" and self.dh == "standard":
+                if link.a != 0.0 or link.alpha != 0.0:
+                    raise ModelError(
+                        f"links[{i}].beam: a flexible prismatic link needs a = 0 and alpha = 0 "
+                        "(standard DH) so that the beam slides along its frame's z axis"
+                    )
+
+    # ----- coordinates -------------------------------------------------------------
+    @property
+    def n_joints(self) -> int:
+        return len(self.links)
+
+    @cached_property
+    def flex_layout(self) -> list:
+        """For each link, a list of (direction, count) in coordinate order."""
+        out = []
+        for link in self.links:
+            entries = []
+            if link.beam is not None:
+                for key in ("y", "z", "torsion"):
+                    n = link.beam.n_dofs(key)
+                    if n:
+                        entries.append((key, n))
+            out.append(entries)
+        return out
+
+    @property
+    def nf(self) -> int:
+        return sum(n for entries in self.flex_layout for _, n in entries)
+
+    @property
+    def nq(self) -> int:
+        return self.n_joints + self.nf
+
+    @property
+    def joint_index(self) -> slice:
+        return slice(0, self.n_joints)
+
+    @property
+    def flex_index(self) -> slice:
+        return slice(self.n_joints, self.nq)
+
+    def link_flex_slice(self, i: int) -> slice:
+        start = self.n_joints + sum(n for ent in self.flex_layout[:i] for _, n in ent)
+        return slice(start, start + sum(n for _, n in self.flex_layout[i]))
+
+    @property
+    def coordinate_names(self) -> list:
+        names = [f"q{i + 1}" for i in range(self.n_joints)]
+        for i, entries in enumerate(self.flex_layout):
+            fem = self.links[i].beam is not None and self.links[i].beam.shapes == "finite_elements"
+            for key, n in entries:
+                tag = {"y": "y", "z": "z", "torsion": "t"}[key]
+                for k in range(n):
+                    if fem and key != "torsion":
+                        kind = "w" if k % 2 == 0 else "s"  # nodal deflection / slope
+                        names.append(f"{kind}{tag}{i + 1}_{k // 2 + 2}")
+                    elif fem:
+                        names.append(f"t{i + 1}_{k + 2}")
+                    else:
+                        names.append(f"e{tag}{i + 1}_{k + 1}")
+        return names
+
+    @property
+    def is_rigid(self) -> bool:
+        return self.nf == 0
+
+    def total_mass(self) -> float:
+        m = sum(l.body.mass + (l.hub.mass if l.hub else 0.0) for l in self.links)
+        m += sum(l.beam.length * l.beam.mass_per_length for l in self.links if l.beam is not None)
+        return m + (self.payload.mass if self.payload else 0.0)
+
+    # ----- dynamics (delegated) -----------------------------------------------------
+    @cached_property
+    def _model(self):
+        from ..dynamics.structure import build
+
+        return build(self)
+
+    def _numeric(self):
+        from ..dynamics import api
+
+        return api
+
+    def mass_matrix(self, q):
+        return self._numeric().mass_matrix(self, q)
+
+    def bias_forces(self, q, qd):
+        return self._numeric().bias_forces(self, q, qd)
+
+    def inverse_dynamics(self, q, qd, qdd, f_ext=None):
+        return self._numeric().inverse_dynamics(self, q, qd, qdd, f_ext=f_ext)
+
+    def forward_dynamics(self, q, qd, tau, f_ext=None):
+        return self._numeric().forward_dynamics(self, q, qd, tau, f_ext=f_ext)
+
+    def kinetic_energy(self, q, qd):
+        return self._numeric().kinetic_energy(self, q, qd)
+
+    def potential_energy(self, q):
+        return self._numeric().potential_energy(self, q)
+
+    def frame(self, q, link=-1):
+        return self._numeric().frame(self, q, link)
+
+    def jacobian(self, q, link=-1, point=None, order=1):
+        return self._numeric().jacobian(self, q, link=link, point=point, order=order)
+
+    def natural_frequencies(self, q=None):
+        from ..analysis.frequencies import natural_frequencies
+
+        return natural_frequencies(self, q)
