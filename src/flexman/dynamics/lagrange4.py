@@ -20,24 +20,16 @@ import numpy as np
 from . import dh, ops
 
 
+from .beams import identity as _identity
+from .beams import lincomb as _lincomb
+
+
 def _col(x):
     return x[..., None, None]
 
 
 def _T(x):
     return np.swapaxes(x, -1, -2)
-
-
-def _lincomb(c, T):
-    """sum_k c[..., k] T[..., k, :, :]."""
-    return (c[..., :, None, None] * T).sum(axis=-3)
-
-
-def _identity(batch, like):
-    out = ops.zeros_like_batch(batch, (4, 4), like)
-    for k in range(4):
-        out[..., k, k] = 1
-    return out
 
 
 def forward(model, q, qd, qdd, gravity=True):
@@ -67,10 +59,8 @@ def forward(model, q, qd, qdd, gravity=True):
             Whdd = Whdd + (W @ (lk.P @ lk.gen @ lk.gen @ jm @ lk.N)) * (v * v)
         rec = dict(W0=W, A=A, A1=A1, Wh=Wh, Whd=Whd, Whdd=Whdd)
         if lk.beam is not None:
-            p, pd, pdd = q[..., lk.flex], qd[..., lk.flex], qdd[..., lk.flex]
-            D = _identity(batch, q) + _lincomb(p, lk.beam.Dk)
-            Dd = _lincomb(pd, lk.beam.Dk)
-            Ddd = _lincomb(pdd, lk.beam.Dk)
+            p, pd, pdd = lk.beam.local(q, qd, qdd, i, lk.flex, lk.offset)
+            D, Dd, Ddd = lk.beam.tip(p, pd, pdd)
             W = Wh @ D
             Wd = Whd @ D + Wh @ Dd
             Wdd = Whdd @ D + 2 * (Whd @ Dd) + Wh @ Ddd
@@ -80,32 +70,6 @@ def forward(model, q, qd, qdd, gravity=True):
         rec.update(W=W, Wd=Wd, Wdd=Wdd)
         out.append(rec)
     return out
-
-
-def _beam_moments(beam, p):
-    """N = int h h^T and N0k = int h Phi_k^T for the current deflection."""
-    Ck, Ckl = beam.Ck, beam.Ckl
-    N = beam.C0 + _lincomb(p, Ck + _T(Ck)) + _lincomb(p, (p[..., None, :, None, None] * Ckl).sum(-3))
-    N0k = Ck + (p[..., :, None, None, None] * Ckl).sum(axis=-4)
-    return N, N0k
-
-
-def _beam_terms(beam, rec, local=True):
-    """Phi_b = int h r_ddot^T dm of a beam and its own generalized forces int Phi_k . r_ddot dm."""
-    Wh, Whd, Whdd = rec["Wh"], rec["Whd"], rec["Whdd"]
-    p, pd, pdd = rec["p"], rec["pd"], rec["pdd"]
-    N, N0k = _beam_moments(beam, p)
-    Nd = _lincomb(pd, N0k)
-    Ndd = _lincomb(pdd, N0k)
-    phi = N @ _T(Whdd) + 2 * (Nd @ _T(Whd)) + Ndd @ _T(Wh)
-    if not local:
-        return phi, None
-    Ckl = beam.Ckl
-    Cd = (pd[..., None, :, None, None] * Ckl).sum(-3)  # sum_k pd_k C_jk, indexed by j
-    Cdd = (pdd[..., None, :, None, None] * Ckl).sum(-3)
-    X = _T(N0k) @ _T(Whdd)[..., None, :, :] + 2 * (Cd @ _T(Whd)[..., None, :, :]) + Cdd @ _T(Wh)[..., None, :, :]
-    q_local = ops.trace_product(Wh[..., None, :, :], X)
-    return phi, q_local
 
 
 def inverse_dynamics(model, q, qd, qdd, gravity=True, elastic=True, friction=True):
@@ -122,18 +86,21 @@ def inverse_dynamics(model, q, qd, qdd, gravity=True, elastic=True, friction=Tru
         if G_hat_next is not None:
             G = G + recs[i + 1]["A"] @ G_hat_next
         G_hat = lk.body_base @ _T(rec["Whdd"])
+        extra = 0
         if lk.beam is not None:
-            beam = lk.beam
-            phi, q_local = _beam_terms(beam, rec)
-            q_flex = ops.trace_product(rec["Wh"][..., None, :, :], beam.Dk @ G[..., None, :, :]) + q_local
+            beam, p = lk.beam, rec["p"]
+            phi, q_local = beam.terms(rec["Wh"], rec["Whd"], rec["Whdd"], p, rec["pd"], rec["pdd"])
+            q_loc = ops.trace_product(rec["Wh"][..., None, :, :], beam.tip_partials(p) @ G[..., None, :, :]) + q_local
             if elastic:
-                q_flex = q_flex + rec["p"] @ beam.K.T + rec["pd"] @ beam.Cd.T
+                q_loc = q_loc + beam.elastic(p, rec["pd"])
+            if beam.sliding:  # the first local coordinate is this joint's own
+                extra, q_loc = q_loc[..., 0], q_loc[..., 1:]
             for k, idx in enumerate(range(lk.flex.start, lk.flex.stop)):
-                cols[idx] = q_flex[..., k]
+                cols[idx] = q_loc[..., k]
             G_hat = G_hat + phi + rec["D"] @ G
         else:
             G_hat = G_hat + G
-        tau = ops.trace_product(rec["W0"] @ rec["A1"], G_hat)
+        tau = ops.trace_product(rec["W0"] @ rec["A1"], G_hat) + extra
         tau = tau + lk.armature * qdd[..., i]
         if friction and lk.viscous:
             tau = tau + lk.viscous * qd[..., i]
@@ -153,14 +120,7 @@ def kinetic_energy(model, q, qd):
         total = total + ops.trace_product(rec["Wd"] @ lk.body_tip, _T(rec["Wd"]))
         total = total + ops.trace_product(rec["Whd"] @ lk.body_base, _T(rec["Whd"]))
         if lk.beam is not None:
-            beam = lk.beam
-            N, N0k = _beam_moments(beam, rec["p"])
-            Nd = _lincomb(rec["pd"], N0k)
-            pd = rec["pd"]
-            S = _lincomb(pd, (pd[..., None, :, None, None] * beam.Ckl).sum(-3))
-            Wh, Whd = rec["Wh"], rec["Whd"]
-            total = total + ops.trace_product(Whd @ N, _T(Whd)) + 2 * ops.trace_product(Whd @ Nd, _T(Wh))
-            total = total + ops.trace_product(Wh @ S, _T(Wh))
+            total = total + lk.beam.kinetic(rec["Wh"], rec["Whd"], rec["p"], rec["pd"])
     for i, lk in enumerate(model.links):
         total = total + lk.armature * qd[..., i] ** 2
     return 0.5 * total
@@ -177,10 +137,8 @@ def potential_energy(model, q):
     for lk, rec in zip(model.links, recs):
         total = total - (rec["W"] @ lk.body_tip[:, 3]) @ g4 - (rec["Wh"] @ lk.body_base[:, 3]) @ g4
         if lk.beam is not None:
-            N, _ = _beam_moments(lk.beam, rec["p"])
-            total = total - (rec["Wh"] @ N[..., :, 3:])[..., 0] @ g4
-            p = rec["p"]
-            total = total + 0.5 * ((p @ lk.beam.K) * p).sum(-1)
+            total = total - (rec["Wh"] @ lk.beam.moment(rec["p"])[..., None])[..., 0] @ g4
+            total = total + lk.beam.strain(rec["p"])
     return total
 
 

@@ -25,7 +25,9 @@ def _elementwise(name):
             arr = np.asarray(x, dtype=object)
             out = np.empty(arr.shape, dtype=object)
             for idx in np.ndindex(arr.shape):
-                out[idx] = sfun(arr[idx])
+                el = arr[idx]
+                # tracer scalars (flexman.symbolic) carry their own sin/cos
+                out[idx] = getattr(el, name)() if hasattr(el, name) else sfun(el)
             return out if arr.shape else out[()]
         return npfun(x)
 

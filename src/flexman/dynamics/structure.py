@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import dh
+from .beams import RevoluteBeam, SlidingBeam
 
 # beam axis and transverse directions (index into x, y, z of the link frame)
 AXES = {"revolute": (0, 1, 2), "prismatic": (2, 0, 1)}
@@ -27,25 +28,6 @@ AXES = {"revolute": (0, 1, 2), "prismatic": (2, 0, 1)}
 
 def skew(v):
     return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
-
-
-@dataclass
-class BeamModel:
-    """Constant tensors of one flexible link (revolute joint: fixed length)."""
-
-    n: int
-    C0: np.ndarray  # (4, 4)
-    Ck: np.ndarray  # (n, 4, 4)
-    Ckl: np.ndarray  # (n, n, 4, 4)
-    Dk: np.ndarray  # (n, 4, 4) tip deflection transform per coordinate
-    K: np.ndarray  # (n, n) stiffness
-    Cd: np.ndarray  # (n, n) damping
-    Mb: np.ndarray  # (n, n) the beam's own modal mass (clamped), for frequencies/damping
-    directions: list  # per coordinate: 'y' | 'z' | 'torsion'
-    shapes: dict  # direction -> ShapeSet (for deflection along the beam)
-    length: float = 0.0
-    root: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    axis: tuple = (0, 1, 2)
 
 
 @dataclass
@@ -57,7 +39,7 @@ class LinkModel:
     gen: np.ndarray
     body_tip: np.ndarray  # (4,4) second moments of bodies on the distal (deflected) frame
     body_base: np.ndarray  # (4,4) second moments of bodies on the undeformed frame (hub)
-    beam: BeamModel | None
+    beam: object  # RevoluteBeam | SlidingBeam | None
     flex: slice
     armature: float
     viscous: float
@@ -180,7 +162,7 @@ def _beam_model(link, convention, loads) -> BeamModel:
             Mb[sl, sl] = shapes_mass(ss, mu, L)
         pos += ss.n
     Cd = modal_damping(K, Mb, beam.damping)
-    return BeamModel(n, C0, Ck, Ckl, Dk, K, Cd, Mb, dirs, sets, L, root, (ax, t1, t2))
+    return RevoluteBeam(C0, Ck, Ckl, Dk, K, Cd, Mb, dirs, sets, L)
 
 
 def rod_second_moments(link, convention):
@@ -254,8 +236,10 @@ def second_moments_at_rest(robot, i):
 def _distal_loads(robot, i):
     """Nondimensional tip loads (M, J, D) of 004 eq. (11) for link i's beam at q = 0:
     everything the link carries beyond its tip (its own body, distal links, payload)."""
-    beam = robot.links[i].beam
-    mu, L = beam.mass_per_length, beam.length
+    link = robot.links[i]
+    beam = link.beam
+    mu = beam.mass_per_length
+    L = link.d if link.joint == "prismatic" else beam.length  # length outside the hub at q = 0
     J4 = second_moments_at_rest(robot, i)  # in the tip frame of link i
     ax, t1, t2 = AXES[robot.links[i].joint]
     m_l = J4[3, 3]
@@ -286,10 +270,13 @@ def build(robot) -> Model:
             body_tip = body_tip + robot.payload.pseudo_inertia()
         beam = None
         if link.beam is not None:
-            if link.joint == "prismatic":
-                raise NotImplementedError("flexible prismatic links: see flexman.dynamics.prismatic")
             loads = _distal_loads(robot, i) if link.beam.shapes == "clamped_mass" else {}
-            if link.is_flexible:
+            if link.is_flexible and link.joint == "prismatic":
+                bm = link.beam
+                sets = _shape_sets(bm, loads)
+                dirs = [k for k, ss in sets.items() for _ in range(ss.n)]
+                beam = SlidingBeam(sets, dirs, AXES["prismatic"], bm.mass_per_length, bm.length, bm.EI, bm.damping, offset)
+            elif link.is_flexible:
                 beam = _beam_model(link, robot.dh, loads)
             else:  # a beam with no modes is a rigid rod on the undeformed frame
                 body_base = body_base + rod_second_moments(link, robot.dh)

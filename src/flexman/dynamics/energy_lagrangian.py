@@ -1,0 +1,248 @@
+"""Energy-based Lagrangian dynamics (004 Appendix, Algorithms 1-3), used as an oracle.
+
+Independent of the recursive algorithms: every beam is a cloud of Gauss points (each
+cross-section four points carrying its polar mass moment), every rigid body a second-moment
+matrix on its frame; positions come from an explicit product of transforms. Then
+
+* M(q) = sum_points m J^T J + sum_rigid tr(dW/dq_k J dW/dq_l^T)   (Algorithm 1),
+* h(q, qd) from Christoffel symbols of M                          (Algorithm 2),
+* c(q) = dV/dq with V gravity + strain energy                      (Algorithm 3).
+
+Jacobians use complex-step differentiation (exact to rounding); the Christoffel symbols use
+Richardson-extrapolated central differences of M. Slow, small arms only: it is a check.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import dh
+from .structure import AXES, build
+
+STEP = 1e-30  # complex step
+
+
+def _deflection_transform(tip, rot, disp):
+    E = np.eye(4, dtype=complex)
+    E[:3, :3] += np.array([[0, -rot[2], rot[1]], [rot[2], 0, -rot[0]], [-rot[1], rot[0], 0]])
+    E[:3, 3] += disp
+    to_tip, from_tip = np.eye(4), np.eye(4)
+    to_tip[:3, 3] = tip
+    from_tip[:3, 3] = -tip
+    return to_tip @ E @ from_tip
+
+
+class EnergyLagrangian:
+    """Point-cloud model of a robot: M, Christoffel terms and gravity from energies."""
+
+    def __init__(self, robot, n_gauss=24):
+        self.robot = robot
+        self.model = build(robot)  # only for constants shared with the data: K, shapes
+        self.n_gauss = n_gauss
+
+    # ----- kinematics ---------------------------------------------------------------
+    def _clouds(self, q):
+        """Mass points (weights, positions) and rigid (J, W) pairs at configuration q."""
+        robot, model = self.robot, self.model
+        W = np.eye(4, dtype=complex)
+        weights, points, rigid = [], [], []
+        for i, (link, lk) in enumerate(zip(robot.links, model.links)):
+            P, N, offset = dh.split(link, robot.dh)
+            qi = q[i] + offset
+            if link.joint == "revolute":
+                c, s = np.cos(qi), np.sin(qi)
+                J = np.array([[c, -s, 0, 0], [s, c, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]], dtype=complex)
+            else:
+                J = np.eye(4, dtype=complex)
+                J[2, 3] = qi
+            Wh = W @ P @ J @ N
+            if link.hub is not None:
+                rigid.append((link.hub.pseudo_inertia(), Wh))
+            if lk.beam is None and link.beam is not None:
+                rigid.append((_rod(link, robot.dh), Wh))
+            Wt = Wh
+            if lk.beam is not None and link.joint == "prismatic":
+                Wt, w, pts = self._sliding(link, lk.beam, qi, q[lk.flex], Wh)
+                weights.append(w)
+                points.append(pts)
+            elif lk.beam is not None:
+                Wt, w, pts = self._beam(link, lk.beam, q[lk.flex], Wh)
+                weights.append(w)
+                points.append(pts)
+            rigid.append((link.body.pseudo_inertia(), Wt))
+            W = Wt
+        if robot.payload is not None:
+            rigid.append((robot.payload.pseudo_inertia(), W))
+        w = np.concatenate(weights) if weights else np.zeros(0)
+        pts = np.concatenate(points) if points else np.zeros((0, 3), dtype=complex)
+        return w, pts, rigid
+
+    def _beam(self, link, bm, p, Wh):
+        beam = link.beam
+        L, mu, jp = beam.length, beam.mass_per_length, beam.polar_inertia_per_length
+        ax, t1, t2 = AXES[link.joint]
+        eta, wq = np.polynomial.legendre.leggauss(self.n_gauss)
+        eta = 0.5 * (eta + 1.0)
+        wq = 0.5 * wq
+        if beam.shapes == "finite_elements":  # per-element rule: shapes are piecewise cubics
+            eta, wq = bm.shapes[next(iter(bm.shapes))].quadrature()
+        s = eta * L
+        disp = np.zeros((len(s), 3), dtype=complex)
+        twist = np.zeros(len(s), dtype=complex)
+        tip_disp = np.zeros(3, dtype=complex)
+        tip_rot = np.zeros(3, dtype=complex)
+        pos = 0
+        for direction, ss in bm.shapes.items():
+            scale = L ** np.asarray(ss.scale, float)
+            phi = ss(eta) * scale[:, None]
+            phi_tip = ss(np.array([1.0]))[:, 0] * scale
+            slope_tip = ss(np.array([1.0]), deriv=1)[:, 0] * scale / L
+            a = p[pos : pos + ss.n]
+            pos += ss.n
+            if direction == "torsion":
+                twist = twist + a @ phi
+                tip_rot[ax] += a @ phi_tip
+            else:
+                t = t1 if direction == "y" else t2
+                disp[:, t] += a @ phi
+                tip_disp[t] += a @ phi_tip
+                tip_rot += (a @ slope_tip) * np.cross(np.eye(3)[ax], np.eye(3)[t])
+        root = np.zeros(3)
+        root[ax] = -L if self.robot.dh == "standard" else 0.0
+        centre = root + np.outer(s, np.eye(3)[ax]) + disp
+        rho = np.sqrt(jp / mu)
+        pts, wts = [], []
+        for sign, t, other in ((1, t1, t2), (-1, t1, t2), (1, t2, t1), (-1, t2, t1)):
+            off = np.zeros((len(s), 3), dtype=complex)
+            off[:, t] = sign * rho
+            # small rotation theta about the beam axis: offset e_t -> e_t + theta (e_ax x e_t)
+            off += (sign * rho * twist)[:, None] * np.cross(np.eye(3)[ax], np.eye(3)[t])
+            pts.append(centre + off)
+            wts.append(0.25 * mu * L * wq)
+        pts = np.concatenate(pts)
+        hom = np.concatenate([pts, np.ones((len(pts), 1))], axis=1)
+        world = (Wh @ hom.T).T[:, :3]
+        tip = root + L * np.eye(3)[ax]
+        Wt = Wh @ _deflection_transform(tip, tip_rot, tip_disp)
+        return Wt, np.concatenate(wts), world
+
+    def _sliding(self, link, bm, d, xi, Wh):
+        """Translating beam: material labelled by its fixed axial coordinate z in [-l0, 0]."""
+        beam = link.beam
+        mu, l0 = beam.mass_per_length, beam.length
+        ax, t1, t2 = AXES["prismatic"]
+        dr = float(np.real(d))
+        eta, wq = next(iter(bm.shapes.values())).quadrature()
+        z_out = dr * (eta - 1.0)  # material labels of the outside quadrature points
+        g2, w2 = np.polynomial.legendre.leggauss(2)
+        z_in = -l0 + (l0 - dr) * 0.5 * (g2 + 1.0)
+        eta_now = (d + z_out) / d  # where those material points sit on the current outside length
+        disp = np.zeros((len(z_out), 3), dtype=complex)
+        tip_disp = np.zeros(3, dtype=complex)
+        tip_rot = np.zeros(3, dtype=complex)
+        pos = 0
+        for direction, ss in bm.shapes.items():
+            t = t1 if direction == "y" else t2
+            sc = np.asarray(ss.scale, float)
+            a = xi[pos : pos + ss.n]
+            pos += ss.n
+            psi = ss(eta_now.real) + 1j * eta_now.imag * ss(eta_now.real, deriv=1)  # complex-step safe
+            disp[:, t] += (a * d**sc) @ psi
+            one = np.array([1.0])
+            tip_disp[t] += (a * d**sc) @ ss(one)[:, 0]
+            tip_rot += ((a * d ** (sc - 1)) @ ss(one, deriv=1)[:, 0]) * np.cross(np.eye(3)[ax], np.eye(3)[t])
+        out = disp.copy()
+        out[:, ax] += z_out
+        inside = np.zeros((2, 3), dtype=complex)
+        inside[:, ax] = z_in
+        pts = np.concatenate([out, inside])
+        wts = np.concatenate([mu * dr * wq, mu * (l0 - dr) * 0.5 * w2])
+        hom = np.concatenate([pts, np.ones((len(pts), 1))], axis=1)
+        world = (Wh @ hom.T).T[:, :3]
+        Wt = Wh @ _deflection_transform(np.zeros(3), tip_rot, tip_disp)
+        return Wt, wts, world
+
+    def _kin_derivatives(self, q):
+        """Point Jacobians (npts, 3, nq) and rigid-frame derivatives by complex step."""
+        nq = len(q)
+        w, pts0, rigid0 = self._clouds(q.astype(complex))
+        Jp = np.zeros((len(w), 3, nq))
+        dW = [np.zeros((nq, 4, 4)) for _ in rigid0]
+        for k in range(nq):
+            qc = q.astype(complex)
+            qc[k] += 1j * STEP
+            _, pts, rigid = self._clouds(qc)
+            Jp[:, :, k] = pts.imag / STEP
+            for b, (_, Wb) in enumerate(rigid):
+                dW[b][k] = Wb.imag / STEP
+        return w, Jp, [Jm for Jm, _ in rigid0], dW
+
+    # ----- Algorithms 1-3 ------------------------------------------------------------
+    def mass_matrix(self, q):
+        q = np.asarray(q, dtype=float)
+        w, Jp, Js, dW = self._kin_derivatives(q)
+        M = np.einsum("p,pak,pal->kl", w, Jp, Jp)
+        for Jm, d in zip(Js, dW):
+            M += np.einsum("kab,bc,lac->kl", d, Jm, d)
+        for i, link in enumerate(self.robot.links):
+            M[i, i] += link.armature
+        return M
+
+    def potential_energy(self, q):
+        w, pts, rigid = self._clouds(np.asarray(q))
+        g = self.robot.gravity
+        V = -np.sum(w * (pts @ g))
+        g4 = np.append(g, 0.0)
+        for Jm, Wb in rigid:
+            V = V - g4 @ (Wb @ Jm[:, 3])
+        q = np.asarray(q)
+        for i, lk in enumerate(self.model.links):
+            if lk.beam is not None and lk.beam.sliding:
+                V = V + lk.beam.strain(np.concatenate([[q[i] + lk.offset], q[lk.flex]]))
+            elif lk.beam is not None:
+                p = q[lk.flex]
+                V = V + 0.5 * p @ lk.beam.K @ p
+        return V
+
+    def gravity_elastic(self, q):
+        """dV/dq by complex step."""
+        q = np.asarray(q, dtype=float)
+        out = np.zeros(len(q))
+        for k in range(len(q)):
+            qc = q.astype(complex)
+            qc[k] += 1j * STEP
+            out[k] = self.potential_energy(qc).imag / STEP
+        return out
+
+    def mass_matrix_derivatives(self, q, h=1e-3):
+        """dM/dq_k (nq, nq, nq) by Richardson-extrapolated central differences."""
+        q = np.asarray(q, dtype=float)
+        out = np.zeros((len(q),) * 3)
+        for k in range(len(q)):
+            def central(step):
+                e = np.zeros(len(q))
+                e[k] = step
+                return (self.mass_matrix(q + e) - self.mass_matrix(q - e)) / (2 * step)
+
+            out[k] = (4 * central(h / 2) - central(h)) / 3
+        return out
+
+    def bias_forces(self, q, qd):
+        """h + c + K q_f + damping (Algorithms 2-3)."""
+        qd = np.asarray(qd, dtype=float)
+        dM = self.mass_matrix_derivatives(q)  # dM[k, i, j] = dM_ij / dq_k
+        coriolis = np.einsum("kij,j,k->i", dM, qd, qd) - 0.5 * np.einsum("ijk,j,k->i", dM, qd, qd)
+        out = coriolis + self.gravity_elastic(q)
+        for i, lk in enumerate(self.model.links):
+            if lk.beam is not None:
+                out[lk.flex] += lk.beam.Cd @ qd[lk.flex]
+            out[i] += lk.viscous * qd[i] + lk.coulomb * np.sign(qd[i])
+        return out
+
+    def inverse_dynamics(self, q, qd, qdd):
+        return self.mass_matrix(q) @ np.asarray(qdd, float) + self.bias_forces(q, qd)
+
+
+def _rod(link, convention):
+    from .structure import rod_second_moments
+
+    return rod_second_moments(link, convention)
