@@ -1,0 +1,458 @@
+"""The ``flexman`` command.
+
+Each subcommand is one ``cmd_<name>(args) -> int`` function plus one registration line in
+:func:`build_parser`. Every command takes a model path or a bundled example name and
+``--json`` for machine-readable output on stdout. User errors (bad model files, missing
+files, bad option values) print one line ``flexman: error: <message>`` to stderr and exit 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .model.errors import ModelError
+
+SIM_METHODS = ("rk4", "RK45", "DOP853", "Radau", "BDF", "LSODA")
+
+
+class UsageError(Exception):
+    """A bad command line: reported as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """ArgumentParser whose errors are one line (no usage dump) and exit 2."""
+
+    def error(self, message):
+        raise UsageError(message)
+
+
+# ----- helpers ----------------------------------------------------------------------------------
+def _console():
+    """Rich console; when piped, wide enough that tables do not wrap names and citations."""
+    from rich.console import Console
+
+    con = Console()
+    return con if con.is_terminal else Console(width=160)
+
+
+def _to_plain(value):
+    """NumPy values to JSON-ready Python values."""
+    if isinstance(value, dict):
+        return {str(k): _to_plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_to_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _to_plain(value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else str(value)
+    return value
+
+
+def _print_json(data) -> None:
+    print(json.dumps(_to_plain(data), indent=2))
+
+
+def _load(spec: str):
+    from .model.io import load
+
+    return load(spec)
+
+
+def _fmt(x) -> str:
+    """Compact text for a number or an array of numbers."""
+    arr = np.asarray(x, dtype=float) if not isinstance(x, str) else None
+    if arr is None:
+        return x
+    if arr.ndim == 0:
+        return f"{float(arr):.6g}"
+    return "[" + ", ".join(f"{v:.6g}" for v in arr.reshape(-1)) + "]"
+
+
+def _vector(values, n_allowed, what: str):
+    """A command-line vector, checked against the allowed lengths."""
+    if values is None:
+        return None
+    arr = np.asarray(values, dtype=float)
+    if arr.size not in n_allowed:
+        want = " or ".join(str(n) for n in sorted(set(n_allowed)))
+        raise UsageError(f"{what}: expected {want} values (got {arr.size})")
+    return arr
+
+
+# ----- info -------------------------------------------------------------------------------------
+def _info_data(robot) -> dict:
+    links = []
+    for i, link in enumerate(robot.links):
+        beam = link.beam
+        links.append({
+            "index": i + 1, "name": link.name, "joint": link.joint,
+            "a": link.a, "alpha": link.alpha, "d": link.d, "theta": link.theta,
+            "mass": link.body.mass,
+            "hub_mass": link.hub.mass if link.hub is not None else 0.0,
+            "beam_mass": beam.length * beam.mass_per_length if beam is not None else 0.0,
+            "flexible_coordinates": beam.nf if beam is not None else 0,
+            "limits": list(link.limits) if link.limits is not None else None,
+        })
+    return {
+        "name": robot.name, "description": getattr(robot, "description", ""),
+        "source": getattr(robot, "source", ""), "dh": robot.dh,
+        "nq": robot.nq, "n_joints": robot.n_joints, "nf": robot.nf,
+        "coordinate_names": list(robot.coordinate_names),
+        "gravity": robot.gravity, "total_mass": robot.total_mass(),
+        "payload_mass": robot.payload.mass if robot.payload is not None else 0.0,
+        "links": links,
+    }
+
+
+def cmd_info(args) -> int:
+    """Summary of a model: name, coordinates, masses and the DH table."""
+    robot = _load(args.model)
+    data = _info_data(robot)
+    if args.json:
+        _print_json(data)
+        return 0
+    from rich.table import Table
+
+    con = _console()
+    con.print(f"[bold]{data['name']}[/bold]  ({robot.dh} DH, {robot.n_joints} joints, "
+              f"{robot.nf} flexible coordinates, nq = {robot.nq})")
+    if data["description"]:
+        con.print(data["description"].strip().splitlines()[0])
+    if data["source"]:
+        source = data["source"] if isinstance(data["source"], str) else "; ".join(data["source"])
+        con.print(f"source: {source}")
+    con.print("coordinates: " + ", ".join(data["coordinate_names"]))
+    con.print(f"total mass: {data['total_mass']:.6g} kg (payload {data['payload_mass']:.6g} kg)")
+    named = any(item["name"] for item in data["links"])
+    table = Table(title=f"{robot.dh} DH table (m, deg, kg)")
+    columns = ["#"] + (["name"] if named else []) + ["joint", "a", "alpha", "d", "theta",
+                                                      "mass", "hub", "beam", "flex"]
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("name", "joint") else "right")
+    for item in data["links"]:
+        row = [str(item["index"])] + ([item["name"]] if named else [])
+        row += [item["joint"], _fmt(item["a"]), _fmt(math.degrees(item["alpha"])), _fmt(item["d"]),
+                _fmt(math.degrees(item["theta"])), _fmt(item["mass"]), _fmt(item["hub_mass"]),
+                _fmt(item["beam_mass"]), str(item["flexible_coordinates"])]
+        table.add_row(*row)
+    con.print(table)
+    return 0
+
+
+# ----- examples ---------------------------------------------------------------------------------
+def _examples():
+    from .model.io import _example_module
+
+    module = _example_module()
+    if module is None:
+        raise UsageError("the bundled examples are not available in this installation")
+    return module
+
+
+def _example_description(module, name: str) -> str:
+    """First line of an example's description (validating it on the way)."""
+    try:
+        robot = module.load(name)
+    except ModelError as exc:  # a broken example should not hide the others
+        return f"(invalid: {exc})"
+    text = (getattr(robot, "description", "") or "").strip()
+    return text.splitlines()[0] if text else ""
+
+
+def cmd_examples(args) -> int:
+    """List the bundled examples, print one, or copy one to a file (converting by extension)."""
+    module = _examples()
+    names = list(module.names())
+    if args.name is None:
+        if args.copy:
+            raise UsageError("--copy needs an example NAME")
+        rows = [(n, _example_description(module, n)) for n in names]
+        if args.json:
+            _print_json([{"name": n, "description": d} for n, d in rows])
+            return 0
+        from rich.table import Table
+
+        table = Table(title="bundled examples")
+        table.add_column("name")
+        table.add_column("description")
+        for row in rows:
+            table.add_row(*row)
+        _console().print(table)
+        return 0
+    if args.name not in names:
+        raise UsageError(f"unknown example '{args.name}'; bundled examples: {', '.join(names)}")
+    src = Path(module.path(args.name))
+    if args.copy:
+        dest = Path(args.copy)
+        if dest.is_dir():
+            dest = dest / src.name
+        if dest.exists() and not args.force:
+            raise UsageError(f"{dest} exists; remove it or add --force")
+        if dest.suffix.lower() == src.suffix.lower():
+            shutil.copyfile(src, dest)  # keeps comments and citations as written
+        else:
+            from .model.io import save
+
+            save(module.load(args.name), dest)
+        if args.json:
+            _print_json({"name": args.name, "copied_to": str(dest)})
+        else:
+            print(f"copied {args.name} to {dest}")
+        return 0
+    if args.json:
+        _print_json({"name": args.name, "path": str(src),
+                     "description": _example_description(module, args.name)})
+    else:
+        sys.stdout.write(src.read_text(encoding="utf-8"))
+    return 0
+
+
+# ----- simulate ---------------------------------------------------------------------------------
+def _energy_drift(energy) -> float:
+    e = np.asarray(energy, dtype=float)
+    if e.ndim > 1:
+        e = e.sum(axis=tuple(range(1, e.ndim)))
+    if e.size == 0:
+        return 0.0
+    return float(np.max(np.abs(e - e[0])) / max(abs(e[0]), 1e-12))
+
+
+def cmd_simulate(args) -> int:
+    """Simulate a model, print a summary, and write results and a plot into --out."""
+    robot = _load(args.model)
+    if not args.t_final > 0:
+        raise UsageError(f"--t-final: must be > 0 (got {args.t_final})")
+    kwargs = {"method": args.method}
+    if args.dt is not None:
+        if not args.dt > 0:
+            raise UsageError(f"--dt: must be > 0 (got {args.dt})")
+        kwargs["dt"] = args.dt
+    for key in ("rtol", "atol"):
+        value = getattr(args, key)
+        if value is not None:
+            if not value > 0:
+                raise UsageError(f"--{key}: must be > 0 (got {value})")
+            kwargs[key] = value
+    q0 = _vector(args.q0, (robot.n_joints, robot.nq), "--q0")
+    if q0 is not None:
+        kwargs["q0"] = np.concatenate([q0, np.zeros(robot.nq - q0.size)])  # flex coords at rest
+    torque = _vector(args.torque, (robot.n_joints,), "--torque")
+    if torque is not None:
+        kwargs["torque"] = torque
+    from .simulate import simulate
+
+    start = time.perf_counter()
+    with np.errstate(all="ignore"):  # divergence is reported below, once
+        res = simulate(robot, args.t_final, **kwargs)
+    wall = time.perf_counter() - start
+    diverged = not (np.all(np.isfinite(res.q)) and np.all(np.isfinite(res.qd)))
+    files = []
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        for name in ("result.npz", "result.csv"):
+            res.save(out / name)
+            files.append(str(out / name))
+        if not args.no_plot:
+            res.plot(out / "result.png")
+            files.append(str(out / "result.png"))
+    q_end = np.asarray(res.q)[-1]
+    summary = {
+        "model": robot.name, "method": args.method, "t_final": float(np.asarray(res.t)[-1]),
+        "samples": int(np.asarray(res.t).size), "wall_time_s": wall,
+        "q_final": dict(zip(robot.coordinate_names, q_end.tolist())),
+        "energy_initial": float(np.asarray(res.energy).reshape(len(res.t), -1).sum(axis=1)[0]),
+        "energy_final": float(np.asarray(res.energy).reshape(len(res.t), -1).sum(axis=1)[-1]),
+        "energy_drift_relative": _energy_drift(res.energy), "files": files,
+    }
+    summary["diverged"] = diverged
+    status = 1 if diverged else 0
+    if diverged:
+        print("flexman: warning: the solution diverged (non-finite values); use a smaller --dt "
+              "or a stiff method (--method Radau or BDF)", file=sys.stderr)
+    if args.json:
+        _print_json(summary)
+        return status
+    con = _console()
+    con.print(f"[bold]{robot.name}[/bold]: simulated {summary['t_final']:.6g} s with {args.method} "
+              f"({summary['samples']} samples, {wall:.3g} s wall time)")
+    con.print("final q: " + ", ".join(f"{k}={v:.6g}" for k, v in summary["q_final"].items()))
+    con.print(f"energy: {summary['energy_initial']:.6g} -> {summary['energy_final']:.6g} J "
+              f"(max relative change {summary['energy_drift_relative']:.3g})")
+    for path in files:
+        con.print(f"wrote {path}")
+    return status
+
+
+# ----- frequencies ------------------------------------------------------------------------------
+def cmd_frequencies(args) -> int:
+    """Natural frequencies of the linearized free system at q (rad/s and Hz)."""
+    robot = _load(args.model)
+    q = _vector(args.q, (robot.n_joints, robot.nq), "--q")
+    if q is not None and q.size == robot.n_joints:
+        q = np.concatenate([q, np.zeros(robot.nf)])
+    omega = np.atleast_1d(np.asarray(robot.natural_frequencies(q), dtype=float))
+    rows = [{"mode": i + 1, "rad_per_s": float(w), "hz": float(w) / (2 * math.pi)} for i, w in enumerate(omega)]
+    if args.json:
+        _print_json({"model": robot.name, "q": q, "frequencies": rows})
+        return 0
+    con = _console()
+    if not rows:
+        con.print(f"{robot.name}: no elastic modes (rigid robot)")
+        return 0
+    from rich.table import Table
+
+    table = Table(title=f"{robot.name}: natural frequencies")
+    for col in ("mode", "rad/s", "Hz"):
+        table.add_column(col, justify="right")
+    for row in rows:
+        table.add_row(str(row["mode"]), _fmt(row["rad_per_s"]), _fmt(row["hz"]))
+    con.print(table)
+    return 0
+
+
+# ----- validate ---------------------------------------------------------------------------------
+def validation_cases() -> list:
+    """The literature cases (``flexman.validation.CASES``); tests replace this function."""
+    try:
+        from .validation import CASES
+    except ImportError as exc:
+        raise UsageError(f"the validation cases are not available ({exc})") from None
+    return list(CASES)
+
+
+def case_passes(case, obtained) -> bool:
+    """A case's own ``passes(obtained)`` if it has one; else relative error <= tolerance."""
+    if hasattr(case, "passes"):
+        return bool(case.passes(obtained))
+    expected = np.asarray(case.expected, dtype=float)
+    got = np.asarray(obtained, dtype=float)
+    if expected.shape != got.shape and got.size != expected.size:
+        return False
+    err = np.abs(got.reshape(expected.shape) - expected)
+    return bool(np.all(err <= case.tolerance * np.maximum(np.abs(expected), 1e-12)))
+
+
+def cmd_validate(args) -> int:
+    """Run the literature cases; a table of expected vs obtained; exit 1 if any fails."""
+    cases = validation_cases()
+    if args.case:
+        names = [c.name for c in cases]
+        cases = [c for c in cases if c.name == args.case]
+        if not cases:
+            raise UsageError(f"unknown case '{args.case}'; cases: {', '.join(names)}")
+    results = []
+    for case in cases:
+        try:
+            obtained, error = case.obtained(), None
+            passed = case_passes(case, obtained)
+        except Exception as exc:  # a failing case is a result, not a crash
+            obtained, error, passed = None, f"{type(exc).__name__}: {exc}", False
+        results.append({"name": case.name, "source": case.source, "expected": case.expected,
+                        "obtained": obtained, "tolerance": case.tolerance, "passed": passed,
+                        "error": error})
+    failed = sum(not r["passed"] for r in results)
+    if args.json:
+        _print_json({"cases": results, "passed": len(results) - failed, "failed": failed})
+        return 1 if failed else 0
+    from rich.table import Table
+
+    table = Table(title="literature validation")
+    for col in ("case", "source", "expected", "obtained", "tolerance", "pass"):
+        table.add_column(col, no_wrap=col == "case")
+    for case, r in zip(cases, results):
+        unit = f" {case.unit}" if getattr(case, "unit", "") else ""
+        tol = (f"{100 * r['tolerance']:g} %" if getattr(case, "relative", False)
+               else _fmt(r["tolerance"]) + unit)
+        got = r["error"] if r["error"] else _fmt(r["obtained"]) + unit
+        table.add_row(r["name"], str(r["source"]), _fmt(r["expected"]) + unit, got, tol,
+                      "[green]yes[/green]" if r["passed"] else "[red]NO[/red]")
+    con = _console()
+    con.print(table)
+    con.print(f"{len(results) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+# ----- parser and entry point -------------------------------------------------------------------
+def _subcommand(sub, name: str, func, help: str, model: bool = True):
+    """Register a subcommand with the common MODEL and --json arguments."""
+    parser = sub.add_parser(name, help=help, description=help)
+    if model:
+        parser.add_argument("model", metavar="MODEL", help="model file (.yaml/.toml/.json) or bundled example name")
+    parser.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
+    parser.set_defaults(func=func)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = _Parser(prog="flexman", description="Robot manipulators with rigid and flexible links.")
+    parser.add_argument("--version", action="version", version=f"flexman {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    _subcommand(sub, "info", cmd_info, "summary of a model: coordinates, masses, DH table")
+
+    p = _subcommand(sub, "examples", cmd_examples, "list, print or copy the bundled examples", model=False)
+    p.add_argument("name", nargs="?", metavar="NAME", help="an example to print or copy")
+    p.add_argument("--copy", metavar="DEST", help="copy the example to a file (converted by extension) or folder")
+    p.add_argument("--force", action="store_true", help="overwrite DEST")
+
+    p = _subcommand(sub, "simulate", cmd_simulate, "simulate a model and write results and a plot")
+    p.add_argument("--t-final", type=float, default=1.0, metavar="T", help="end time in s (default 1)")
+    p.add_argument("--dt", type=float, help="output (and rk4) step in s")
+    p.add_argument("--method", choices=SIM_METHODS, default="rk4", help="integrator (default rk4)")
+    p.add_argument("--rtol", type=float, help="relative tolerance (adaptive methods)")
+    p.add_argument("--atol", type=float, help="absolute tolerance (adaptive methods)")
+    p.add_argument("--q0", type=float, nargs="+", metavar="Q", help="initial joint (or all) coordinates")
+    p.add_argument("--torque", type=float, nargs="+", metavar="TAU", help="constant joint torques")
+    p.add_argument("--out", metavar="DIR", help="folder for result.npz, result.csv and result.png")
+    p.add_argument("--no-plot", action="store_true", help="do not write the plot")
+
+    p = _subcommand(sub, "frequencies", cmd_frequencies, "natural frequencies of the linearized system")
+    p.add_argument("--q", type=float, nargs="+", metavar="Q", help="configuration (joint or all coordinates)")
+
+    p = _subcommand(sub, "validate", cmd_validate, "run the literature validation cases", model=False)
+    p.add_argument("--case", metavar="NAME", help="run only this case")
+    return parser
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``flexman`` console script; returns the exit status."""
+    try:
+        args = build_parser().parse_args(argv)
+        return args.func(args)
+    except BrokenPipeError:  # e.g. `flexman info arm.yaml | head`: not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (UsageError, ModelError, ValueError, OSError) as exc:
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        if isinstance(exc, OSError) and exc.strerror:
+            message = f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+        print(f"flexman: error: {message}", file=sys.stderr)
+        if os.environ.get("FLEXMAN_DEBUG"):
+            raise
+        return 2
+    except KeyboardInterrupt:
+        print("flexman: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug: still one line, with a way to see the traceback
+        if os.environ.get("FLEXMAN_DEBUG"):
+            raise
+        print(f"flexman: error: internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
+              "(set FLEXMAN_DEBUG=1 for a traceback)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

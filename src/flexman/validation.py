@@ -1,0 +1,233 @@
+"""The literature cases: each reference number from the documents, recomputed by flexman.
+
+``flexman validate`` prints them as a table; the tests run the same cases. Every case names
+its source (document, table or section, page) and its tolerance.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+from scipy.special import ellipk
+
+THESIS = "000 (Mackay 1988)"
+TG = "004 (Theodore & Ghosal 1995)"
+G = 9.81
+
+
+@dataclass
+class Case:
+    name: str
+    source: str
+    expected: float
+    tolerance: float
+    compute: object = field(repr=False)
+    relative: bool = False
+    unit: str = ""
+    slow: bool = False
+
+    def obtained(self) -> float:
+        return float(self.compute())
+
+    def passes(self, value: float) -> bool:
+        err = abs(value - self.expected)
+        return err <= self.tolerance * (abs(self.expected) if self.relative else 1.0)
+
+
+# ----- measurements --------------------------------------------------------------------
+def crossing_times(t, x, window=1):
+    """Upward zero crossings of x (smoothed by a moving average of `window` samples)."""
+    if window > 1:
+        x = np.convolve(x, np.ones(window) / window, mode="same")
+        t, x = t[window:-window], x[window:-window]
+    i = np.flatnonzero((x[:-1] < 0) & (x[1:] >= 0))
+    return t[i] - x[i] * (t[i + 1] - t[i]) / (x[i + 1] - x[i])
+
+
+def mean_period(t, x, window=1):
+    tc = crossing_times(t, x, window)
+    if len(tc) < 2:
+        raise RuntimeError("period: fewer than two oscillations in the simulated interval")
+    return (tc[-1] - tc[0]) / (len(tc) - 1)
+
+
+def elliptic_period(length, phi0, g=G):
+    """Uniform rod pendulum: T = 4 sqrt(2a/(3g)) K(sin(phi0/2)) (thesis eq. 3.6)."""
+    k = np.sin(phi0 / 2.0)
+    return 4.0 * np.sqrt(2.0 * length / (3.0 * g)) * ellipk(k * k)
+
+
+def _example(name):
+    from . import examples
+
+    return examples.load(name)
+
+
+def _simulate(robot, t_final, q0, dt=1e-3):
+    from .simulate import simulate
+
+    return simulate(robot, t_final, dt=dt, method="rk4", q0=q0, progress=False)
+
+
+def _swing_joint(robot):
+    """The joint that swings: the last revolute joint of the example."""
+    return max(i for i, link in enumerate(robot.links) if link.joint == "revolute")
+
+
+def _sag_deflection(robot, q0, coord, tip):
+    """Initial value of a flexible coordinate giving a tip deflection `tip` in the direction
+    gravity bends the link (the sign of the gravity force on that coordinate)."""
+    from .dynamics import api
+
+    force = -api.bias_forces(robot, q0, np.zeros(robot.nq))[coord]
+    model = robot._model
+    for lk in model.links:
+        if lk.beam is not None and lk.flex.start <= coord < lk.flex.stop:
+            per_unit = np.abs(lk.beam.tip_partials(np.zeros(lk.beam.n))[coord - lk.flex.start][:3, 3]).max()
+            return np.sign(force or 1.0) * tip / per_unit
+    raise ValueError("coordinate is not flexible")
+
+
+# ----- thesis 3.3.1: rigid compound pendulum ----------------------------------------------
+def rigid_pendulum_period(phi0):
+    robot = _example("flx_rigid_pendulum")
+    j = _swing_joint(robot)
+    q0 = np.zeros(robot.nq)
+    q0[j] = phi0
+    period_guess = elliptic_period(_rod_length(robot), phi0)
+    res = _simulate(robot, 2.2 * period_guess, q0)
+    return mean_period(res.t, res.q[:, j])
+
+
+def _rod_length(robot):
+    link = robot.links[_swing_joint(robot)]
+    return link.beam.length if link.beam is not None else link.a
+
+
+# ----- thesis 3.3.3-3.3.4: flexible pendulum ------------------------------------------------
+@lru_cache(maxsize=None)
+def _flexible_pendulum_run():
+    robot = _example("flx_flexible_pendulum")
+    j = _swing_joint(robot)
+    q0 = np.zeros(robot.nq)
+    q0[j] = 0.4
+    ey = robot.link_flex_slice(j).start  # first in-plane mode
+    q0[ey] = _sag_deflection(robot, q0, ey, 0.0327)  # tip deflection 0.0327 m (sec. 3.3.3)
+    res = _simulate(robot, 7.0, q0)
+    return res, j, ey
+
+
+def flexible_pendulum_joint_period():
+    res, j, _ = _flexible_pendulum_run()
+    # the flexural vibration back-drives the joint: average it out over one flexural period
+    window = int(round(0.047 / (res.t[1] - res.t[0])))
+    return mean_period(res.t, res.q[:, j], window)
+
+
+def flexible_pendulum_flexural_period():
+    res, _, ey = _flexible_pendulum_run()
+    sel = res.t < 1.0
+    t, x = res.t[sel], res.q[sel, ey]
+    window = int(round(0.2 / (t[1] - t[0])))
+    slow = np.convolve(x, np.ones(window) / window, mode="same")
+    return mean_period(t[window:-window], (x - slow)[window:-window])
+
+
+def out_of_plane_period():
+    """Deflection in the plane of the joint axis: the base is clamped for it (Fig. 3.21)."""
+    robot = _example("flx_flexible_pendulum")
+    j = _swing_joint(robot)
+    sl = robot.link_flex_slice(j)
+    layout = dict(robot.flex_layout[j])
+    ez = sl.start + layout.get("y", 0)
+    q0 = np.zeros(robot.nq)
+    q0[ez] = 0.012
+    res = _simulate(robot, 1.5, q0)
+    return mean_period(res.t, res.q[:, ez])
+
+
+def hub_inertia_periods(inertias=(0.0, 10.0, 100.0, 1000.0, 1e5)):
+    """In-plane flexural period (s) of the link on a rigid joint mass of growing inertia
+    (thesis Fig. 3.20), from the linearized free system."""
+    from .model import RigidBody
+
+    base = _example("flx_joint_mass")
+    j = _swing_joint(base)
+    out = []
+    for inertia in inertias:
+        robot = _example("flx_joint_mass")
+        hub = robot.links[j].hub
+        robot.links[j].hub = RigidBody(hub.mass, hub.com, np.diag([inertia, inertia, inertia]) + hub.inertia)
+        robot.__dict__.pop("_model", None)
+        w = robot.natural_frequencies(np.zeros(robot.nq))
+        out.append(2 * np.pi / w[w > 1e-6])
+    return inertias, out
+
+
+def _in_plane_period_at_largest_hub():
+    _, periods = hub_inertia_periods()
+    return max(periods[-1])
+
+
+# ----- 004 Table 1 ---------------------------------------------------------------------------
+T1_EI, T1_MU, T1_L = 1165.4916, 0.331, 1.0
+
+
+def table1(elements, mode):
+    from .discretize import beam_frequencies
+
+    return beam_frequencies("finite_elements", elements, T1_EI, T1_MU, T1_L)[mode - 1]
+
+
+def table1_exact(mode):
+    from .discretize import exact_frequencies
+
+    return exact_frequencies(mode, T1_EI, T1_MU, T1_L)[mode - 1]
+
+
+def _cases():
+    cases = []
+    table32 = {0.05: 3.276, 0.1: 3.278, 0.2: 3.284, 0.4: 3.309}
+    for phi, doc in table32.items():
+        cases.append(
+            Case(
+                f"rigid pendulum period, {phi} rad (RK4, 1 ms)",
+                f"{THESIS} sec. 3.3.1, Table 3.2 (elliptic {doc} s)",
+                round(float(elliptic_period(4.0, phi)), 4),
+                1e-3,
+                lambda phi=phi: rigid_pendulum_period(phi),
+                unit="s",
+                slow=True,
+            )
+        )
+    cases += [
+        Case("flexible pendulum joint period", f"{THESIS} sec. 3.3.3, p. 59 (3.307 +- 0.001 s)", 3.307, 1e-3,
+             flexible_pendulum_joint_period, unit="s", slow=True),
+        Case("flexible pendulum flexural period", f"{THESIS} sec. 3.3.3, p. 59 (47 +- 1 ms)", 0.047, 1e-3,
+             flexible_pendulum_flexural_period, unit="s", slow=True),
+        Case("out-of-plane vibration period", f"{THESIS} sec. 3.3.4, Fig. 3.21 (275 ms)", 0.275, 1.5e-3,
+             out_of_plane_period, unit="s", slow=True),
+        Case("flexural period, very stiff hub (Fig. 3.20 limit)", f"{THESIS} sec. 3.3.4, Fig. 3.20 (-> 275 ms)", 0.275,
+             1.5e-3, _in_plane_period_at_largest_hub, unit="s"),
+    ]
+    table1_fem = {
+        1: [209.63, 2065.4],
+        2: [208.73, 1318.6, 4459.7, 12944.0],
+        3: [208.64, 1311.8, 3706.7, 8347.3, 15709.0, 31318.0],
+    }
+    for elements, values in table1_fem.items():
+        for mode, value in enumerate(values, start=1):
+            cases.append(
+                Case(f"clamped-free beam, {elements} element(s), mode {mode}", f"{TG} Table 1 (rad/s)", value, 2e-4,
+                     lambda e=elements, m=mode: table1(e, m), relative=True, unit="rad/s")
+            )
+    for mode, value in enumerate([208.64, 1307.5, 3661.1, 7174.2, 11860.0, 17716.0], start=1):
+        cases.append(
+            Case(f"clamped-free beam, exact, mode {mode}", f"{TG} Table 1 (rad/s)", value, 1e-4,
+                 lambda m=mode: table1_exact(m), relative=True, unit="rad/s")
+        )
+    return cases
+
+
+CASES = _cases()
