@@ -150,7 +150,9 @@ class Beam:
                 raise ModelError("beam.elements: finite_elements needs elements >= 1")
         for key, ei_val in (("y", self.EI[0]), ("z", self.EI[1])):
             if self.n_dofs(key) and ei_val <= 0:
-                raise ModelError(f"beam.EI: direction {key} has modes but zero stiffness")
+                raise ModelError(
+                    f"beam.EI: direction {key} has modes but zero stiffness; give EI: [EI_y, EI_z] or set modes.{key}: 0"
+                )
         if self.n_dofs("torsion") and (self.GJ <= 0 or self.polar_inertia_per_length <= 0):
             raise ModelError("beam.GJ: torsion modes need GJ > 0 and polar_inertia_per_length > 0")
 
@@ -224,6 +226,8 @@ class Robot:
             raise ModelError(f"dh: unknown convention '{self.dh}'; use standard or modified")
         self.gravity = _vec3(self.gravity, "gravity")
         for i, link in enumerate(self.links):
+            if link.beam is not None and link.joint == "prismatic" and link.beam.n_dofs("torsion"):
+                raise ModelError(f"links[{i}].beam.modes.torsion: a sliding (prismatic) beam bends only; set torsion: 0")
             if link.beam is not None and link.joint == "prismatic" and self.dh == "standard":
                 if link.a != 0.0 or link.alpha != 0.0:
                     raise ModelError(
