@@ -1,5 +1,6 @@
 """flexman: dynamics, code generation and simulation of manipulators with rigid and flexible links."""
 from .model import Beam, Link, ModelError, RigidBody, Robot
+from .simulate import Result, simulate
 
 __version__ = "0.1.0"
 
@@ -18,13 +19,6 @@ def save(robot, path):
     return _save(robot, path)
 
 
-def simulate(robot, t_final, **kwargs):
-    """Simulate a robot; see :func:`flexman.simulate.simulate`."""
-    from .simulate import simulate as _simulate
-
-    return _simulate(robot, t_final, **kwargs)
-
-
 def derive(robot, formulation="newton_euler", parameters="numeric"):
     """Derive symbolic equations of motion; see :mod:`flexman.symbolic`."""
     from .symbolic import derive as _derive
@@ -40,4 +34,4 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
-__all__ = ["Beam", "Link", "ModelError", "RigidBody", "Robot", "load", "save", "simulate", "derive"]
+__all__ = ["Beam", "Link", "ModelError", "RigidBody", "Result", "Robot", "load", "save", "simulate", "derive"]

@@ -1,0 +1,204 @@
+"""Joint controllers for :func:`flexman.simulate`: PID, computed torque, model-based decoupling + LQR.
+
+The controller interface: ``n_states`` internal states z (integrated by the simulator with
+the robot, so adaptive integrators stay correct), ``initial_state()``,
+``torque(t, q, qd, z) -> tau`` (one entry per joint) and ``state_derivative(t, q, qd, z)``.
+Controllers without states are also plain callables ``controller(t, q, qd) -> tau``.
+Errors follow the references: PID and computed torque use ``e = q_d - q_r``; the
+decoupling law writes the same feedback with 004's ``e = q_r - q_d``.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import solve_continuous_are
+
+
+def _gain_matrix(gain, n, name):
+    """A scalar, per-joint vector or (n, n) matrix as an (n, n) gain matrix."""
+    g = np.asarray(gain, dtype=float)
+    if g.ndim == 2:
+        if g.shape != (n, n):
+            raise ValueError(f"{name}: expected an ({n}, {n}) matrix, got {g.shape}")
+        return g
+    try:
+        return np.diag(np.broadcast_to(g, (n,)))
+    except ValueError:
+        raise ValueError(f"{name}: give a scalar, {n} values or an ({n}, {n}) matrix") from None
+
+
+def _check_traj(traj, n):
+    q, qd, qdd = traj(0.0)
+    if np.shape(q) != (n,) or np.shape(qd) != (n,) or np.shape(qdd) != (n,):
+        raise ValueError(f"traj: must return (q, qd, qdd) with {n} joint entries each, got {np.shape(q)}")
+
+
+class Controller:
+    """Base class: a stateless controller unless ``n_states`` says otherwise."""
+
+    n_states = 0
+
+    def initial_state(self):
+        return np.zeros(self.n_states)
+
+    def torque(self, t, q, qd, z):
+        raise NotImplementedError
+
+    def state_derivative(self, t, q, qd, z):
+        return np.zeros(self.n_states)
+
+    def __call__(self, t, q, qd, z=None):
+        return self.torque(t, q, qd, self.initial_state() if z is None else z)
+
+
+class PID(Controller):
+    """Independent fixed-gain PID per joint on a reference trajectory (FLX, 000 sec. 3.1, 3.3.5).
+
+    ``tau = kp e + ki int(e) + kd de/dt`` with ``e = q_d(t) - q_r``; the integral of e is the
+    controller state. After ``off_at`` seconds the torques are zero and the integral freezes
+    (the thesis switches its controllers off to check that the free arm conserves energy).
+    """
+
+    def __init__(self, robot, traj, kp, ki, kd, off_at=None):
+        self.robot, self.traj, self.off_at = robot, traj, off_at
+        n = robot.n_joints
+        _check_traj(traj, n)
+        self.kp, self.ki, self.kd = (_gain_matrix(g, n, k) for g, k in ((kp, "kp"), (ki, "ki"), (kd, "kd")))
+        self.n_states = n
+
+    def _off(self, t):
+        return self.off_at is not None and t > self.off_at
+
+    def error(self, t, q, qd):
+        q_d, qd_d, _ = self.traj(t)
+        r = self.robot.joint_index
+        return q_d - q[..., r], qd_d - qd[..., r]
+
+    def torque(self, t, q, qd, z):
+        if self._off(t):
+            return np.zeros(self.robot.n_joints)
+        e, ed = self.error(t, q, qd)
+        return e @ self.kp.T + np.asarray(z) @ self.ki.T + ed @ self.kd.T
+
+    def state_derivative(self, t, q, qd, z):
+        if self._off(t):
+            return np.zeros(self.n_states)
+        return self.error(t, q, qd)[0]
+
+
+class ComputedTorque(Controller):
+    """Computed torque: ``tau = M_rr(q) (qdd_d + kd ed + kp e) + b_r(q, qd)``, ``e = q_d - q_r``.
+
+    Exact feedback linearization for rigid arms (the joint errors obey ``e'' + kd e' + kp e = 0``).
+    For flexible arms it uses the joint rows and columns of the full model and ignores the
+    coupling to the flexible accelerations: an approximation (see :class:`Decoupling`).
+    """
+
+    def __init__(self, robot, traj, kp, kd):
+        self.robot, self.traj = robot, traj
+        n = robot.n_joints
+        _check_traj(traj, n)
+        self.kp, self.kd = _gain_matrix(kp, n, "kp"), _gain_matrix(kd, n, "kd")
+
+    def torque(self, t, q, qd, z=None):
+        r = self.robot.joint_index
+        q_d, qd_d, qdd_d = self.traj(t)
+        v = qdd_d + (qd_d - qd[..., r]) @ self.kd.T + (q_d - q[..., r]) @ self.kp.T
+        M = self.robot.mass_matrix(q)[..., r, r]
+        b = self.robot.bias_forces(q, qd)[..., r]
+        return (M @ v[..., None])[..., 0] + b
+
+
+class Decoupling(Controller):
+    """Model-based nonlinear decoupling with an LQR vibration-damping loop (004 eqs. 29-37).
+
+    Eliminating the flexible accelerations from ``M qdd + b = S Gamma`` gives
+    ``Gamma = (M_rr - M_rf M_ff^-1 M_fr) u + (b_r - M_rf M_ff^-1 b_f)`` (31), which makes the
+    joints double integrators ``qdd_r = u`` (35) while the flexible coordinates obey
+    ``M_ff qdd_f + b_f = -M_fr u`` (36). During the move ``u = qdd_d + gv (qd_d - qd_r)
+    + gp (q_d - q_r)`` (32)-(33); after ``lqr_at`` seconds ``u = -G_LQR dx`` (37) with
+    ``dx = (e, q_f, e', qd_f)``, ``e = q_r - q_d``, and G_LQR the LQR gain of (35)-(36)
+    linearized about the trajectory's point at ``lqr_at`` with ``q_f = 0`` and zero velocity.
+    ``lqr_weights = (Q, R)`` (scalars, diagonals or matrices; default identities).
+    On a rigid arm (no flexible coordinates) this is computed torque.
+    """
+
+    def __init__(self, robot, traj, gp, gv, lqr_at=None, lqr_weights=None):
+        self.robot, self.traj, self.lqr_at = robot, traj, lqr_at
+        n = robot.n_joints
+        _check_traj(traj, n)
+        self.gp, self.gv = _gain_matrix(gp, n, "gp"), _gain_matrix(gv, n, "gv")
+        self.G_lqr = None
+        if lqr_at is not None:
+            q_final = np.zeros(robot.nq)
+            q_final[robot.joint_index] = traj(float(lqr_at))[0]
+            self.A, self.B = closed_loop_linearization(robot, q_final)
+            Q, R = lqr_weights if lqr_weights is not None else (1.0, 1.0)
+            self.G_lqr = lqr_gain(self.A, self.B, Q, R)
+
+    def decoupled_terms(self, q, qd):
+        """(M_eq, b_eq): the equivalent joint-space mass matrix and nonlinear term of (30)."""
+        M = self.robot.mass_matrix(q)
+        b = self.robot.bias_forces(q, qd)
+        r, f = self.robot.joint_index, self.robot.flex_index
+        if self.robot.nf == 0:
+            return M[..., r, r], b[..., r]
+        M_rf = M[..., r, f]
+        X = np.linalg.solve(M[..., f, f], np.concatenate([M[..., f, r], b[..., f, None]], axis=-1))
+        return M[..., r, r] - M_rf @ X[..., :-1], b[..., r] - (M_rf @ X[..., -1:])[..., 0]
+
+    def command(self, t, q, qd):
+        """The new input u of the decoupled joints (eq. 32 during the move, eq. 37 after)."""
+        r, f = self.robot.joint_index, self.robot.flex_index
+        q_d, qd_d, qdd_d = self.traj(t)
+        e, ed = q[..., r] - q_d, qd[..., r] - qd_d
+        if self.G_lqr is not None and t >= self.lqr_at:
+            dx = np.concatenate([e, q[..., f], ed, qd[..., f]], axis=-1)
+            return -dx @ self.G_lqr.T
+        return qdd_d - ed @ self.gv.T - e @ self.gp.T
+
+    def torque(self, t, q, qd, z=None):
+        M_eq, b_eq = self.decoupled_terms(q, qd)
+        u = self.command(t, q, qd)
+        return (M_eq @ u[..., None])[..., 0] + b_eq
+
+
+def closed_loop_linearization(robot, q_star, eps=1e-6):
+    """(A, B) of the decoupled closed loop (35)-(36) linearized at rest at ``q_star``.
+
+    State ``dx = (e, q_f, e', qd_f)``, input u: ``e'' = u``, ``M_ff qdd_f = -M_fr u - K dq - D dqd``
+    where K = d b_f/d q and D = d b_f/d qd at rest (stiffness, gravity and damping), taken by
+    central differences of ``robot.bias_forces``. The static value b_f(q_star, 0) (a deflection
+    under gravity) is not compensated: 004 linearizes a gravity-free arm about q_f = 0.
+    """
+    nq, n = robot.nq, robot.n_joints
+    r, f = robot.joint_index, robot.flex_index
+    q_star = np.asarray(q_star, dtype=float)
+    M = robot.mass_matrix(q_star)
+    steps = eps * np.eye(nq)
+    zero = np.zeros((2 * nq, nq))
+    qs = np.concatenate([q_star + steps, q_star - steps])
+    qds = np.concatenate([steps, -steps])
+    Kb = robot.bias_forces(qs, zero)[..., f]
+    K = (Kb[:nq] - Kb[nq:]).T / (2 * eps)  # (nf, nq): rows b_f, columns q = (q_r, q_f)
+    q_rep = np.broadcast_to(q_star, (2 * nq, nq))
+    Db = robot.bias_forces(q_rep, qds)[..., f]
+    D = (Db[:nq] - Db[nq:]).T / (2 * eps)
+    m = nq
+    A = np.zeros((2 * m, 2 * m))
+    B = np.zeros((2 * m, n))
+    A[:m, m:] = np.eye(m)
+    B[m:m + n] = np.eye(n)
+    if robot.nf:
+        Minv = np.linalg.inv(M[f, f])
+        A[m + n:, :m] = -Minv @ K
+        A[m + n:, m:] = -Minv @ D
+        B[m + n:] = -Minv @ M[f, r]
+    return A, B
+
+
+def lqr_gain(A, B, Q=1.0, R=1.0):
+    """G = R^-1 B^T P with P from the continuous algebraic Riccati equation (u = -G x)."""
+    nx, nu = B.shape
+    Q, R = _gain_matrix(Q, nx, "Q"), _gain_matrix(R, nu, "R")
+    P = solve_continuous_are(A, B, Q, R)
+    return np.linalg.solve(R, B.T @ P)

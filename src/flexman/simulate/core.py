@@ -1,0 +1,200 @@
+"""``simulate``: integrate M(q) qdd + b(q, qd) = S tau under prescribed torques and controllers.
+
+The state is x = [q, qd, z], where z holds the internal states a controller declares
+(``n_states``, e.g. the integral of a PID's error). Integrating z with the robot instead of
+updating it inside the right-hand side keeps adaptive methods correct: they evaluate the
+right-hand side at trial points and reject steps.
+"""
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+
+import numpy as np
+
+from . import integrators
+from .result import Result
+
+
+# ----- inputs ------------------------------------------------------------------------
+def torque_input(torque, t_grid, n_joints):
+    """Turn the ``torque`` argument into a function (t, q, qd) -> (n_joints,).
+
+    None: zero. Scalar or (n_joints,): constant. (len(t_grid), n_joints) array (or (len(t_grid),)
+    for a one-joint arm): samples on the output grid, interpolated linearly in time (held
+    constant outside it). Callable: ``torque(t, q, qd)``.
+    """
+    if torque is None:
+        zero = np.zeros(n_joints)
+        return lambda t, q, qd: zero
+    if callable(torque):
+        return lambda t, q, qd: np.broadcast_to(np.asarray(torque(t, q, qd), float), (n_joints,))
+    arr = np.asarray(torque, dtype=float)
+    n_t = len(t_grid)
+    if arr.ndim == 1 and n_joints == 1 and arr.size == n_t and n_t > 1:
+        arr = arr[:, None]
+    if arr.ndim <= 1:
+        const = np.broadcast_to(arr, (n_joints,)).copy()
+        return lambda t, q, qd: const
+    if arr.shape != (n_t, n_joints):
+        raise ValueError(f"torque: expected shape ({n_t}, {n_joints}) (output times x joints), "
+                         f"got {arr.shape}")
+    t_grid = np.asarray(t_grid, dtype=float)
+
+    def sampled(t, q, qd):
+        k = int(np.clip(np.searchsorted(t_grid, t, side="right") - 1, 0, n_t - 2))
+        w = np.clip((t - t_grid[k]) / (t_grid[k + 1] - t_grid[k]), 0.0, 1.0)
+        return (1.0 - w) * arr[k] + w * arr[k + 1]
+
+    return sampled
+
+
+def controller_parts(controller, n_joints):
+    """(n_states, z0, torque(t, q, qd, z), state_derivative(t, q, qd, z)) of a controller.
+
+    A controller is either a plain callable ``controller(t, q, qd) -> tau`` (no states) or an
+    object declaring ``n_states`` > 0 with ``torque(t, q, qd, z)`` and
+    ``state_derivative(t, q, qd, z)`` (and optionally ``initial_state()``).
+    """
+    if controller is None:
+        zero = np.zeros(n_joints)
+        return 0, np.zeros(0), (lambda t, q, qd, z: zero), None
+    n_states = int(getattr(controller, "n_states", 0) or 0)
+    if n_states == 0:
+        if not callable(controller):
+            raise TypeError("controller: give a callable controller(t, q, qd) -> tau or an object "
+                            "with n_states, torque(t, q, qd, z) and state_derivative(t, q, qd, z)")
+        return 0, np.zeros(0), (lambda t, q, qd, z: controller(t, q, qd)), None
+    z0 = (np.asarray(controller.initial_state(), dtype=float) if hasattr(controller, "initial_state")
+          else np.zeros(n_states))
+    return n_states, z0, controller.torque, controller.state_derivative
+
+
+# ----- progress ----------------------------------------------------------------------
+class _Progress:
+    """A rich progress bar over simulated time; a no-op when disabled."""
+
+    def __init__(self, enabled, t_final, label):
+        self.bar = None
+        self.t_final = t_final
+        self.shown = 0.0
+        if enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(),
+                                TextColumn("t = {task.completed:.3f} / {task.total:.3f} s"),
+                                TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+            self.task = self.bar.add_task(label, total=t_final)
+            self.bar.start()
+
+    def __call__(self, t):
+        if self.bar is not None and t - self.shown >= 1e-3 * self.t_final:
+            self.shown = t
+            self.bar.update(self.task, completed=min(t, self.t_final))
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _show_progress(progress, robot, q0, qd0, n_steps):
+    """Auto mode: a bar only on a terminal and when the run should take over a second."""
+    if progress is not None:
+        return bool(progress)
+    if not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty()):
+        return False
+    start = time.perf_counter()
+    robot.forward_dynamics(q0, qd0, np.zeros(robot.n_joints))
+    return (time.perf_counter() - start) * 4 * n_steps > 1.0
+
+
+# ----- simulate ----------------------------------------------------------------------
+def output_times(t_final, dt):
+    """0, dt, 2 dt, ... up to t_final (t_final itself is always the last time)."""
+    if not (np.isfinite(t_final) and t_final > 0):
+        raise ValueError(f"t_final: must be a finite number > 0 (got {t_final})")
+    if not (np.isfinite(dt) and dt > 0):
+        raise ValueError(f"dt: must be a finite number > 0 (got {dt})")
+    n = int(np.floor(t_final / dt * (1 + 1e-12)))
+    t = dt * np.arange(n + 1)
+    if t_final - t[-1] > 1e-9 * dt:
+        t = np.append(t, t_final)
+    t[-1] = t_final
+    return t
+
+
+def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=None, qd0=None,
+             controller=None, torque=None, progress=None, max_step=np.inf):
+    """Simulate ``robot`` from (q0, qd0) over [0, t_final], output every ``dt`` seconds.
+
+    method: ``'rk4'`` (fixed-step classic Runge-Kutta at ``dt``, as FLX) or one of
+    ``'RK45', 'DOP853', 'Radau', 'BDF', 'LSODA'`` (``solve_ivp`` with ``rtol``, ``atol``,
+    ``max_step``). The applied joint torque is ``torque`` (None, constant, sampled array or
+    ``torque(t, q, qd)``, see :func:`torque_input`) plus the ``controller``'s output.
+    A plain callable controller is called once per RK4 stage, in time order. ``progress``:
+    True/False, or None to show a bar only on a terminal for runs longer than about 1 s.
+    """
+    method = {"RK4": "rk4"}.get(method, method)
+    if method not in integrators.METHODS:
+        raise ValueError(f"method: unknown '{method}'; use one of {', '.join(integrators.METHODS)}")
+    nq, nj = robot.nq, robot.n_joints
+    q0 = np.zeros(nq) if q0 is None else np.asarray(q0, dtype=float).reshape(-1)
+    qd0 = np.zeros(nq) if qd0 is None else np.asarray(qd0, dtype=float).reshape(-1)
+    if q0.shape != (nq,) or qd0.shape != (nq,):
+        raise ValueError(f"q0, qd0: expected {nq} entries each ({', '.join(robot.coordinate_names)})")
+    t_grid = output_times(float(t_final), float(dt))
+    applied = torque_input(torque, t_grid, nj)
+    n_z, z0, ctrl_torque, ctrl_deriv = controller_parts(controller, nj)
+
+    def total_torque(t, x):
+        q, qd, z = x[:nq], x[nq:2 * nq], x[2 * nq:]
+        return applied(t, q, qd) + np.asarray(ctrl_torque(t, q, qd, z), dtype=float)
+
+    counter = {"rhs": 0, "tau": None}
+
+    def rhs(t, x):
+        counter["rhs"] += 1
+        q, qd, z = x[:nq], x[nq:2 * nq], x[2 * nq:]
+        tau = total_torque(t, x)
+        counter["tau"] = tau
+        out = np.empty_like(x)
+        out[:nq] = qd
+        out[nq:2 * nq] = robot.forward_dynamics(q, qd, tau)
+        if n_z:
+            out[2 * nq:] = ctrl_deriv(t, q, qd, z)
+        return out
+
+    x0 = np.concatenate([q0, qd0, z0])
+    bar = _Progress(_show_progress(progress, robot, q0, qd0, len(t_grid) - 1), t_grid[-1],
+                    f"simulate ({method})")
+    start = time.perf_counter()
+    try:
+        if method == "rk4":
+            taus = np.empty((len(t_grid), nj))
+
+            def record(k):
+                taus[k] = counter["tau"]
+
+            X, info = integrators.rk4(rhs, t_grid, x0, after_first_stage=record, progress=bar)
+            taus[-1] = total_torque(t_grid[-1], X[-1])
+            t_out = t_grid
+        else:
+            def rhs_progress(t, x):
+                bar(t)
+                return rhs(t, x)
+
+            t_out, X, info = integrators.adaptive(rhs_progress, t_grid, x0, method, rtol, atol, max_step)
+            if not info["success"]:
+                warnings.warn(f"simulate: {method} stopped at t = {t_out[-1] if len(t_out) else 0.0:g} s: "
+                              f"{info['message']}", RuntimeWarning, stacklevel=2)
+            taus = np.array([total_torque(t, x) for t, x in zip(t_out, X)]).reshape(len(t_out), nj)
+    finally:
+        bar.close()
+    wall = time.perf_counter() - start
+    q, qd = X[:, :nq], X[:, nq:2 * nq]
+    energy = np.asarray(robot.kinetic_energy(q, qd) + robot.potential_energy(q), dtype=float)
+    stats = {"rhs_evaluations": counter["rhs"], "wall_time": wall, **info}
+    return Result(t=np.asarray(t_out), q=q, qd=qd, tau=taus, energy=energy.reshape(len(t_out)),
+                  robot=robot, method=method, stats=stats, controller_state=X[:, 2 * nq:])

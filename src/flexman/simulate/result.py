@@ -1,0 +1,109 @@
+"""The outcome of a simulation: sampled states, applied torques, energy; saving and plotting."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass
+class Result:
+    """Time histories at the output times ``t`` (N,).
+
+    ``q``, ``qd``: (N, nq) generalized coordinates and velocities; ``tau``: (N, n_joints) the
+    joint torques applied at those times; ``energy``: (N,) kinetic + potential energy;
+    ``controller_state``: (N, n_states) internal controller states (e.g. PID integrals).
+    ``stats`` holds ``rhs_evaluations``, ``wall_time`` (s), ``steps`` and the solver message.
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray
+    tau: np.ndarray
+    energy: np.ndarray
+    robot: object = None
+    method: str = "rk4"
+    stats: dict = field(default_factory=dict)
+    controller_state: np.ndarray | None = None
+    coordinate_names: list | None = None
+
+    def __post_init__(self):
+        if self.coordinate_names is None:
+            if self.robot is not None:
+                self.coordinate_names = list(self.robot.coordinate_names)
+            else:
+                self.coordinate_names = [f"x{i + 1}" for i in range(self.q.shape[1])]
+        if self.controller_state is None:
+            self.controller_state = np.zeros((len(self.t), 0))
+
+    @property
+    def joint_names(self) -> list:
+        return self.coordinate_names[: self.tau.shape[1]]
+
+    def columns(self) -> list:
+        """Column names of the CSV layout: t, q names, qd_..., tau_..., energy."""
+        names = self.coordinate_names
+        return (["t"] + names + [f"qd_{n}" for n in names]
+                + [f"tau_{n}" for n in self.joint_names] + ["energy"])
+
+    def table(self) -> np.ndarray:
+        return np.column_stack([self.t, self.q, self.qd, self.tau, self.energy])
+
+    def save(self, path):
+        """Write ``.npz`` (everything but the robot) or ``.csv`` (one row per output time)."""
+        path = Path(path)
+        ext = path.suffix.lower()
+        if ext == ".npz":
+            np.savez(path, t=self.t, q=self.q, qd=self.qd, tau=self.tau, energy=self.energy,
+                     controller_state=self.controller_state, method=np.array(self.method),
+                     coordinate_names=np.array(self.coordinate_names),
+                     stats_keys=np.array([str(k) for k in self.stats]),
+                     stats_values=np.array([str(v) for v in self.stats.values()]))
+        elif ext == ".csv":
+            np.savetxt(path, self.table(), delimiter=",", header=",".join(self.columns()),
+                       comments="", fmt="%.17g")
+        else:
+            raise ValueError(f"save: unknown extension '{ext}'; use .npz or .csv")
+        return path
+
+    @classmethod
+    def load(cls, path, robot=None):
+        """Read a result written by :meth:`save` as ``.npz`` (stats come back as strings)."""
+        with np.load(Path(path), allow_pickle=False) as data:
+            return cls(t=data["t"], q=data["q"], qd=data["qd"], tau=data["tau"],
+                       energy=data["energy"], robot=robot, method=str(data["method"]),
+                       stats=dict(zip(data["stats_keys"].tolist(), data["stats_values"].tolist())),
+                       controller_state=data["controller_state"],
+                       coordinate_names=data["coordinate_names"].tolist())
+
+    def plot(self, path=None):
+        """Plot the run (``flexman.viz.plots.plot_result`` when available); return the figure."""
+        try:
+            from ..viz.plots import plot_result
+        except ImportError:
+            plot_result = None
+        if plot_result is not None:
+            return plot_result(self, path, self.robot)
+        return _minimal_plot(self, path)
+
+
+def _minimal_plot(result, path=None):
+    """Coordinates and energy against time, on the non-interactive Agg canvas."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8, 6))
+    FigureCanvasAgg(fig)
+    ax_q, ax_e = fig.subplots(2, 1, sharex=True)
+    for i, name in enumerate(result.coordinate_names):
+        ax_q.plot(result.t, result.q[:, i], label=name)
+    ax_q.set_ylabel("q")
+    ax_q.legend(loc="best", fontsize="small")
+    ax_e.plot(result.t, result.energy)
+    ax_e.set_ylabel("energy [J]")
+    ax_e.set_xlabel("t [s]")
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path)
+    return fig
