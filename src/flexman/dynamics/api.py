@@ -1,9 +1,15 @@
 """The numeric API behind ``Robot``: every function accepts leading batch dimensions.
 
-Default formulation: the recursive 4x4 Lagrangian (Book; :mod:`.lagrange4`) for every arm,
-rigid or flexible, revolute or prismatic. The mass matrix is assembled column by column from
-the same recursion (unit accelerations, no velocity, no gravity) in one vectorized call, so
-M, the bias forces and the inverse dynamics cannot disagree.
+Default formulations:
+
+* rigid arms: recursive Newton-Euler (:mod:`.rnea`) for inverse dynamics and bias forces, the
+  composite-body (DeNOC) mass matrix (:mod:`.crba`);
+* flexible arms: the recursive 4x4 Lagrangian (Book; :mod:`.lagrange4`), revolute or prismatic,
+  assumed modes or finite elements; its mass matrix is assembled from the same recursion
+  (unit accelerations, no velocity, no gravity) in one vectorized call.
+
+Both are recursive (cost linear in the number of links per evaluation) and both are checked
+against each other, against Pinocchio and against the energy-based Lagrangian in the tests.
 
 External wrenches: ``f_ext`` is a list of ``(link, point, wrench)`` with ``point`` in that
 link's distal frame and ``wrench = [fx, fy, fz, mx, my, mz]`` in the base frame; they enter
@@ -13,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import crba, ops, rnea
 from . import lagrange4 as l4
-from . import ops
 
 
 def _model(robot):
@@ -38,13 +44,18 @@ def _wrench_forces(robot, q, f_ext):
 def inverse_dynamics(robot, q, qd, qdd, f_ext=None):
     """Generalized forces [tau; residuals] = M qdd + b - J^T w."""
     q = _as_float(q)
-    out = l4.inverse_dynamics(_model(robot), q, _as_float(qd), _as_float(qdd))
+    if robot.is_rigid:
+        out = rnea.inverse_dynamics(robot, q, _as_float(qd), _as_float(qdd))
+    else:
+        out = l4.inverse_dynamics(_model(robot), q, _as_float(qd), _as_float(qdd))
     return out - _wrench_forces(robot, q, f_ext)
 
 
 def mass_matrix(robot, q):
     """M(q) (..., nq, nq), from the inverse-dynamics recursion with unit accelerations."""
     q = _as_float(q)
+    if robot.is_rigid:
+        return crba.mass_matrix(robot, q)
     nq = q.shape[-1]
     qb = np.broadcast_to(q[..., None, :], q.shape[:-1] + (nq, nq))
     eye = np.broadcast_to(np.eye(nq), qb.shape)
@@ -55,6 +66,8 @@ def mass_matrix(robot, q):
 def bias_forces(robot, q, qd):
     """b(q, qd): Coriolis/centrifugal, gravity, elastic K q_f, damping and joint friction."""
     q, qd = _as_float(q), _as_float(qd)
+    if robot.is_rigid:
+        return crba.bias_forces(robot, q, qd)
     return l4.inverse_dynamics(_model(robot), q, qd, np.zeros(np.broadcast_shapes(q.shape, qd.shape)))
 
 
@@ -101,19 +114,26 @@ def _link_index(robot, link):
     return link % n
 
 
-def frame(robot, q, link=-1):
-    """Distal frame (..., 4, 4) of a link in the base frame, deflection included."""
-    return l4.frames(_model(robot), _as_float(q))[_link_index(robot, link)]
+def frame(robot, q, link=-1, order=1):
+    """Distal frame (..., 4, 4) of a link in the base frame, deflection included
+    (order=2 adds foreshortening, as in :func:`jacobian`)."""
+    return l4.frames(_model(robot), _as_float(q), second_order=(order == 2))[_link_index(robot, link)]
 
 
 def jacobian(robot, q, link=-1, point=None, order=1):
     """Geometric Jacobian (..., 6, nq) of a point of a link (in its distal frame), rows
-    [linear velocity; angular velocity] in the base frame, flexible columns included."""
-    if order != 1:
-        raise NotImplementedError("jacobian: order=2 (second-order flexible kinematics) is not available yet")
+    [linear velocity; angular velocity] in the base frame, flexible columns included.
+
+    order=1: the kinematics of the dynamics model (deflections linear in q_f).
+    order=2: adds the foreshortening of each beam (its tip moves back along the axis by
+    1/2 int (w')^2 dx), so the Jacobian is exact to first order in the deflection (Piedboeuf,
+    001 sec. 2-3: second-order kinematics).
+    """
+    if order not in (1, 2):
+        raise ValueError("jacobian: order must be 1 or 2")
     q = _as_float(q)
     i = _link_index(robot, link)
-    Ws, dWs = l4.frame_derivatives(_model(robot), q)
+    Ws, dWs = l4.frame_derivatives(_model(robot), q, second_order=(order == 2))
     W, dW = Ws[i], dWs[i]  # (..., 4, 4), (..., nq, 4, 4)
     h = np.zeros(4)
     h[3] = 1.0

@@ -64,6 +64,11 @@ class RevoluteBeam:
     def tip_partials(self, p):
         return np.broadcast_to(self.Dk, p.shape[:-1] + self.Dk.shape)
 
+    def shortening(self, p, pd):
+        """Axial tip shift -1/2 p^T S p and its rate (foreshortening; kinematics only)."""
+        Sp = p @ self.S
+        return -0.5 * (Sp * p).sum(-1), -(Sp * pd).sum(-1)
+
     def moments(self, p):
         """N = int h h^T and N0k = int h Phi_k^T at the current deflection."""
         Ck, Ckl = self.Ck, self.Ckl
@@ -142,6 +147,7 @@ class SlidingBeam:
             rot = dpsi1[k] * np.cross(np.eye(3)[ax], np.eye(3)[t])
             self.Dr[k, :3, :3] = [[0, -rot[2], rot[1]], [rot[2], 0, -rot[0]], [-rot[1], rot[0], 0]]
         self.ax = ax
+        self.axis = ax
         # stiffness at unit length, scaled at run time: K_kl(d) = Kbar_kl d^(s_k + s_l - 3)
         self.Kbar = np.zeros((self.n, self.n))
         Mb = np.zeros((self.n, self.n))
@@ -190,6 +196,15 @@ class SlidingBeam:
             + lincomb(xi, D2) * (v * v)[..., None, None]
         )
         return D, Dd, Ddd
+
+    def shortening(self, p, pd):
+        """Axial tip shift -1/2 xi^T S(d) xi and its rate (foreshortening; kinematics only)."""
+        d, xi, v, xid = p[..., 0], p[..., 1:], pd[..., 0], pd[..., 1:]
+        expo = self.s[:, None] + self.s[None, :] - 1
+        S = self.Sbar * d[..., None, None] ** expo
+        Sx = (S @ xi[..., None])[..., 0]
+        dSx = ((S * expo / d[..., None, None]) @ xi[..., None])[..., 0]
+        return -0.5 * (Sx * xi).sum(-1), -(Sx * xid).sum(-1) - 0.5 * (dSx * xi).sum(-1) * v
 
     def tip_partials(self, p):
         d, xi = p[..., 0], p[..., 1:]

@@ -32,7 +32,7 @@ def _T(x):
     return np.swapaxes(x, -1, -2)
 
 
-def forward(model, q, qd, qdd, gravity=True):
+def forward(model, q, qd, qdd, gravity=True, second_order=False):
     """Frames and their first and second time derivatives, link by link.
 
     Returns a list of dicts with the previous distal frame ``W0``, ``A1 = dA/dq``, the
@@ -61,6 +61,10 @@ def forward(model, q, qd, qdd, gravity=True):
         if lk.beam is not None:
             p, pd, pdd = lk.beam.local(q, qd, qdd, i, lk.flex, lk.offset)
             D, Dd, Ddd = lk.beam.tip(p, pd, pdd)
+            if second_order:  # foreshortening of the tip (kinematics only; D_ddot unchanged)
+                shift, rate = lk.beam.shortening(p, pd)
+                D[..., lk.beam.axis, 3] = D[..., lk.beam.axis, 3] + shift
+                Dd[..., lk.beam.axis, 3] = Dd[..., lk.beam.axis, 3] + rate
             W = Wh @ D
             Wd = Whd @ D + Wh @ Dd
             Wdd = Whdd @ D + 2 * (Whd @ Dd) + Wh @ Ddd
@@ -142,18 +146,18 @@ def potential_energy(model, q):
     return total
 
 
-def frames(model, q):
+def frames(model, q, second_order=False):
     """Distal frames (deflection included) of every link, each (..., 4, 4)."""
     q = ops.asarray(q)
     zero = np.zeros_like(q)
-    return [rec["W"] for rec in forward(model, q, zero, zero, gravity=False)]
+    return [rec["W"] for rec in forward(model, q, zero, zero, gravity=False, second_order=second_order)]
 
 
-def frame_derivatives(model, q):
+def frame_derivatives(model, q, second_order=False):
     """(frames, dframes) with dframes[i][..., k, :, :] = dW_i/dq_k, via unit velocities."""
     q = ops.asarray(q)
     nq = q.shape[-1]
     qb = np.broadcast_to(q[..., None, :], q.shape[:-1] + (nq, nq))
     eye = np.broadcast_to(np.eye(nq), qb.shape)
-    recs = forward(model, qb, eye, np.zeros(qb.shape), gravity=False)
+    recs = forward(model, qb, eye, np.zeros(qb.shape), gravity=False, second_order=second_order)
     return [rec["W"][..., 0, :, :] for rec in recs], [rec["Wd"] for rec in recs]

@@ -162,7 +162,27 @@ def _beam_model(link, convention, loads) -> BeamModel:
             Mb[sl, sl] = shapes_mass(ss, mu, L)
         pos += ss.n
     Cd = modal_damping(K, Mb, beam.damping)
-    return RevoluteBeam(C0, Ck, Ckl, Dk, K, Cd, Mb, dirs, sets, L)
+    beam_model = RevoluteBeam(C0, Ck, Ckl, Dk, K, Cd, Mb, dirs, sets, L)
+    beam_model.S = shortening_matrix(sets, L)
+    beam_model.axis = ax
+    return beam_model
+
+
+def shortening_matrix(sets, L):
+    """S_kl = int phi_k' phi_l' dx over the beam (same bending direction only): the tip moves
+    back along the axis by 1/2 q^T S q (foreshortening, second-order kinematics, 001)."""
+    blocks = []
+    for direction, ss in sets.items():
+        if direction == "torsion":
+            blocks.append(np.zeros((ss.n, ss.n)))
+            continue
+        eta, w = ss.quadrature()
+        d = ss(np.asarray(eta), deriv=1)
+        sc = np.asarray(ss.scale, float)
+        blocks.append(((d * w) @ d.T) * L ** (sc[:, None] + sc[None, :] - 1))
+    from scipy.linalg import block_diag
+
+    return block_diag(*blocks)
 
 
 def rod_second_moments(link, convention):
@@ -276,6 +296,7 @@ def build(robot) -> Model:
                 sets = _shape_sets(bm, loads)
                 dirs = [k for k, ss in sets.items() for _ in range(ss.n)]
                 beam = SlidingBeam(sets, dirs, AXES["prismatic"], bm.mass_per_length, bm.length, bm.EI, bm.damping, offset)
+                beam.Sbar = shortening_matrix(sets, 1.0)
             elif link.is_flexible:
                 beam = _beam_model(link, robot.dh, loads)
             else:  # a beam with no modes is a rigid rod on the undeformed frame

@@ -330,8 +330,8 @@ class Robot:
     def potential_energy(self, q):
         return self._numeric().potential_energy(self, q)
 
-    def frame(self, q, link=-1):
-        return self._numeric().frame(self, q, link)
+    def frame(self, q, link=-1, order=1):
+        return self._numeric().frame(self, q, link, order=order)
 
     def jacobian(self, q, link=-1, point=None, order=1):
         return self._numeric().jacobian(self, q, link=link, point=point, order=order)
