@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 from .model.errors import ModelError
 
@@ -227,6 +228,27 @@ def _energy_drift(energy) -> float:
     return float(np.max(np.abs(e - e[0])) / max(abs(e[0]), 1e-12))
 
 
+def _controller(robot, source):
+    """A controller from the model's `controller:` section or from a separate YAML file."""
+    from .control import from_spec
+
+    if source == "model":
+        spec = getattr(robot, "controller", None)
+        if not spec:
+            raise UsageError(f"--controller: model '{robot.name}' has no controller section; give a YAML file")
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise UsageError(f"--controller: no such file '{source}'")
+        try:
+            spec = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as exc:
+            raise UsageError(f"--controller: {source} is not valid YAML ({str(exc).splitlines()[0]})") from None
+        if isinstance(spec, dict) and "controller" in spec and "type" not in spec:
+            spec = spec["controller"]
+    return from_spec(robot, spec)
+
+
 def cmd_simulate(args) -> int:
     """Simulate a model, print a summary, and write results and a plot into --out."""
     robot = _load(args.model)
@@ -249,6 +271,8 @@ def cmd_simulate(args) -> int:
     torque = _vector(args.torque, (robot.n_joints,), "--torque")
     if torque is not None:
         kwargs["torque"] = torque
+    if args.controller is not None:
+        kwargs["controller"] = _controller(robot, args.controller)
     from .simulate import simulate
 
     start = time.perf_counter()
@@ -418,6 +442,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--torque", type=float, nargs="+", metavar="TAU", help="constant joint torques")
     p.add_argument("--out", metavar="DIR", help="folder for result.npz, result.csv and result.png")
     p.add_argument("--no-plot", action="store_true", help="do not write the plot")
+    p.add_argument("--controller", nargs="?", const="model", metavar="YAML",
+                   help="joint controller: the model file's controller section (no value) or a YAML file")
 
     p = _subcommand(sub, "frequencies", cmd_frequencies, "natural frequencies of the linearized system")
     p.add_argument("--q", type=float, nargs="+", metavar="Q", help="configuration (joint or all coordinates)")

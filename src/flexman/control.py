@@ -202,3 +202,72 @@ def lqr_gain(A, B, Q=1.0, R=1.0):
     Q, R = _gain_matrix(Q, nx, "Q"), _gain_matrix(R, nu, "R")
     P = solve_continuous_are(A, B, Q, R)
     return np.linalg.solve(R, B.T @ P)
+
+
+# ----- controllers described in model files ----------------------------------------------
+_CONTROLLER_FIELDS = {
+    "pid": ({"kp", "ki", "kd"}, {"off_at"}),
+    "computed_torque": ({"kp", "kd"}, set()),
+    "decoupling": ({"gp", "gv"}, {"lqr_at", "lqr_weights"}),
+}
+
+
+def _spec_error(msg):
+    from .model import ModelError
+
+    return ModelError(msg)
+
+
+def trajectory_from_spec(spec, n_joints):
+    """A trajectory from a mapping: {type: spline, times, points} or
+    {type: rest_to_rest, start, end, duration, profile}."""
+    from . import trajectory as tr
+
+    if not isinstance(spec, dict):
+        raise _spec_error("controller.trajectory: give a mapping with a 'type' (spline or rest_to_rest)")
+    kind = spec.get("type")
+    allowed = {"spline": {"type", "times", "points"}, "rest_to_rest": {"type", "start", "end", "duration", "profile"}}
+    if kind not in allowed:
+        raise _spec_error(f"controller.trajectory.type: unknown '{kind}'; use spline or rest_to_rest")
+    unknown = set(spec) - allowed[kind]
+    if unknown:
+        raise _spec_error(f"controller.trajectory: unknown field(s) {sorted(unknown)}; allowed: {sorted(allowed[kind])}")
+    try:
+        if kind == "spline":
+            points = np.asarray(spec["points"], dtype=float)
+            if points.ndim != 2 or points.shape[1] != n_joints:
+                raise _spec_error(f"controller.trajectory.points: give rows of {n_joints} joint values")
+            return tr.spline(np.asarray(spec["times"], dtype=float), points)
+        return tr.rest_to_rest(np.asarray(spec["start"], float), np.asarray(spec["end"], float),
+                               float(spec["duration"]), spec.get("profile", "sinusoidal"))
+    except KeyError as exc:
+        raise _spec_error(f"controller.trajectory.{exc.args[0]}: missing") from None
+    except (TypeError, ValueError) as exc:
+        if type(exc).__name__ == "ModelError":
+            raise
+        raise _spec_error(f"controller.trajectory: {exc}") from None
+
+
+def from_spec(robot, spec):
+    """Build a controller from the `controller:` mapping of a model file (or a separate YAML):
+    {type: pid | computed_torque | decoupling, gains..., trajectory: {...}}."""
+    if not isinstance(spec, dict):
+        raise _spec_error("controller: give a mapping with 'type', gains and 'trajectory'")
+    kind = spec.get("type")
+    if kind not in _CONTROLLER_FIELDS:
+        raise _spec_error(f"controller.type: unknown '{kind}'; use one of {', '.join(_CONTROLLER_FIELDS)}")
+    required, optional = _CONTROLLER_FIELDS[kind]
+    allowed = required | optional | {"type", "trajectory"}
+    unknown = set(spec) - allowed
+    if unknown:
+        raise _spec_error(f"controller: unknown field(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+    missing = (required | {"trajectory"}) - set(spec)
+    if missing:
+        raise _spec_error(f"controller: missing field(s) {sorted(missing)}")
+    traj = trajectory_from_spec(spec["trajectory"], robot.n_joints)
+    gains = {k: np.asarray(spec[k], dtype=float) for k in required}
+    if kind == "pid":
+        return PID(robot, traj, gains["kp"], gains["ki"], gains["kd"], off_at=spec.get("off_at"))
+    if kind == "computed_torque":
+        return ComputedTorque(robot, traj, gains["kp"], gains["kd"])
+    return Decoupling(robot, traj, gains["gp"], gains["gv"], lqr_at=spec.get("lqr_at"), lqr_weights=spec.get("lqr_weights"))

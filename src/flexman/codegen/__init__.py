@@ -1,0 +1,164 @@
+"""Code generation from symbolic equations of motion.
+
+* :func:`compile_eom` (``eom.compile("c" | "numpy")``): an object with the numeric API of
+  ``Robot`` (mass_matrix, bias_forces, inverse_dynamics, forward_dynamics; leading batch
+  dimensions), backed by compiled C (loaded through ctypes, batched loop inside C) or by
+  generated, vectorized NumPy code;
+* :func:`export` (``eom.export(lang, path)``): source files in C, Fortran, Python, MATLAB, Julia;
+* :func:`program`: a stand-alone C simulator (RK4) reading its inputs from a text file.
+"""
+from __future__ import annotations
+
+import ctypes
+import re
+from pathlib import Path
+
+import numpy as np
+
+from . import cbuild, emit
+from .simulator import program, write_input  # noqa: F401
+
+WHATS = ("mass_matrix", "bias_forces", "inverse_dynamics", "forward_dynamics")
+
+
+def _header(eom, cm, what):
+    r = eom.robot
+    lines = [f"flexman: equations of motion of '{r.name}' ({eom.formulation} formulation, "
+             f"{eom.parameters} parameters), nq = {r.nq}, {r.n_joints} joints",
+             "M(q) qdd + b(q, qd) = S tau;  generated code, do not edit",
+             "inputs: q, qd, qdd (nq each), tau (one per joint)" + (", p (parameters)" if eom.param_values else "")]
+    lines += [f"  q{k + 1}: {n}" for k, n in enumerate(r.coordinate_names)]
+    if eom.param_values:
+        lines += [f"  p[{k}] = {n} = {v!r}" for k, (n, v) in enumerate(eom.param_values.items())]
+    for w in what:
+        prog = eom.program(w)
+        c = prog.op_count()
+        for g in prog.outputs:
+            lines.append(f"{w}: {g} = {prog.doc.get(g, '')}  [{c['mul']} mul, {c['add']} add, {c['div']} div, {c['fn']} fn]")
+    lines += [f"note: {n}" for n in eom.notes]
+    return "\n".join(f"{cm} {l}".rstrip() for l in lines) + "\n"
+
+
+def c_source(eom, what=WHATS, prefix="fm", batch=True) -> str:
+    parts = [_header(eom, "//", what), "#include <math.h>\n"]
+    for w in what:
+        prog = eom.program(w)
+        parts.append(emit.function_source("c", prog, f"{prefix}_{w}"))
+        if batch:
+            parts.append(emit.c_batch_source(prog, f"{prefix}_{w}"))
+    return "\n".join(parts)
+
+
+def _ident(name):
+    s = re.sub(r"\W", "_", name)
+    return s if re.match(r"[A-Za-z]", s) else "fm_" + s
+
+
+def export(eom, lang, path, what=None):
+    """Write source code of the equations to ``path`` and return the path."""
+    path = Path(path)
+    what = tuple(what or WHATS)
+    lang = lang.lower()
+    if lang == "c":
+        text = c_source(eom, what, prefix=_ident(path.stem))
+    elif lang == "matlab":  # one callable function per file: [M, b] = <file name>(q, qd)
+        fname = _ident(path.stem)
+        text = emit.function_source("matlab", eom.program("eom"), fname) + _header(eom, "%", ("eom",))
+        text += "% inverse dynamics: tau = M*qdd + b;  forward dynamics: qdd = M \\ ([tau; zeros] - b)\n"
+    elif lang in ("fortran", "python", "julia"):
+        cm = "!" if lang == "fortran" else "#"
+        pre = _ident(path.stem)
+        text = _header(eom, cm, what)
+        if lang == "python":
+            text += "import numpy as np\n\n\n"
+        for w in what:
+            text += "\n" + emit.function_source(lang, eom.program(w), f"{pre}_{w}")
+    else:
+        raise ValueError(f"lang: unknown {lang!r}; use c, fortran, python, matlab or julia")
+    path.write_text(text)
+    return path
+
+
+class CompiledModel:
+    """Generated code of an EOM with the numeric API of ``Robot`` (batched over leading dims).
+
+    ``params`` holds the parameter values of a symbolic-parameter EOM (edit it to change them).
+    """
+
+    def __init__(self, eom, backend, funcs, source):
+        self.nq, self.n_joints = eom.nq, eom.n_joints
+        self.coordinate_names = list(eom.robot.coordinate_names)
+        self.backend, self.source = backend, source
+        self.param_names = list(eom.param_values)
+        self.params = np.array(list(eom.param_values.values()), dtype=float)
+        self._progs = {w: eom.program(w) for w in WHATS}
+        self._funcs = funcs
+        self._out_shape = {w: tuple(next(iter(p.outputs.values()))[0]) for w, p in self._progs.items()}
+
+    def _run(self, what, **arrays):
+        prog = self._progs[what]
+        groups = [g for g in prog.inputs if prog.inputs[g]]
+        arrays = {g: np.asarray(a, dtype=np.float64) for g, a in arrays.items()}
+        for g, a in arrays.items():
+            if a.shape[-1:] != (len(prog.inputs[g]),):
+                raise ValueError(f"{g}: expected last dimension {len(prog.inputs[g])}, got shape {a.shape}")
+        if self.backend == "numpy":
+            return self._funcs[what](*[arrays[g] if g != "p" else self.params for g in groups])[0]
+        shapes = {a.shape[:-1] for a in arrays.values()}
+        batch = shapes.pop() if len(shapes) == 1 else np.broadcast_shapes(*(a.shape[:-1] for a in arrays.values()))
+        n = 1
+        for k in batch:
+            n *= k
+        args = [n]
+        keep = []
+        for g in groups:
+            a = self.params if g == "p" else arrays[g]
+            if g != "p" and a.shape[:-1] != batch:
+                a = np.broadcast_to(a, batch + a.shape[-1:])
+            a = np.ascontiguousarray(a)
+            keep.append(a)
+            args.append(a.ctypes.data)
+        shape = self._out_shape[what]
+        out = np.empty(batch + shape)
+        args.append(out.ctypes.data)
+        self._funcs[what](*args)
+        return out
+
+    def mass_matrix(self, q):
+        return self._run("mass_matrix", q=q)
+
+    def bias_forces(self, q, qd):
+        return self._run("bias_forces", q=q, qd=qd)
+
+    def inverse_dynamics(self, q, qd, qdd):
+        return self._run("inverse_dynamics", q=q, qd=qd, qdd=qdd)
+
+    def forward_dynamics(self, q, qd, tau):
+        return self._run("forward_dynamics", q=q, qd=qd, tau=tau)
+
+    def __repr__(self):
+        return f"<CompiledModel nq={self.nq} backend={self.backend}>"
+
+
+def compile_eom(eom, backend="c", flags=None):
+    """Generate, build (C: compile and cache; NumPy: exec our own generated source) and load."""
+    if backend == "numpy":
+        source = "import numpy as np\n\n" + "\n".join(
+            emit.function_source("numpy", eom.program(w), f"fm_{w}") for w in WHATS)
+        env = {}
+        exec(compile(source, f"<flexman generated {eom.robot.name}>", "exec"), env)  # our own generated code
+        return CompiledModel(eom, "numpy", {w: env[f"fm_{w}"] for w in WHATS}, source)
+    if backend != "c":
+        raise ValueError("backend: use 'c' or 'numpy'")
+    source = c_source(eom)
+    lib = cbuild.load(cbuild.build_shared(source, flags))
+    funcs = {}
+    for w in WHATS:
+        f = getattr(lib, f"fm_{w}_batch")
+        f.restype = None
+        n_arrays = sum(1 for g in eom.program(w).inputs.values() if g) + 1
+        f.argtypes = [ctypes.c_long] + [ctypes.c_void_p] * n_arrays
+        funcs[w] = f
+    model = CompiledModel(eom, "c", funcs, source)
+    model._lib = lib
+    return model

@@ -1,0 +1,185 @@
+"""Source text of straight-line programs in C, Fortran 90, Python/NumPy, MATLAB and Julia.
+
+Every generated function keeps the program's line structure: inputs are unpacked into
+readable scalars (q1, qd1, ...), each intermediate Z### is one assignment, and every output
+entry is written with a comment naming it. Arrays are passed in row-major (C, NumPy) or in
+the language's natural 1-based indexing (Fortran, MATLAB, Julia); parameter groups (``p``)
+are not batched.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+LANGS = ("c", "fortran", "python", "numpy", "matlab", "julia")
+UNBATCHED = ("p",)  # input groups shared by every state of a batch
+
+
+def const(lang, x: float) -> str:
+    x = float(x)
+    if lang == "fortran":
+        s = repr(x)
+        s = s.replace("e", "d") if "e" in s else s + "d0"
+    else:
+        s = repr(x)
+    return f"({s})" if x < 0 else s
+
+
+def atom(lang, a) -> str:
+    return a if isinstance(a, str) else const(lang, a)
+
+
+def format_expr(lang, op, args, pretty=False) -> str:
+    """Right-hand side of one instruction."""
+    a = [atom(lang, x) for x in args]
+    if op == "add":
+        return f"{a[0]} + {a[1]}"
+    if op == "sub":
+        return f"{a[0]} - {a[1]}"
+    if op == "mul":
+        return f"{a[0]}*{a[1]}"
+    if op == "div":
+        return f"{a[0]}/{a[1]}"
+    if op == "neg":
+        return f"-{a[0]}"
+    if op in ("sin", "cos", "sqrt"):
+        prefix = "np." if lang == "numpy" else ("math." if lang == "python" and not pretty else "")
+        return f"{prefix}{op}({a[0]})"
+    if op == "pow":
+        if lang == "c":
+            return f"pow({a[0]}, {a[1]})"
+        if lang in ("matlab", "julia"):
+            return f"{a[0]}^{a[1]}"
+        return f"{a[0]}**{a[1]}"
+    raise ValueError(f"unknown op {op}")
+
+
+def _index(lang, shape, idx):
+    """Subscript of an output entry."""
+    if lang in ("c",):
+        return f"[{int(np.ravel_multi_index(idx, shape)) if shape else 0}]"
+    if lang in ("numpy", "python"):
+        return "[..., " + ", ".join(str(i) for i in idx) + "]" if idx else "[...]"
+    if lang == "julia":
+        return "[" + ", ".join(str(i + 1) for i in idx) + "]" if idx else "[1]"
+    return "(" + ", ".join(str(i + 1) for i in idx) + ")" if idx else "(1)"
+
+
+def _comment(lang):
+    return {"c": "//", "fortran": "!", "python": "#", "numpy": "#", "matlab": "%", "julia": "#"}[lang]
+
+
+def function_source(lang, program, fname) -> str:
+    """One function computing all output groups of ``program``."""
+    if lang == "python":
+        lang = "numpy"
+    cm = _comment(lang)
+    ins = [g for g in program.inputs if program.inputs[g]]
+    outs = list(program.outputs)
+    lines, decl = [], []
+    used = {a for _, _, args in program.body for a in args if isinstance(a, str)}
+    used |= {a for _, entries in program.outputs.values() for _, _, a in entries if isinstance(a, str)}
+    unpack = {g: [(k, n) for k, n in enumerate(program.inputs[g]) if n in used] for g in ins}
+    doc = [f"{g}: {program.doc.get(g, '')}".rstrip(": ") for g in outs]
+    if lang == "c":
+        sig = ", ".join([f"const double *{g}" for g in ins] + [f"double *{g}" for g in outs])
+        lines.append(f"void {fname}({sig})\n{{")
+        for line in doc:
+            lines.append(f"    {cm} {line}")
+        for g in ins:
+            for k, n in unpack[g]:
+                lines.append(f"    const double {n} = {g}[{k}];")
+        for t, op, args in program.body:
+            lines.append(f"    const double {t} = {format_expr(lang, op, args)};")
+    elif lang == "fortran":
+        lines.append(f"subroutine {fname}({', '.join(ins + outs)})")
+        for line in doc:
+            lines.append(f"  {cm} {line}")
+        lines.append("  implicit none")
+        for g in ins:
+            lines.append(f"  real(8), intent(in) :: {g}({len(program.inputs[g])})")
+        for g in outs:
+            shape = program.outputs[g][0] or (1,)
+            lines.append(f"  real(8), intent(out) :: {g}({', '.join(str(s) for s in shape)})")
+        names = [n for g in ins for _, n in unpack[g]] + [t for t, _, _ in program.body]
+        for k in range(0, len(names), 10):
+            decl.append(f"  real(8) :: {', '.join(names[k:k + 10])}")
+        lines += decl
+        for g in ins:
+            for k, n in unpack[g]:
+                lines.append(f"  {n} = {g}({k + 1})")
+        for t, op, args in program.body:
+            lines.append(f"  {t} = {format_expr(lang, op, args)}")
+    elif lang == "numpy":
+        lines.append(f"def {fname}({', '.join(ins)}):")
+        lines.append(f'    """{"; ".join(doc)}"""')
+        batch = ", ".join(f"np.shape({g})[:-1]" for g in ins if g not in UNBATCHED)
+        lines.append(f"    _batch = np.broadcast_shapes({batch})")
+        for g in ins:
+            for k, n in unpack[g]:
+                lines.append(f"    {n} = {g}[..., {k}]")
+        for t, op, args in program.body:
+            lines.append(f"    {t} = {format_expr(lang, op, args)}")
+        for g in outs:
+            lines.append(f"    {g} = np.empty(_batch + {tuple(program.outputs[g][0])!r})")
+    elif lang == "matlab":
+        lines.append(f"function [{', '.join(outs)}] = {fname}({', '.join(ins)})")
+        for line in doc:
+            lines.append(f"{cm} {line}")
+        for g in ins:
+            for k, n in unpack[g]:
+                lines.append(f"{n} = {g}({k + 1});")
+        for t, op, args in program.body:
+            lines.append(f"{t} = {format_expr(lang, op, args)};")
+        for g in outs:
+            shape = tuple(program.outputs[g][0]) or (1,)
+            shape = shape if len(shape) > 1 else shape + (1,)
+            lines.append(f"{g} = zeros({', '.join(str(s) for s in shape)});")
+    elif lang == "julia":
+        lines.append(f"function {fname}({', '.join(ins)})")
+        for line in doc:
+            lines.append(f"    {cm} {line}")
+        for g in ins:
+            for k, n in unpack[g]:
+                lines.append(f"    {n} = {g}[{k + 1}]")
+        for t, op, args in program.body:
+            lines.append(f"    {t} = {format_expr(lang, op, args)}")
+        for g in outs:
+            shape = tuple(program.outputs[g][0]) or (1,)
+            lines.append(f"    {g} = zeros({', '.join(str(s) for s in shape)})")
+    else:
+        raise ValueError(f"unknown language {lang!r}; use one of {', '.join(LANGS)}")
+
+    ind = {"c": "    ", "fortran": "  ", "numpy": "    ", "matlab": "", "julia": "    "}[lang]
+    end = ";" if lang in ("c", "matlab") else ""
+    for g in outs:
+        shape, entries = program.outputs[g]
+        for idx, (label, negd, a) in zip(np.ndindex(tuple(shape)), entries):
+            rhs = ("-" if negd else "") + atom(lang, a)
+            lines.append(f"{ind}{g}{_index(lang, tuple(shape), idx)} = {rhs}{end}  {cm} {label}")
+    if lang == "c":
+        lines.append("}")
+    elif lang == "fortran":
+        lines.append(f"end subroutine {fname}")
+    elif lang == "numpy":
+        lines.append(f"    return {', '.join(outs)}{',' if len(outs) == 1 else ''}")
+    elif lang == "matlab":
+        lines.append("end")
+    elif lang == "julia":
+        lines.append(f"    return {', '.join(outs)}")
+        lines.append("end")
+    return "\n".join(lines) + "\n"
+
+
+def c_batch_source(program, fname) -> str:
+    """A C entry point looping over n states (contiguous, row-major) around ``fname``."""
+    ins = [g for g in program.inputs if program.inputs[g]]
+    outs = list(program.outputs)
+    sig = ", ".join(["long n"] + [f"const double *{g}" for g in ins] + [f"double *{g}" for g in outs])
+    call = []
+    for g in ins:
+        call.append(g if g in UNBATCHED else f"{g} + i*{len(program.inputs[g])}")
+    for g in outs:
+        size = int(np.prod(program.outputs[g][0], dtype=int))
+        call.append(f"{g} + i*{size}")
+    return (f"void {fname}_batch({sig})\n{{\n    for (long i = 0; i < n; ++i)\n"
+            f"        {fname}({', '.join(call)});\n}}\n")

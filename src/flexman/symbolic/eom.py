@@ -1,0 +1,202 @@
+"""The symbolic equations of motion ``M(q) q̈ + b(q, q̇) = S τ`` of one robot.
+
+:func:`derive` traces a formulation once into one tape (M, b, inverse and forward dynamics
+share their intermediates) and wraps it in an :class:`EOM`, which turns the tape into
+straight-line programs (dead-code eliminated per output set) for operation counts, text,
+LaTeX, SymPy matrices, GIM structure, compiled code and exported source.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..dynamics.structure import build
+from . import trace as tr
+from .program import Program
+from .tracer import Tape
+
+FORMULATIONS = ("newton_euler", "lagrange", "book", "denoc")
+WHATS = ("inverse_dynamics", "mass_matrix", "bias_forces", "forward_dynamics", "eom")
+
+DOC = {
+    "M": "mass matrix M(q), nq x nq",
+    "b": "bias forces b(q, qd): Coriolis/centrifugal, gravity, elastic and damping terms",
+    "tau": "generalized forces M(q) qdd + b(q, qd) (joint torques, then flexible residuals)",
+    "qdd": "accelerations M(q)^-1 (S tau - b(q, qd)) (LDL^T solve)",
+}
+# what -> (input groups, output groups)
+LAYOUT = {
+    "mass_matrix": (("q", "p"), ("M",)),
+    "bias_forces": (("q", "qd", "p"), ("b",)),
+    "inverse_dynamics": (("q", "qd", "qdd", "p"), ("tau",)),
+    "forward_dynamics": (("q", "qd", "tau", "p"), ("qdd",)),
+    "eom": (("q", "qd", "p"), ("M", "b")),
+}
+NEEDS = {"mass_matrix": {"M"}, "bias_forces": {"b"}, "inverse_dynamics": {"tau"},
+         "forward_dynamics": {"M", "b", "qdd"}, "eom": {"M", "b"}}
+
+
+def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", "tau", "qdd")):
+    """Trace the requested terms into a fresh tape: (tape, inputs, values, param values, notes)."""
+    if formulation not in FORMULATIONS:
+        raise ValueError(f"formulation: unknown {formulation!r}; use one of {', '.join(FORMULATIONS)}")
+    if parameters not in ("numeric", "symbolic"):
+        raise ValueError("parameters: use 'numeric' or 'symbolic'")
+    need = set(need) | ({"M", "b"} if "qdd" in need else set())
+    tape = Tape(fold=fold, cse=cse)
+    x = tr.coordinate_inputs(tape, robot.nq, robot.n_joints)
+    notes = []
+    if parameters == "symbolic":
+        from .params import symbolic_model
+
+        model, pvals, pnotes = symbolic_model(robot, tape)
+        notes += pnotes
+    else:
+        model, pvals = build(robot), {}
+    if any(lk.coulomb for lk in robot.links):
+        notes.append("Coulomb friction is not traced (it branches on the sign of qd)")
+    terms = None
+    if formulation in ("newton_euler", "denoc"):
+        if robot.is_rigid and parameters == "numeric":
+            terms = tr.rigid_terms(robot, x, formulation, notes, need)
+        elif robot.is_rigid:
+            notes.append(f"{formulation}: symbolic parameters are traced through Book's 4x4 recursion")
+        else:
+            notes.append(f"{formulation}: flexible arm, traced Book's 4x4 recursion instead")
+    elif formulation == "lagrange":
+        from .lagrange import lagrange_terms
+
+        terms = lagrange_terms(robot, model, x, notes)  # None: too large, noted
+    if terms is None:
+        terms = tr.book_terms(model, x, need)
+    M, b, tau = terms
+    if tau is None and "tau" in need:  # formulations that give only M and b
+        tau = M @ x["qdd"] + b
+    values = {k: v for k, v in (("M", M), ("b", b), ("tau", tau)) if k in need}
+    if "qdd" in need:
+        values["qdd"] = tr.forward_terms(M, b, x["tau"], robot.n_joints)
+    x["p"] = np.array([tape.input(n) for n in pvals] + [None], dtype=object)[:-1]
+    return tape, x, values, pvals, notes
+
+
+class EOM:
+    """Symbolic equations of motion of ``robot``; see the module docstring."""
+
+    def __init__(self, robot, formulation="newton_euler", parameters="numeric", fold=True, cse=True):
+        self.robot, self.formulation, self.parameters = robot, formulation, parameters
+        self.options = dict(fold=fold, cse=cse)
+        self.tape, self._x, self._values, self.param_values, self.notes = _trace(
+            robot, formulation, parameters, fold, cse)
+        self._programs = {}
+
+    # ----- programs and counts ----------------------------------------------------------
+    @property
+    def nq(self):
+        return self.robot.nq
+
+    @property
+    def n_joints(self):
+        return self.robot.n_joints
+
+    def program(self, what="eom") -> Program:
+        """Straight-line program (dead code removed) for one output set."""
+        if what not in LAYOUT:
+            raise ValueError(f"what: unknown {what!r}; use one of {', '.join(WHATS)}")
+        if what not in self._programs:
+            self._programs[what] = _program(self.tape, self._x, self._values, what, self.robot)
+        return self._programs[what]
+
+    def op_count(self, what="inverse_dynamics") -> dict:
+        """{"mul", "add" (incl. sub), "div", "fn" (sin/cos/sqrt)} of the final program."""
+        return self.program(what).op_count()
+
+    def passes(self, what="inverse_dynamics") -> list:
+        """Operation counts after each simplification pass, each measured on its own trace:
+        [(pass, counts)] for the raw trace, + folding at creation, + sharing of repeated
+        instructions (hash-consing), + dead-code elimination."""
+        out = []
+        for label, fold, cse in (("raw trace", False, False), ("+ constant folding (0, +-1, numbers)", True, False),
+                                 ("+ repeated-subexpression sharing", True, True)):
+            need = NEEDS[what]
+            tape, x, values, _, _ = _trace(self.robot, self.formulation, self.parameters, fold, cse, need)
+            out.append((label, tape.count()))
+        out.append(("+ dead-code elimination", _program(tape, x, values, what, self.robot).op_count()))
+        return out
+
+    # ----- SymPy and text ---------------------------------------------------------------
+    @property
+    def M(self):
+        """Mass matrix as a SymPy Matrix in q (and parameter) symbols; see :meth:`sympy`."""
+        return self.sympy("M")
+
+    @property
+    def b(self):
+        """Bias forces as a SymPy column in q, qd (and parameter) symbols."""
+        return self.sympy("b")
+
+    def sympy(self, group="M", inline_limit=20000):
+        """SymPy matrix of an output group. Intermediates are substituted while the expanded
+        trees stay below ``inline_limit`` nodes; beyond that entries keep the intermediates
+        Z### (their definitions: ``eom.program(...)``)."""
+        from .convert import to_sympy_matrix
+
+        what = {"M": "mass_matrix", "b": "bias_forces", "tau": "inverse_dynamics", "qdd": "forward_dynamics"}[group]
+        return to_sympy_matrix(self.program(what), group, inline_limit)
+
+    def text(self, what="eom") -> str:
+        """Readable equations: intermediates Z### = ..., then M[i,j] = ..., b[i] = ..."""
+        from .convert import program_text
+
+        head = [f"# {self.robot.name}: equations of motion M(q) qdd + b(q, qd) = S tau "
+                f"({self.formulation}, {self.parameters} parameters)"]
+        head += [f"# q{k + 1}: {n}" for k, n in enumerate(self.robot.coordinate_names)]
+        head += [f"# note: {n}" for n in self.notes]
+        return "\n".join(head) + "\n" + program_text(self.program(what))
+
+    def latex(self, what="eom") -> str:
+        from .convert import program_latex
+
+        return program_latex(self.program(what))
+
+    def gim_structure(self):
+        """Which M entries are zero, constant, or depend on which coordinates (003)."""
+        from .structure import GIMStructure
+
+        return GIMStructure.from_program(self.program("mass_matrix"), self.robot, list(self.param_values.values()))
+
+    def jacobian(self, link=-1, point=None):
+        """Endpoint (or ``point`` of ``link``) geometric Jacobian, 6 x nq SymPy matrix."""
+        from .convert import to_sympy_matrix
+        from .jacobian import jacobian_program
+
+        return to_sympy_matrix(jacobian_program(self, link, point), "J", 20000)
+
+    # ----- code -------------------------------------------------------------------------
+    def compile(self, backend="c", **kwargs):
+        """An object with the numeric API of Robot, evaluating the generated code."""
+        from ..codegen import compile_eom
+
+        return compile_eom(self, backend, **kwargs)
+
+    def export(self, lang, path, what=None):
+        """Write the equations as source code in ``lang`` (c, fortran, python, matlab, julia)."""
+        from ..codegen import export
+
+        return export(self, lang, path, what)
+
+    def __repr__(self):
+        c = self.op_count("inverse_dynamics")
+        return (f"<EOM {self.robot.name}: nq={self.nq}, {self.formulation}, {self.parameters} parameters, "
+                f"inverse dynamics {c['mul']} mul {c['add']} add>")
+
+
+def _program(tape, x, values, what, robot):
+    ins, outs = LAYOUT[what]
+    inputs = {}
+    for g in ins:
+        inputs[g] = [tape.ops[v.idx][1][0] for v in x[g]]
+    return Program.from_tape(what, tape, inputs, {g: values[g] for g in outs}, doc={g: DOC[g] for g in outs})
+
+
+def derive(robot, formulation="newton_euler", parameters="numeric", **options) -> EOM:
+    """Symbolic equations of motion of ``robot`` (see :class:`EOM`)."""
+    return EOM(robot, formulation, parameters, **options)
