@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(VENV)/bin/flexman simulate flx_three_link --t-final 1.0 --out results/flx_three_link
+	$(VENV)/bin/flexman simulate flx_three_link --controller --t-final 2.0 --out results/flx_three_link
 
 test: $(STAMP)
 	$(PY) -m pytest -q -n 2

@@ -200,3 +200,18 @@ def test_jacobian_columns_are_derivatives_of_the_tip_point():
         pos = lambda x: (robot.frame(x, -1) @ np.append(point, 1.0))[:3]
         fd = (pos(q + e) - pos(q - e)) / (2 * h)
         assert np.allclose(J[:3, k], fd, atol=1e-7)
+
+
+def test_beam_without_modes_is_a_rigid_rod_in_every_formulation():
+    """A beam with no modes is a thin rigid rod: Newton-Euler (rigid path) == Book's recursion."""
+    from flexman.dynamics import lagrange4
+
+    rod = lambda: Beam(length=0.8, mass_per_length=2.0, EI=[0.0, 0.0], modes={"y": 0, "z": 0})
+    robot = Robot(links=[Link(a=0.8, alpha=0.4, beam=rod()), Link(a=0.8, beam=rod())])
+    assert robot.is_rigid
+    rng = np.random.default_rng(4)
+    q, qd, qdd = rng.normal(size=(3, 2))
+    assert rel(robot.inverse_dynamics(q, qd, qdd), lagrange4.inverse_dynamics(robot._model, q, qd, qdd)) < 1e-13
+    M = robot.mass_matrix(q)
+    m, L = 1.6, 0.8
+    assert np.isclose(M[1, 1], m * L**2 / 3)  # thin rod about its end

@@ -220,3 +220,14 @@ def test_bad_arguments():
         fm.derive(robot, parameters="half")
     with pytest.raises(ValueError):
         fm.derive(robot).op_count("everything")
+
+
+def test_constants_never_alias_intermediates_in_the_memo():
+    """Regression: a constant 4.0 must not be taken for node 4 (qd2) when sharing nodes."""
+    import flexman as fm
+
+    robot = fm.examples.load("saha_3link")
+    eom = fm.derive(robot, formulation="book")
+    prog = eom.program("mass_matrix")
+    used = {a for _, _, args in prog.body for a in args if isinstance(a, str)}
+    assert not any(name.startswith("qd") for name in used)

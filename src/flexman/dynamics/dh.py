@@ -30,8 +30,22 @@ def trans(x=0.0, y=0.0, z=0.0):
     return out
 
 
+def _snap(T, tol=1e-15):
+    """Round entries within tol of 0 or +-1 (cos(pi/2) = 6e-17) so that traced equations
+    carry no spurious terms."""
+    T = T.copy()
+    for target in (0.0, 1.0, -1.0):
+        T[np.abs(T - target) < tol] = target
+    return T
+
+
 def split(link, convention: str):
     """Constant parts (P, N) and the joint offset of a link's DH transform."""
+    P, N, offset = _split(link, convention)
+    return _snap(P), _snap(N), offset
+
+
+def _split(link, convention: str):
     revolute = link.joint == "revolute"
     if convention == "standard":
         if revolute:

@@ -182,6 +182,11 @@ def constants(robot) -> Constants:
         pc.append(C[:3, 3])
         R_N, p_N = N[:3, :3], N[:3, 3]
         bodies = [link.body] + ([link.hub] if link.hub is not None else [])
+        if link.beam is not None:  # a beam without modes is a rigid rod
+            from ..model import RigidBody
+            from .structure import rod_second_moments
+
+            bodies.append(RigidBody.from_second_moments(rod_second_moments(link, robot.dh)))
         if i == n - 1 and robot.payload is not None:
             bodies.append(robot.payload)
         m_i, h_i, I_i = 0.0, np.zeros(3), np.zeros((3, 3))
@@ -214,7 +219,7 @@ def _fingerprint(robot):
 
     links = tuple(
         (l.joint, l.a, l.alpha, l.d, l.theta, body(l.body), body(l.hub), l.armature, l.viscous,
-         l.coulomb, l.beam is not None)
+         l.coulomb, None if l.beam is None else (l.beam.length, l.beam.mass_per_length, l.beam.polar_inertia_per_length))
         for l in robot.links
     )
     return (robot.dh, tuple(robot.gravity), body(robot.payload), links)

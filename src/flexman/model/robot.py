@@ -87,6 +87,16 @@ class RigidBody:
         out[3, 3] = m
         return out
 
+    @classmethod
+    def from_second_moments(cls, J):
+        """The rigid body whose second-moment matrix ``int h h^T dm`` (4x4) is J."""
+        m = float(J[3, 3])
+        if m <= 0:
+            return cls()
+        c = np.asarray(J[:3, 3], float) / m
+        second = np.asarray(J[:3, :3], float) - m * np.outer(c, c)
+        return cls(m, c, np.trace(second) * np.eye(3) - second)
+
     def spatial_inertia_origin(self):
         """(mass, first moment m*c, inertia about the frame origin) for Newton-Euler."""
         m, c = self.mass, self.com

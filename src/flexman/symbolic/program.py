@@ -80,7 +80,7 @@ class Program:
             s = frozenset()
             for a in args:
                 if isinstance(a, str):
-                    s = s | deps[a]
+                    s = s | deps.get(a, frozenset([a]))
             deps[target] = s
         for _, entries in self.outputs.values():
             for label, _, atom in entries:

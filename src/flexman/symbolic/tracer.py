@@ -54,14 +54,15 @@ class Tape:
     def node(self, op: str, args: tuple, neg: bool = False) -> "Tracer":
         if op in COMMUTATIVE:
             args = tuple(sorted(args, key=_argkey))
-        key = (op, args)
+        # constants and node indices must not collide in the memo (3.0 == 3 in Python)
+        memo_key = (op, tuple((type(a) is float, a) for a in args))
         if self.cse or op in ("sin", "cos"):  # sin/cos of one argument are always shared
-            idx = self.memo.get(key)
+            idx = self.memo.get(memo_key)
             if idx is not None:
                 return Tracer(self, idx, neg)
         idx = len(self.ops)
-        self.ops.append(key)
-        self.memo[key] = idx
+        self.ops.append((op, args))
+        self.memo[memo_key] = idx
         return Tracer(self, idx, neg)
 
     def count(self, nodes=None) -> dict:
