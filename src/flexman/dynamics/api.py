@@ -71,6 +71,28 @@ def bias_forces(robot, q, qd):
     return l4.inverse_dynamics(_model(robot), q, qd, np.zeros(np.broadcast_shapes(q.shape, qd.shape)))
 
 
+def mass_matrix_and_bias(robot, q, qd):
+    """(M, b) together; for flexible arms from one vectorized recursion over nq + 1 samples
+    (unit accelerations for the columns of M, the actual velocities with gravity for b)."""
+    q, qd = _as_float(q), _as_float(qd)
+    if robot.is_rigid:
+        return crba.mass_matrix(robot, q), crba.bias_forces(robot, q, qd)
+    q, qd = np.broadcast_arrays(q, qd)
+    nq = q.shape[-1]
+    batch = q.shape[:-1]
+    qb = np.broadcast_to(q[..., None, :], batch + (nq + 1, nq))
+    qdb = np.zeros(batch + (nq + 1, nq), dtype=qd.dtype)
+    qdb[..., nq, :] = qd
+    qddb = np.zeros(batch + (nq + 1, nq))
+    qddb[..., :nq, :] = np.eye(nq)
+    grav = np.zeros((nq + 1, 3))
+    grav[nq] = robot.gravity
+    elastic = np.zeros(nq + 1)
+    elastic[nq] = 1.0
+    out = l4.inverse_dynamics(_model(robot), qb, qdb, qddb, gravity=grav, elastic=elastic)
+    return np.swapaxes(out[..., :nq, :], -1, -2), out[..., nq, :]
+
+
 def selection(robot):
     """S (nq x n_joints): joint torques act on the joint coordinates only."""
     S = np.zeros((robot.nq, robot.n_joints))
@@ -92,8 +114,8 @@ def forward_dynamics(robot, q, qd, tau, f_ext=None):
     tau = np.asarray(tau, dtype=float)
     if tau.shape[-1:] != (robot.n_joints,):
         raise ValueError(f"tau: expected {robot.n_joints} joint torques, got shape {tau.shape}")
-    M = mass_matrix(robot, q)
-    rhs = generalized_force(robot, tau) - bias_forces(robot, q, qd) + _wrench_forces(robot, q, f_ext)
+    M, b = mass_matrix_and_bias(robot, q, qd)
+    rhs = generalized_force(robot, tau) - b + _wrench_forces(robot, q, f_ext)
     rhs, M = np.broadcast_to(rhs, np.broadcast_shapes(rhs.shape, M.shape[:-1])), M
     M = np.broadcast_to(M, rhs.shape[:-1] + M.shape[-2:])
     return np.linalg.solve(M, rhs[..., None])[..., 0]

@@ -28,8 +28,24 @@ def _T(x):
 
 
 def lincomb(c, T):
-    """sum_k c[..., k] T[..., k, :, :]."""
+    """sum_k c[..., k] T[..., k, :, :] (einsum on numbers, broadcasting on symbols)."""
+    if c.dtype != object and T.dtype != object:
+        return np.einsum("...k,...kab->...ab", c, T)
     return (c[..., :, None, None] * T).sum(axis=-3)
+
+
+def contract(c, T):
+    """sum_l c[..., l] T[l, k, :, :] -> (..., k, 4, 4) for a constant 4-index T."""
+    if c.dtype != object and T.dtype != object:
+        return np.einsum("...l,lkab->...kab", c, T)
+    return (c[..., :, None, None, None] * T).sum(axis=-4)
+
+
+def contract2(c, T):
+    """sum_k c[..., k] T[j, k, :, :] -> (..., j, 4, 4)."""
+    if c.dtype != object and T.dtype != object:
+        return np.einsum("...k,jkab->...jab", c, T)
+    return (c[..., None, :, None, None] * T).sum(-3)
 
 
 def identity(batch, like):
@@ -72,15 +88,15 @@ class RevoluteBeam:
     def moments(self, p):
         """N = int h h^T and N0k = int h Phi_k^T at the current deflection."""
         Ck, Ckl = self.Ck, self.Ckl
-        Cp = (p[..., :, None, None, None] * Ckl).sum(axis=-4)  # sum_l p_l C_lk
+        Cp = contract(p, Ckl)  # sum_l p_l C_lk
         N = self.C0 + lincomb(p, Ck + _T(Ck)) + lincomb(p, Cp)
         return N, Ck + Cp
 
     def terms(self, Wh, Whd, Whdd, p, pd, pdd):
         N, N0k = self.moments(p)
         phi = N @ _T(Whdd) + 2 * (lincomb(pd, N0k) @ _T(Whd)) + lincomb(pdd, N0k) @ _T(Wh)
-        Cd = (pd[..., None, :, None, None] * self.Ckl).sum(-3)  # sum_k pd_k C_jk, indexed by j
-        Cdd = (pdd[..., None, :, None, None] * self.Ckl).sum(-3)
+        Cd = contract2(pd, self.Ckl)  # sum_k pd_k C_jk, indexed by j
+        Cdd = contract2(pdd, self.Ckl)
         X = _T(N0k) @ _T(Whdd)[..., None, :, :] + 2 * (Cd @ _T(Whd)[..., None, :, :]) + Cdd @ _T(Wh)[..., None, :, :]
         return phi, ops.trace_product(Wh[..., None, :, :], X)
 
@@ -91,7 +107,7 @@ class RevoluteBeam:
         """2 T of the beam: int |r_dot|^2 dm."""
         N, N0k = self.moments(p)
         Nd = lincomb(pd, N0k)
-        S = lincomb(pd, (pd[..., None, :, None, None] * self.Ckl).sum(-3))
+        S = lincomb(pd, contract2(pd, self.Ckl))
         return (
             ops.trace_product(Whd @ N, _T(Whd))
             + 2 * ops.trace_product(Whd @ Nd, _T(Wh))

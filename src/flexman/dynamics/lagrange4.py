@@ -44,7 +44,9 @@ def forward(model, q, qd, qdd, gravity=True, second_order=False):
     W = _identity(batch, q)
     Wd = ops.zeros_like_batch(batch, (4, 4), q)
     Wdd = ops.zeros_like_batch(batch, (4, 4), q)
-    if gravity:
+    if isinstance(gravity, np.ndarray):  # per-sample gravity vectors (..., 3)
+        Wdd[..., :3, 3] = -gravity
+    elif gravity:
         Wdd[..., :3, 3] = -np.asarray(model.gravity)  # base acceleration -g (r_ddot - g for every point)
     out = []
     for i, lk in enumerate(model.links):
@@ -77,7 +79,10 @@ def forward(model, q, qd, qdd, gravity=True, second_order=False):
 
 
 def inverse_dynamics(model, q, qd, qdd, gravity=True, elastic=True, friction=True):
-    """Generalized forces (..., nq) that produce qdd at (q, qd); flexible rows are residuals."""
+    """Generalized forces (..., nq) that produce qdd at (q, qd); flexible rows are residuals.
+
+    ``gravity`` may be an array (..., 3) and ``elastic`` an array (...,) of 0/1, per sample,
+    so that M (no gravity, no elasticity) and b come out of one vectorized call."""
     q, qd, qdd = ops.asarray(q), ops.asarray(qd), ops.asarray(qdd)
     q, qd, qdd = np.broadcast_arrays(q, qd, qdd)
     recs = forward(model, q, qd, qdd, gravity)
@@ -95,7 +100,9 @@ def inverse_dynamics(model, q, qd, qdd, gravity=True, elastic=True, friction=Tru
             beam, p = lk.beam, rec["p"]
             phi, q_local = beam.terms(rec["Wh"], rec["Whd"], rec["Whdd"], p, rec["pd"], rec["pdd"])
             q_loc = ops.trace_product(rec["Wh"][..., None, :, :], beam.tip_partials(p) @ G[..., None, :, :]) + q_local
-            if elastic:
+            if isinstance(elastic, np.ndarray):  # per-sample on/off (...,)
+                q_loc = q_loc + elastic[..., None] * beam.elastic(p, rec["pd"])
+            elif elastic:
                 q_loc = q_loc + beam.elastic(p, rec["pd"])
             if beam.sliding:  # the first local coordinate is this joint's own
                 extra, q_loc = q_loc[..., 0], q_loc[..., 1:]
