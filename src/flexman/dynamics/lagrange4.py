@@ -142,8 +142,10 @@ def potential_energy(model, q):
     q = ops.asarray(q)
     zero = np.zeros_like(q)
     recs = forward(model, q, zero, zero, gravity=False)
-    g4 = np.zeros(4)
-    g4[:3] = model.gravity
+    grav = np.asarray(model.gravity)  # numbers, or symbols when parameters are symbolic
+    g4 = np.zeros(4, dtype=grav.dtype)
+    g4[:] = 0.0
+    g4[:3] = grav
     total = 0
     for lk, rec in zip(model.links, recs):
         total = total - (rec["W"] @ lk.body_tip[:, 3]) @ g4 - (rec["Wh"] @ lk.body_base[:, 3]) @ g4

@@ -23,19 +23,8 @@ LIMIT = 200_000
 
 
 def potential(model, q):
-    """V(q) = -sum m g . r + strain energy (as lagrange4.potential_energy, symbolic gravity allowed)."""
-    zero = np.zeros(q.shape)
-    recs = l4.forward(model, q, zero, zero, gravity=False)
-    g4 = np.zeros(4, dtype=object)
-    g4[:] = 0.0
-    g4[:3] = model.gravity
-    total = 0.0
-    for lk, rec in zip(model.links, recs):
-        total = total - (rec["W"] @ lk.body_tip[:, 3]) @ g4 - (rec["Wh"] @ lk.body_base[:, 3]) @ g4
-        if lk.beam is not None:
-            total = total - (rec["Wh"] @ lk.beam.moment(rec["p"])[..., None])[..., 0] @ g4
-            total = total + lk.beam.strain(rec["p"])
-    return total
+    """V(q) = -sum m g . r + strain energy, traced through the numeric routine."""
+    return l4.potential_energy(model, q)
 
 
 def lagrange_terms(robot, model, x, notes):
