@@ -1,7 +1,8 @@
 """Operation counts of the traced equations vs the thesis (000 Table 4.1), and speed of the
 compiled C model vs Pinocchio on a Puma-like arm.
 
-Run: python bench/codegen.py   (Pinocchio part skipped when `import pinocchio` fails)
+Run: python bench/codegen.py   (Pinocchio rows skipped when `import pinocchio` fails, the
+roboticstoolbox-python comparison when `import roboticstoolbox` fails)
 
 Table 4.1 arm (000 sec. 3.3.5): link 1 of zero length about Z0, links 2 and 3 the "standard"
 4 m tube (Table 3.1: 10.955 kg, EI = 2e11 * 1.476e-7 N m^2), rigid or with one bending mode in
@@ -98,61 +99,190 @@ def pinocchio_model(robot):
     return model
 
 
+def per_call(f, reps=20000, repeat=5):
+    """Best-of-``repeat`` mean time of one call of ``f()`` (seconds)."""
+    best = np.inf
+    for _ in range(repeat):
+        t = time.perf_counter()
+        for _ in range(reps):
+            f()
+        best = min(best, (time.perf_counter() - t) / reps)
+    return best
+
+
+def once(f, repeat=5):
+    """Best-of-``repeat`` wall time of ``f()`` (seconds)."""
+    best = np.inf
+    for _ in range(repeat):
+        t = time.perf_counter()
+        f()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def us(t):
+    return f"{t * 1e6:.3f}"
+
+
 def timing(n_batch=100_000):
     robot = puma()
     eom = fm.derive(robot, formulation="newton_euler")
     print(f"\n== {robot.name}: op counts (newton_euler) ==")
     for what in ("inverse_dynamics", "mass_matrix", "bias_forces", "forward_dynamics"):
         print(f"{what}: {eom.op_count(what)}")
-    fast = eom.compile("c")
+    fast, slow = eom.compile("c"), eom.compile("c", ext=False)
+    if fast.ext is None:
+        print("(Python extension not available: 'flexman extension' rows use ctypes)")
     rng = np.random.default_rng(0)
     Q, QD, QDD = rng.uniform(-np.pi, np.pi, (3, n_batch, 6))
     q, qd, qdd = Q[0], QD[0], QDD[0]
-    ref = robot.inverse_dynamics(q, qd, qdd)
-    assert np.allclose(fast.inverse_dynamics(q, qd, qdd), ref, rtol=1e-10, atol=1e-10)
+    ref = robot.inverse_dynamics(Q, QD, QDD)
+    assert np.allclose(fast.inverse_dynamics(Q, QD, QDD), ref, rtol=1e-10, atol=1e-10)
+    assert np.allclose(fast.inverse_dynamics(q, qd, qdd), ref[0], rtol=1e-10, atol=1e-10)
+    ext = fast.ext
 
-    def per_call(f, reps=20000):
-        t = time.perf_counter()
-        for _ in range(reps):
-            f()
-        return (time.perf_counter() - t) / reps
-
-    print("\n== timing (seconds) ==")
+    print("\n== single call from Python, one state (microseconds, best of 5 x 20000) ==")
+    single = {}
+    calls = {"ID": (lambda m: m.inverse_dynamics(q, qd, qdd)), "M": (lambda m: m.mass_matrix(q)),
+             "FD": (lambda m: m.forward_dynamics(q, qd, qdd))}
     rows = []
-    t1 = per_call(lambda: fast.inverse_dynamics(q, qd, qdd))
-    t = time.perf_counter(); fast.inverse_dynamics(Q, QD, QDD); tb = time.perf_counter() - t
-    rows.append(("flexman C, ID", f"{t1:.2e}", f"{tb:.3f}", f"{tb / n_batch:.2e}"))
-    t1m = per_call(lambda: fast.mass_matrix(q))
-    t = time.perf_counter(); fast.mass_matrix(Q); tbm = time.perf_counter() - t
-    rows.append(("flexman C, M", f"{t1m:.2e}", f"{tbm:.3f}", f"{tbm / n_batch:.2e}"))
-    t = time.perf_counter(); fast.forward_dynamics(Q, QD, QDD); tbf = time.perf_counter() - t
-    rows.append(("flexman C, FD", f"{per_call(lambda: fast.forward_dynamics(q, qd, qdd)):.2e}", f"{tbf:.3f}", f"{tbf / n_batch:.2e}"))
+    for label, model in (("flexman extension", fast), ("flexman ctypes", slow)):
+        single[label] = {k: per_call(lambda: c(model)) for k, c in calls.items()}
+        rows.append((label,) + tuple(us(single[label][k]) for k in calls))
+    if ext is not None:
+        out, outM = np.empty(6), np.empty((6, 6))
+        single["flexman ext, out="] = {"ID": per_call(lambda: ext.inverse_dynamics(q, qd, qdd, out)),
+                                       "M": per_call(lambda: ext.mass_matrix(q, outM)),
+                                       "FD": per_call(lambda: ext.forward_dynamics(q, qd, qdd, out))}
+        rows.append(("flexman ext, out= (module)",) + tuple(us(v) for v in single["flexman ext, out="].values()))
     try:
         import pinocchio as pin
     except ImportError:
-        print("pinocchio not importable: skipped")
-        table(rows, ("", "single call", f"batch {n_batch}", "per state"))
-        return
-    model = pinocchio_model(robot)
-    data = model.createData()
-    tau_pin = pin.rnea(model, data, q, qd, qdd)
-    M_pin = pin.crba(model, data, q)
-    M_pin = np.triu(M_pin) + np.triu(M_pin, 1).T
-    print("check vs Pinocchio: ID", np.abs(tau_pin - ref).max(), " M", np.abs(M_pin - robot.mass_matrix(q)).max())
-    tp = per_call(lambda: pin.rnea(model, data, q, qd, qdd))
-    reps = 20000
-    t = time.perf_counter()
-    for k in range(reps):
-        pin.rnea(model, data, Q[k], QD[k], QDD[k])
-    tpb = (time.perf_counter() - t) / reps * n_batch
-    rows.append(("Pinocchio rnea (Python loop)", f"{tp:.2e}", f"{tpb:.3f} (est.)", f"{tpb / n_batch:.2e}"))
-    tpm = per_call(lambda: pin.crba(model, data, q))
-    rows.append(("Pinocchio crba (Python loop)", f"{tpm:.2e}", f"{tpm * n_batch:.3f} (est.)", f"{tpm:.2e}"))
-    table(rows, ("", "single call", f"batch {n_batch}", "per state"))
-    print("single calls include the Python/ctypes (resp. Python/pybind) call overhead; "
+        pin = None
+        print("pinocchio not importable: Pinocchio rows skipped")
+    if pin is not None:
+        model = pinocchio_model(robot)
+        data = model.createData()
+        M_pin = pin.crba(model, data, q)
+        M_pin = np.triu(M_pin) + np.triu(M_pin, 1).T
+        print("check vs Pinocchio: ID", f"{np.abs(pin.rnea(model, data, q, qd, qdd) - ref[0]).max():.1e}",
+              " M", f"{np.abs(M_pin - robot.mass_matrix(q)).max():.1e}")
+        single["Pinocchio"] = {"ID": per_call(lambda: pin.rnea(model, data, q, qd, qdd)),
+                               "M": per_call(lambda: pin.crba(model, data, q)),
+                               "FD": per_call(lambda: pin.aba(model, data, q, qd, qdd))}
+        rows.append(("Pinocchio rnea / crba / aba",) + tuple(us(v) for v in single["Pinocchio"].values()))
+    table(rows, ("", "ID", "M", "FD"))
+    if pin is not None:
+        for label in single:
+            if label != "Pinocchio":
+                print(f"ratio {label} / Pinocchio: " + ", ".join(
+                    f"{k} {single[label][k] / single['Pinocchio'][k]:.2f}" for k in calls))
+
+    print(f"\n== batched, {n_batch} states (microseconds per state, best of 5) ==")
+    rows = []
+    tb = {"ID": once(lambda: fast.inverse_dynamics(Q, QD, QDD)) / n_batch,
+          "M": once(lambda: fast.mass_matrix(Q)) / n_batch,
+          "FD": once(lambda: fast.forward_dynamics(Q, QD, QDD)) / n_batch}
+    rows.append(("flexman batched C (ctypes, loop in C)",) + tuple(us(v) for v in tb.values()))
+    if pin is not None:
+        qf, vf, af = (np.asfortranarray(X.T) for X in (Q, QD, QDD))
+        out = np.zeros((6, n_batch), order="F")
+        if hasattr(pin, "rneaInParallel") and hasattr(pin, "ModelPool"):
+            pool = pin.ModelPool(model, 1)
+            how = "Pinocchio rneaInParallel / abaInParallel, 1 thread"
+            tp = {"ID": once(lambda: pin.rneaInParallel(1, pool, qf, vf, af, out)) / n_batch, "M": np.nan}
+            assert np.allclose(out.T, ref, rtol=1e-10, atol=1e-9)
+            tp["FD"] = once(lambda: pin.abaInParallel(1, pool, qf, vf, af, out)) / n_batch
+        else:
+            how = "Pinocchio rnea / crba / aba, Python loop"
+            n = min(n_batch, 20000)
+            tp = {"ID": once(lambda: [pin.rnea(model, data, Q[k], QD[k], QDD[k]) for k in range(n)]) / n,
+                  "M": once(lambda: [pin.crba(model, data, Q[k]) for k in range(n)]) / n,
+                  "FD": once(lambda: [pin.aba(model, data, Q[k], QD[k], QDD[k]) for k in range(n)]) / n}
+        rows.append((how,) + tuple("-" if np.isnan(v) else us(v) for v in tp.values()))
+    table(rows, ("", "ID", "M", "FD"))
+    if pin is not None:
+        print("speed-up flexman batched vs " + how + ": " + ", ".join(
+            f"{k} {tp[k] / tb[k]:.1f}x" for k in tb if not np.isnan(tp[k])))
+    print("single calls include the Python call overhead (argument checks, output allocation); "
           "batch times are dominated by the generated code itself.")
+    return single["flexman extension"]["ID"]
+
+
+def flx_three_link_2modes() -> Robot:
+    """Bundled flx_three_link with two bending modes per plane on its flexible links (nq = 11)."""
+    import dataclasses
+
+    robot = fm.examples.load("flx_three_link")
+    links = [dataclasses.replace(lk, beam=dataclasses.replace(lk.beam, modes={"y": 2, "z": 2, "torsion": 0}))
+             if lk.beam is not None else lk for lk in robot.links]
+    return Robot(links=links, name=robot.name + "_2modes", gravity=robot.gravity, dh=robot.dh, payload=robot.payload)
+
+
+def derivation_times():
+    """Wall time of fm.derive + eom.compile('c') into an empty cache (nothing reused)."""
+    import os
+    import tempfile
+
+    print("\n== derivation + C compilation (seconds, empty cache) ==")
+    rows = []
+    old = os.environ.get("FLEXMAN_CACHE")
+    try:
+        for robot, form in ((puma(), "newton_euler"), (flx_three_link_2modes(), "book")):
+            with tempfile.TemporaryDirectory() as tmp:
+                os.environ["FLEXMAN_CACHE"] = tmp
+                t0 = time.perf_counter()
+                eom = fm.derive(robot, formulation=form)
+                counts = {w: eom.op_count(w) for w in ("inverse_dynamics", "forward_dynamics")}
+                t1 = time.perf_counter()
+                fast = eom.compile("c")
+                t2 = time.perf_counter()
+            c = counts["inverse_dynamics"]
+            rows.append((robot.name, robot.nq, form, f"{c['mul']}/{c['add']}", f"{t1 - t0:.2f}", f"{t2 - t1:.2f}",
+                         f"{t2 - t0:.2f}", "yes" if fast.ext is not None else "no"))
+    finally:
+        if old is None:
+            os.environ.pop("FLEXMAN_CACHE", None)
+        else:
+            os.environ["FLEXMAN_CACHE"] = old
+    table(rows, ("arm", "nq", "formulation", "ID mul/add", "derive+counts", "compile", "total", "extension"))
+    return float(rows[0][4])
+
+
+def roboticstoolbox_peer(ours_rne=None):
+    """roboticstoolbox-python's Puma 560: numeric rne, and symbolic rne_python + sympy.cse."""
+    print("\n== roboticstoolbox-python (Puma 560) ==")
+    try:
+        import roboticstoolbox as rtb
+        import sympy
+    except ImportError:
+        print("roboticstoolbox-python not importable (pip install roboticstoolbox-python): skipped")
+        return
+    robot = rtb.models.DH.Puma560()
+    q, qd, qdd = np.random.default_rng(1).uniform(-1, 1, (3, 6))
+    t_rne = per_call(lambda: robot.rne(q, qd, qdd), reps=2000, repeat=3)
+    print(f"numeric rne, one state: {us(t_rne)} us" +
+          (f"  (flexman extension ID is {t_rne / ours_rne:.0f}x faster)" if ours_rne else ""))
+    sym = rtb.models.DH.Puma560(symbolic=True)
+    qs, qds, qdds = (sympy.symbols(f"{n}1:7") for n in ("q", "qd", "qdd"))
+    t0 = time.perf_counter()
+    tau = sym.rne_python(qs, qds, qdds)
+    t1 = time.perf_counter()
+    exprs = [sympy.sympify(e) for e in np.ravel(tau)]
+    rep, red = sympy.cse(exprs)
+    t2 = time.perf_counter()
+    ops = sympy.count_ops([e for _, e in rep] + list(red), visual=True)
+    ops = {str(k): int(v) for k, v in ops.as_coefficients_dict().items()} if ops != 0 else {}
+    print(f"symbolic rne_python {t1 - t0:.2f} s + sympy.cse {t2 - t1:.2f} s = {t2 - t0:.2f} s; "
+          f"after cse {len(rep)} intermediates, ops {dict(sorted(ops.items()))} (total {sum(ops.values())}; "
+          "note: its Puma has numeric masses and only its kinematic constants are symbolic)")
+    return t2 - t0
 
 
 if __name__ == "__main__":
     op_counts()
-    timing()
+    t_id = timing()
+    t_derive = derivation_times()
+    t_sym = roboticstoolbox_peer(t_id)
+    if t_sym:
+        print(f"ratio roboticstoolbox symbolic rne_python + cse / flexman derive (puma560): {t_sym / t_derive:.1f}")

@@ -2,20 +2,25 @@
 
 * :func:`compile_eom` (``eom.compile("c" | "numpy")``): an object with the numeric API of
   ``Robot`` (mass_matrix, bias_forces, inverse_dynamics, forward_dynamics; leading batch
-  dimensions), backed by compiled C (loaded through ctypes, batched loop inside C) or by
-  generated, vectorized NumPy code;
+  dimensions), backed by compiled C or by generated, vectorized NumPy code. The C library is
+  also a CPython extension module (:mod:`.pyext`) used for single states (about as cheap to
+  call as a pybind11 function); batches go through ctypes to a loop inside C. Without Python
+  headers (or with ``FLEXMAN_NO_EXT=1`` / ``compile("c", ext=False)``) everything uses ctypes;
 * :func:`export` (``eom.export(lang, path)``): source files in C, Fortran, Python, MATLAB, Julia;
 * :func:`program`: a stand-alone C simulator (RK4) reading its inputs from a text file.
 """
 from __future__ import annotations
 
 import ctypes
+import hashlib
+import os
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-from . import cbuild, emit
+from . import cbuild, emit, pyext
 from .simulator import program, write_input  # noqa: F401
 
 WHATS = ("mass_matrix", "bias_forces", "inverse_dynamics", "forward_dynamics")
@@ -85,15 +90,28 @@ class CompiledModel:
     ``params`` holds the parameter values of a symbolic-parameter EOM (edit it to change them).
     """
 
-    def __init__(self, eom, backend, funcs, source):
+    def __init__(self, eom, backend, funcs, source, ext=None):
         self.nq, self.n_joints = eom.nq, eom.n_joints
         self.coordinate_names = list(eom.robot.coordinate_names)
         self.backend, self.source = backend, source
         self.param_names = list(eom.param_values)
-        self.params = np.array(list(eom.param_values.values()), dtype=float)
+        self._params = np.array(list(eom.param_values.values()), dtype=float)
         self._progs = {w: eom.program(w) for w in WHATS}
         self._funcs = funcs
         self._out_shape = {w: tuple(next(iter(p.outputs.values()))[0]) for w, p in self._progs.items()}
+        self.ext = ext  # the extension module (single-state fast path) or None
+        self._p = self._params if len(self._params) else None
+        if ext is not None:
+            self._x_M, self._x_b = ext.mass_matrix, ext.bias_forces
+            self._x_id, self._x_fd = ext.inverse_dynamics, ext.forward_dynamics
+
+    @property
+    def params(self):
+        return self._params
+
+    @params.setter
+    def params(self, values):
+        self._params[:] = values  # in place: the compiled code keeps reading this buffer
 
     def _run(self, what, **arrays):
         prog = self._progs[what]
@@ -124,24 +142,70 @@ class CompiledModel:
         self._funcs[what](*args)
         return out
 
+    # single float64 states go straight to the extension; anything else (batches, lists,
+    # other dtypes, wrong shapes) makes it raise and takes the general path below
     def mass_matrix(self, q):
+        if self.ext is not None:
+            try:
+                return self._x_M(q, None, self._p)
+            except (TypeError, ValueError):
+                pass
         return self._run("mass_matrix", q=q)
 
     def bias_forces(self, q, qd):
+        if self.ext is not None:
+            try:
+                return self._x_b(q, qd, None, self._p)
+            except (TypeError, ValueError):
+                pass
         return self._run("bias_forces", q=q, qd=qd)
 
     def inverse_dynamics(self, q, qd, qdd):
+        if self.ext is not None:
+            try:
+                return self._x_id(q, qd, qdd, None, self._p)
+            except (TypeError, ValueError):
+                pass
         return self._run("inverse_dynamics", q=q, qd=qd, qdd=qdd)
 
     def forward_dynamics(self, q, qd, tau):
+        if self.ext is not None:
+            try:
+                return self._x_fd(q, qd, tau, None, self._p)
+            except (TypeError, ValueError):
+                pass
         return self._run("forward_dynamics", q=q, qd=qd, tau=tau)
 
     def __repr__(self):
-        return f"<CompiledModel nq={self.nq} backend={self.backend}>"
+        ext = ", extension" if self.ext is not None else ""
+        return f"<CompiledModel nq={self.nq} backend={self.backend}{ext}>"
 
 
-def compile_eom(eom, backend="c", flags=None):
-    """Generate, build (C: compile and cache; NumPy: exec our own generated source) and load."""
+_warned = []
+
+
+def _build_ext(eom, source, flags):
+    """(ctypes library, extension module) of the model, or None when that cannot be built."""
+    name = "fm_ext_" + hashlib.sha256(source.encode()).hexdigest()[:16]
+    text = pyext.source(source, {w: eom.program(w) for w in WHATS}, name, eom.param_values.values())
+    try:
+        path = cbuild.build_shared(text, flags, extension=True)
+        return cbuild.load(path), cbuild.load_extension(path, name), text
+    except (RuntimeError, ImportError, OSError) as exc:
+        if not _warned:
+            _warned.append(exc)
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            warnings.warn(f"flexman: Python extension not built ({first}); using ctypes only "
+                          "(slower single calls)", RuntimeWarning, stacklevel=4)
+        return None
+
+
+def compile_eom(eom, backend="c", flags=None, ext=None):
+    """Generate, build (C: compile and cache; NumPy: exec our own generated source) and load.
+
+    ``ext`` (C only): also build the CPython extension for single calls; default True unless
+    the environment variable ``FLEXMAN_NO_EXT=1``. A failed extension build warns once and
+    falls back to ctypes."""
     if backend == "numpy":
         source = "import numpy as np\n\n" + "\n".join(
             emit.function_source("numpy", eom.program(w), f"fm_{w}") for w in WHATS)
@@ -151,7 +215,14 @@ def compile_eom(eom, backend="c", flags=None):
     if backend != "c":
         raise ValueError("backend: use 'c' or 'numpy'")
     source = c_source(eom)
-    lib = cbuild.load(cbuild.build_shared(source, flags))
+    if ext is None:
+        ext = os.environ.get("FLEXMAN_NO_EXT", "") in ("", "0")
+    cbuild.compiler()  # no compiler: say that, not "extension not built"
+    built = _build_ext(eom, source, flags) if ext else None
+    if built:
+        lib, module, ext_source = built
+    else:
+        lib, module, ext_source = cbuild.load(cbuild.build_shared(source, flags)), None, None
     funcs = {}
     for w in WHATS:
         f = getattr(lib, f"fm_{w}_batch")
@@ -159,6 +230,6 @@ def compile_eom(eom, backend="c", flags=None):
         n_arrays = sum(1 for g in eom.program(w).inputs.values() if g) + 1
         f.argtypes = [ctypes.c_long] + [ctypes.c_void_p] * n_arrays
         funcs[w] = f
-    model = CompiledModel(eom, "c", funcs, source)
-    model._lib = lib
+    model = CompiledModel(eom, "c", funcs, source, module)
+    model._lib, model.ext_source = lib, ext_source
     return model

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import importlib.machinery
+import importlib.util
 import os
 import shutil
 import subprocess
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -34,11 +37,25 @@ def compiler() -> str:
     return cc
 
 
-def build_shared(source: str, flags=None) -> Path:
-    """Path of the compiled library of ``source`` (compiling it if it is not cached)."""
+def python_include() -> Path:
+    """Folder holding Python.h (RuntimeError when the headers are not installed)."""
+    inc = Path(sysconfig.get_paths()["include"])
+    if not (inc / "Python.h").exists():
+        raise RuntimeError(f"Python.h not found in {inc} (install the Python development headers)")
+    return inc
+
+
+def build_shared(source: str, flags=None, extension=False) -> Path:
+    """Path of the compiled library of ``source`` (compiling it if it is not cached).
+
+    ``extension=True``: a CPython extension module (Python headers, platform suffix)."""
     cmd = [compiler()] + list(flags or CFLAGS)
+    suffix = ".so"
+    if extension:
+        cmd.append(f"-I{python_include()}")
+        suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     key = hashlib.sha256(("\0".join(cmd) + "\0" + source).encode()).hexdigest()[:24]
-    lib = cache_dir() / f"fm_{key}.so"
+    lib = cache_dir() / f"fm_{key}{suffix}"
     if lib.exists():
         return lib
     with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
@@ -62,3 +79,11 @@ def build_executable(source_path, exe_path, flags=("-O2",)):
 
 def load(path) -> ctypes.CDLL:
     return ctypes.CDLL(str(path))
+
+
+def load_extension(path, name):
+    """Import the extension module ``name`` from the file ``path`` (not added to sys.modules)."""
+    spec = importlib.util.spec_from_file_location(name, str(path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

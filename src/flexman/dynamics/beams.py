@@ -55,6 +55,20 @@ def identity(batch, like):
     return out
 
 
+def _scalar_field(x):
+    """x[..., 0] of a 1-d object array is a bare element; keep it an array for broadcasting."""
+    if isinstance(x, np.ndarray):
+        return x
+    out = np.empty((), dtype=float if isinstance(x, (int, float)) else object)
+    out[()] = x
+    return out
+
+
+def _first(a):
+    """(a[..., 0], a[..., 1:]) with the first always an array."""
+    return _scalar_field(a[..., 0]), a[..., 1:]
+
+
 def _matvec(A, v):
     return (A @ v[..., None])[..., 0]
 
@@ -199,9 +213,9 @@ class SlidingBeam:
         return sc * (sc - 1) * dd ** (sc - 2) * self.Dd + (sc - 1) * (sc - 2) * dd ** (sc - 3) * self.Dr
 
     def tip(self, p, pd, pdd):
-        d, xi = p[..., 0], p[..., 1:]
-        v, xid = pd[..., 0], pd[..., 1:]
-        a, xidd = pdd[..., 0], pdd[..., 1:]
+        (d, xi) = _first(p)
+        (v, xid) = _first(pd)
+        (a, xidd) = _first(pdd)
         D0, D1, D2 = self._Dk(d, 0), self._Dk(d, 1), self._Dk(d, 2)
         D = identity(p.shape[:-1], p) + lincomb(xi, D0)
         Dd = lincomb(xid, D0) + lincomb(xi, D1) * v[..., None, None]
@@ -209,13 +223,13 @@ class SlidingBeam:
             lincomb(xidd, D0)
             + lincomb(xi, D1) * a[..., None, None]
             + 2 * lincomb(xid, D1) * v[..., None, None]
-            + lincomb(xi, D2) * (v * v)[..., None, None]
+            + lincomb(xi, D2) * _scalar_field(v * v)[..., None, None]
         )
         return D, Dd, Ddd
 
     def shortening(self, p, pd):
         """Axial tip shift -1/2 xi^T S(d) xi and its rate (foreshortening; kinematics only)."""
-        d, xi, v, xid = p[..., 0], p[..., 1:], pd[..., 0], pd[..., 1:]
+        (d, xi), (v, xid) = _first(p), _first(pd)
         expo = self.s[:, None] + self.s[None, :] - 1
         S = self.Sbar * d[..., None, None] ** expo
         Sx = (S @ xi[..., None])[..., 0]
@@ -223,7 +237,7 @@ class SlidingBeam:
         return -0.5 * (Sx * xi).sum(-1), -(Sx * xid).sum(-1) - 0.5 * (dSx * xi).sum(-1) * v
 
     def tip_partials(self, p):
-        d, xi = p[..., 0], p[..., 1:]
+        (d, xi) = _first(p)
         first = lincomb(xi, self._Dk(d, 1))[..., None, :, :]
         return np.concatenate([first, self._Dk(d, 0)], axis=-3)
 
@@ -242,9 +256,9 @@ class SlidingBeam:
 
     def _points(self, p, pd, pdd):
         """Per Gauss point: h, h_dot, h_ddot (..., G, 4), partials dh/dp_j (..., G, m, 4), weights."""
-        d, xi = p[..., 0], p[..., 1:]
-        v, xid = pd[..., 0], pd[..., 1:]
-        a, xidd = pdd[..., 0], pdd[..., 1:]
+        (d, xi) = _first(p)
+        (v, xid) = _first(pd)
+        (a, xidd) = _first(pdd)
         phi, phid, phidd = self._fields(d)
         E = self.E[:, None, :]  # (n, 1, 4)
 
@@ -260,7 +274,7 @@ class SlidingBeam:
         hdd = (
             field(xi, phid) * a[..., None, None]
             + field(xidd, phi)
-            + field(xi, phidd) * (v * v)[..., None, None]
+            + field(xi, phidd) * _scalar_field(v * v)[..., None, None]
             + 2 * field(xid, phid) * v[..., None, None]
         )
         dh_dd = field(xi, phid)[..., :, None, :]  # (..., G, 1, 4)
@@ -283,14 +297,14 @@ class SlidingBeam:
         Wx = lambda A, v: _matvec(A[..., None, :, :], v)
         rdd = Wx(Whdd, h) + 2 * Wx(Whd, hd) + Wx(Wh, hdd)  # (..., G, 4)
         wr = wts[..., None] * rdd
-        phi = _T(h) @ wr + self._inside(p[..., 0]) @ _T(Whdd)
+        phi = _T(h) @ wr + self._inside(_scalar_field(p[..., 0])) @ _T(Whdd)
         # own forces: sum_g w (Wh dh/dp_j) . r_ddot
         dirs = _matvec(Wh[..., None, None, :, :], partials)  # (..., G, m, 4)
         q_local = (dirs * wr[..., :, None, :]).sum(axis=(-3, -1))
         return phi, q_local
 
     def elastic(self, p, pd):
-        d, xi = p[..., 0], p[..., 1:]
+        (d, xi) = _first(p)
         K = self.Kbar * d[..., None, None] ** self.kexp
         f_xi = (K @ xi[..., None])[..., 0] + pd[..., 1:] @ self.Cd.T
         dK = K * self.kexp / d[..., None, None]
@@ -301,14 +315,14 @@ class SlidingBeam:
         zero = np.zeros_like(pd)
         h, hd, _, _, wts = self._points(p, pd, zero)
         rd = _matvec(Whd[..., None, :, :], h) + _matvec(Wh[..., None, :, :], hd)
-        return (wts * (rd * rd).sum(-1)).sum(-1) + ops.trace_product(Whd @ self._inside(p[..., 0]), _T(Whd))
+        return (wts * (rd * rd).sum(-1)).sum(-1) + ops.trace_product(Whd @ self._inside(_scalar_field(p[..., 0])), _T(Whd))
 
     def moment(self, p):
         zero = np.zeros_like(p)
         h, _, _, _, wts = self._points(p, zero, zero)
-        return (wts[..., None] * h).sum(-2) + self._inside(p[..., 0])[..., :, 3]
+        return (wts[..., None] * h).sum(-2) + self._inside(_scalar_field(p[..., 0]))[..., :, 3]
 
     def strain(self, p):
-        d, xi = p[..., 0], p[..., 1:]
+        (d, xi) = _first(p)
         K = self.Kbar * d[..., None, None] ** self.kexp
         return 0.5 * (xi * (K @ xi[..., None])[..., 0]).sum(-1)

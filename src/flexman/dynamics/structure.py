@@ -162,10 +162,19 @@ def _beam_model(link, convention, loads) -> BeamModel:
             Mb[sl, sl] = shapes_mass(ss, mu, L)
         pos += ss.n
     Cd = modal_damping(K, Mb, beam.damping)
+    Ck, Ckl, Dk = (_exact_zeros(t) for t in (Ck, Ckl, Dk))
     beam_model = RevoluteBeam(C0, Ck, Ckl, Dk, K, Cd, Mb, dirs, sets, L)
     beam_model.S = shortening_matrix(sets, L)
     beam_model.axis = ax
     return beam_model
+
+
+def _exact_zeros(T, rel=1e-13):
+    """Quadrature leaves ~1e-17 where an integral vanishes (orthogonal modes, other planes):
+    make those exact zeros so traced equations carry no spurious terms."""
+    T = np.array(T, dtype=float)
+    T[np.abs(T) < rel * max(np.abs(T).max(), 1e-300)] = 0.0
+    return T
 
 
 def shortening_matrix(sets, L):
@@ -260,14 +269,22 @@ def _distal_loads(robot, i):
     beam = link.beam
     mu = beam.mass_per_length
     L = link.d if link.joint == "prismatic" else beam.length  # length outside the hub at q = 0
-    J4 = second_moments_at_rest(robot, i)  # in the tip frame of link i
     ax, t1, t2 = AXES[robot.links[i].joint]
+    J4 = second_moments_at_rest(robot, i)  # in link i's distal DH frame
+    if robot.dh == "modified" and link.joint == "revolute":  # that frame sits at the joint: move to the tip
+        shift = np.eye(4)
+        shift[ax, 3] = -beam.length
+        J4 = shift @ J4 @ shift.T
     m_l = J4[3, 3]
     d_l = J4[ax, 3]
     out = {}
     for direction, t in (("y", t1), ("z", t2)):
         j_l = J4[ax, ax] + J4[t, t]  # moment of inertia about the bending axis through the tip
-        out[direction] = (m_l / (mu * L), j_l / (mu * L**3), d_l / (mu * L**2))
+        m_n, j_n, d_n = m_l / (mu * L), j_l / (mu * L**3), d_l / (mu * L**2)
+        tiny = 1e-12 * max(1.0, m_n, j_n)  # round-off of the frame shift, not a load
+        m_n, j_n = max(m_n, 0.0), max(j_n, 0.0)
+        d_n = 0.0 if abs(d_n) < tiny else d_n
+        out[direction] = (m_n, j_n, d_n)
     other = [k for k in (0, 1, 2) if k != ax]
     out["torsion"] = (0.0, (J4[other[0], other[0]] + J4[other[1], other[1]]) / (beam.polar_inertia_per_length * L) if beam.polar_inertia_per_length else 0.0, 0.0)
     return out

@@ -45,7 +45,13 @@ def book_terms(model, x, need=("M", "b", "tau")):
     if "tau" in need:
         tau = l4.inverse_dynamics(model, q, qd, qdd)
     if "M" in need:
-        qb = np.broadcast_to(q[None, :], (nq, nq))
+        # M does not depend on q1: moving joint 1 moves the whole arm rigidly, which leaves the
+        # kinetic energy unchanged (unless link 1 is a sliding beam, whose shape changes with q1).
+        # Tracing M at q1 = 0 keeps sin q1 and cos q1 out of every entry.
+        qm = q.copy()
+        if not (model.links[0].beam is not None and model.links[0].beam.sliding):
+            qm[0] = 0.0
+        qb = np.broadcast_to(qm[None, :], (nq, nq))
         cols = l4.inverse_dynamics(model, qb, np.zeros((nq, nq)), np.eye(nq), gravity=False, elastic=False, friction=False)
         M = symmetric_from_columns(cols)
     if "b" in need:
