@@ -27,28 +27,6 @@ PAPER_CPU = {"theodore_rrp": 1533.34, "theodore_rrp_fem": 2036.89}  # 004 sec. 5
 GP, GV = 400.0, 40.0  # joint loop: critically damped at 20 rad/s (the paper gives no gains)
 
 
-class Compiled:
-    """A robot whose dynamics come from generated code; everything else from the robot."""
-
-    def __init__(self, robot, fast):
-        self._robot, self._fast = robot, fast
-
-    def __getattr__(self, name):
-        return getattr(self._robot, name)
-
-    def mass_matrix(self, q):
-        return self._fast.mass_matrix(q)
-
-    def bias_forces(self, q, qd):
-        return self._fast.bias_forces(q, qd)
-
-    def forward_dynamics(self, q, qd, tau):
-        return self._fast.forward_dynamics(q, qd, tau)
-
-    def inverse_dynamics(self, q, qd, qdd):
-        return self._fast.inverse_dynamics(q, qd, qdd)
-
-
 def lqr_weights(robot):
     """State weights on (e, q_f, e', qd_f) and input weight of the LQR loop (chosen here)."""
     n, nf = robot.n_joints, robot.nf
@@ -74,7 +52,7 @@ def run(name, compiled=True, t_final=1.0, dt=2e-3, method="DOP853", rtol=1e-7, a
     robot = fm.examples.load(name)
     plant = robot
     if compiled:
-        plant = Compiled(robot, fm.derive(robot).compile("c"))
+        plant = fm.derive(robot).compile("c")
     traj = move()
     ctl = Decoupling(plant, traj, GP, GV, lqr_at=lqr_at, lqr_weights=lqr_weights(robot))
     start = time.perf_counter()

@@ -32,25 +32,6 @@ def rrp_lqr_weights(robot):
     return np.concatenate([np.full(n, 1e5), np.full(nf, 1e6), np.full(n, 1e2), np.full(nf, 1.0)]), 1e-3
 
 
-class Compiled:
-    """The robot with its dynamics evaluated by generated C code (100x faster per call)."""
-
-    def __init__(self, robot, fast):
-        self._robot, self._fast = robot, fast
-
-    def __getattr__(self, name):
-        return getattr(self._robot, name)
-
-    def mass_matrix(self, q):
-        return self._fast.mass_matrix(q)
-
-    def bias_forces(self, q, qd):
-        return self._fast.bias_forces(q, qd)
-
-    def forward_dynamics(self, q, qd, tau):
-        return self._fast.forward_dynamics(q, qd, tau)
-
-
 def end_effector_error(robot, traj, t, q):
     """Distance of the last link's tip from its rigid desired position (q_d, q_f = 0)."""
     ref = np.zeros_like(q)
@@ -69,7 +50,7 @@ def rrp_run(name):
             compiler()
         except RuntimeError as exc:  # the numeric model would take many minutes
             pytest.skip(f"needs the generated C model: {exc}")
-        plant = Compiled(robot, fm.derive(robot).compile("c"))
+        plant = fm.derive(robot).compile("c")
         traj = rrp_move()
         ctl = Decoupling(plant, traj, GP, GV, lqr_at=0.5, lqr_weights=rrp_lqr_weights(robot))
         res = fm.simulate(plant, 1.0, dt=2e-3, method="DOP853", rtol=1e-7, atol=1e-10, controller=ctl,

@@ -88,9 +88,12 @@ class CompiledModel:
     """Generated code of an EOM with the numeric API of ``Robot`` (batched over leading dims).
 
     ``params`` holds the parameter values of a symbolic-parameter EOM (edit it to change them).
+    Everything the generated code does not provide (frames, Jacobians, energies, coordinate
+    slices) comes from the robot, so a compiled model can be simulated and controlled as is.
     """
 
     def __init__(self, eom, backend, funcs, source, ext=None):
+        self.robot = eom.robot
         self.nq, self.n_joints = eom.nq, eom.n_joints
         self.coordinate_names = list(eom.robot.coordinate_names)
         self.backend, self.source = backend, source
@@ -175,6 +178,11 @@ class CompiledModel:
             except (TypeError, ValueError):
                 pass
         return self._run("forward_dynamics", q=q, qd=qd, tau=tau)
+
+    def __getattr__(self, name):
+        if name.startswith("_") or name == "robot":
+            raise AttributeError(name)
+        return getattr(self.robot, name)
 
     def __repr__(self):
         ext = ", extension" if self.ext is not None else ""
