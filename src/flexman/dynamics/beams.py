@@ -161,9 +161,6 @@ class SlidingBeam:
         first = next(iter(sets.values()))
         eta, w = first.quadrature()
         self.eta, self.w = np.asarray(eta, float), np.asarray(w, float)
-        self.psi = np.concatenate([ss(self.eta) for ss in sets.values()])
-        self.dpsi = np.concatenate([ss(self.eta, deriv=1) for ss in sets.values()])
-        self.ddpsi = np.concatenate([ss(self.eta, deriv=2) for ss in sets.values()])
         one = np.array([1.0])
         psi1 = np.concatenate([ss(one)[:, 0] for ss in sets.values()])
         dpsi1 = np.concatenate([ss(one, deriv=1)[:, 0] for ss in sets.values()])
@@ -178,6 +175,7 @@ class SlidingBeam:
             self.Dr[k, :3, :3] = [[0, -rot[2], rot[1]], [rot[2], 0, -rot[0]], [-rot[1], rot[0], 0]]
         self.ax = ax
         self.axis = ax
+        self._precompute_moments(sets, ax)
         # stiffness at unit length, scaled at run time: K_kl(d) = Kbar_kl d^(s_k + s_l - 3)
         self.Kbar = np.zeros((self.n, self.n))
         Mb = np.zeros((self.n, self.n))
@@ -241,67 +239,83 @@ class SlidingBeam:
         first = lincomb(xi, self._Dk(d, 1))[..., None, :, :]
         return np.concatenate([first, self._Dk(d, 0)], axis=-3)
 
-    # ----- points --------------------------------------------------------------------
-    def _fields(self, d):
-        """phi, dphi/dd, d2phi/dd2 at the Gauss points (n, G) for the current length."""
+    # ----- moments ---------------------------------------------------------------------
+    # The transverse fields of the outside part are combinations of three families per shape,
+    # psi_k, g1_k = s psi + (1 - eta) psi' (= d/dd at fixed material) and g2_k (= d2/dd2),
+    # each scaled by a power of d: the integrals are constants times powers of d, computed once.
+    def _precompute_moments(self, sets, ax):
+        n, mu, l0 = self.n, self.mu, self.l0
+        eta, w = self.eta, self.w
+        psi = np.concatenate([ss(eta) for ss in sets.values()])
+        dpsi = np.concatenate([ss(eta, deriv=1) for ss in sets.values()])
+        ddpsi = np.concatenate([ss(eta, deriv=2) for ss in sets.values()])
         s = self.s[:, None]
-        eta, psi, dpsi, ddpsi = self.eta, self.psi, self.dpsi, self.ddpsi
-        dd = d[..., None, None]
-        g = s * psi + (1 - eta) * dpsi
-        gp = (s - 1) * dpsi + (1 - eta) * ddpsi
-        phi = dd**s * psi
-        phid = dd ** (s - 1) * g
-        phidd = dd ** (s - 2) * ((s - 1) * g + (1 - eta) * gp)
-        return phi, phid, phidd
+        g1 = s * psi + (1 - eta) * dpsi
+        g1p = (s - 1) * dpsi + (1 - eta) * ddpsi
+        g2 = (s - 1) * g1 + (1 - eta) * g1p
+        F = np.concatenate([psi, g1, g2])  # (3n, G)
+        self.e = np.concatenate([self.s, self.s - 1, self.s - 2])  # power of d of each field
+        E = np.concatenate([self.E] * 3)  # direction of each field (3n, 4)
+        e_ax, e_4 = np.eye(4)[ax], np.eye(4)[3]
+        self.Aax = mu * (F * (eta - 1) * w).sum(-1)[:, None, None] * np.einsum("a,mb->mab", e_ax, E)
+        self.A4 = mu * (F * w).sum(-1)[:, None, None] * np.einsum("a,mb->mab", e_4, E)
+        P = (F * w) @ F.T  # int F_m F_n deta; the direction outer product places it
+        self.Bc = mu * P[:, :, None, None] * np.einsum("ma,nb->mnab", E, E)
+        self.Bexp = self.e[:, None] + self.e[None, :] + 1
+        C0 = np.zeros((4, 4))  # the whole beam, material fixed along the axis: z in [-l0, 0]
+        C0[ax, ax] = mu * l0**3 / 3
+        C0[ax, 3] = C0[3, ax] = -mu * l0**2 / 2
+        C0[3, 3] = mu * l0
+        self.C0 = C0
 
-    def _points(self, p, pd, pdd):
-        """Per Gauss point: h, h_dot, h_ddot (..., G, 4), partials dh/dp_j (..., G, m, 4), weights."""
-        (d, xi) = _first(p)
-        (v, xid) = _first(pd)
-        (a, xidd) = _first(pdd)
-        phi, phid, phidd = self._fields(d)
-        E = self.E[:, None, :]  # (n, 1, 4)
+    def _moment_tensors(self, d):
+        """A_m = int h0 field_m^T dm (..., 3n, 4, 4) and B_mn = int field_m field_n^T dm."""
+        dcol = d[..., None]
+        A = (dcol ** (self.e + 2))[..., :, None, None] * self.Aax + (dcol ** (self.e + 1))[..., :, None, None] * self.A4
+        B = (d[..., None, None] ** self.Bexp)[..., :, :, None, None] * self.Bc
+        return A, B
 
-        def field(c, f):  # sum_k c_k f_k(g) e_k -> (..., G, 4)
-            return (c[..., :, None, None] * f[..., :, :, None] * E).sum(axis=-3)
+    @staticmethod
+    def _S1(A, b):
+        return lincomb(b, A)
 
-        z = d[..., None] * (self.eta - 1.0)
-        h = field(xi, phi)
-        h = h + 0 * z[..., None]  # broadcast to batch
-        h[..., self.ax] = h[..., self.ax] + z
-        h[..., 3] = h[..., 3] + 1
-        hd = field(xi, phid) * v[..., None, None] + field(xid, phi)
-        hdd = (
-            field(xi, phid) * a[..., None, None]
-            + field(xidd, phi)
-            + field(xi, phidd) * _scalar_field(v * v)[..., None, None]
-            + 2 * field(xid, phid) * v[..., None, None]
-        )
-        dh_dd = field(xi, phid)[..., :, None, :]  # (..., G, 1, 4)
-        dh_dxi = np.swapaxes(phi[..., :, :, None] * E, -3, -2)  # (..., G, n, 4)
-        partials = np.concatenate([dh_dd + 0 * dh_dxi[..., :1, :], dh_dxi + 0 * dh_dd], axis=-2)
-        wts = self.mu * d[..., None] * self.w
-        return h, hd, hdd, partials, wts
+    @staticmethod
+    def _S2(B, a, b):
+        """sum_mn a_m b_n B_mn."""
+        if a.dtype != object and b.dtype != object and B.dtype != object:
+            return np.einsum("...m,...n,...mnab->...ab", a, b, B)
+        return (a[..., :, None, None, None] * b[..., None, :, None, None] * B).sum(axis=(-4, -3))
 
-    def _inside(self, d):
-        """int h h^T dm of the part inside the hub, z in [-l0, -d]."""
-        mu, l0 = self.mu, self.l0
-        out = ops.zeros_like_batch(np.shape(d), (4, 4), ops.asarray(d))
-        out[..., self.ax, self.ax] = mu * (l0**3 - d**3) / 3
-        out[..., self.ax, 3] = out[..., 3, self.ax] = mu * (d**2 - l0**2) / 2
-        out[..., 3, 3] = mu * (l0 - d)
-        return out
+    def _coefficients(self, p, pd, pdd):
+        """Field coefficients of h, h_dot, h_ddot and of the partials dh/dp_j (..., m, 3n)."""
+        (d, xi), (v, xid), (a, xidd) = _first(p), _first(pd), _first(pdd)
+        zero = 0 * xi
+        vv = _scalar_field(v * v)
+        c_h = np.concatenate([xi, zero, zero], axis=-1)
+        c_hd = np.concatenate([xid, xi * v[..., None], zero], axis=-1)
+        c_hdd = np.concatenate([xidd, xi * a[..., None] + 2 * xid * v[..., None], xi * vv[..., None]], axis=-1)
+        n = self.n
+        eye = np.broadcast_to(np.eye(n), xi.shape[:-1] + (n, n))
+        u_xi = np.concatenate([eye, 0 * eye, 0 * eye], axis=-1)
+        u_d = np.concatenate([zero, xi, zero], axis=-1)[..., None, :]
+        return d, c_h, c_hd, c_hdd, np.concatenate([u_d, u_xi], axis=-2)
 
     def terms(self, Wh, Whd, Whdd, p, pd, pdd):
-        h, hd, hdd, partials, wts = self._points(p, pd, pdd)
-        Wx = lambda A, v: _matvec(A[..., None, :, :], v)
-        rdd = Wx(Whdd, h) + 2 * Wx(Whd, hd) + Wx(Wh, hdd)  # (..., G, 4)
-        wr = wts[..., None] * rdd
-        phi = _T(h) @ wr + self._inside(_scalar_field(p[..., 0])) @ _T(Whdd)
-        # own forces: sum_g w (Wh dh/dp_j) . r_ddot
-        dirs = _matvec(Wh[..., None, None, :, :], partials)  # (..., G, m, 4)
-        q_local = (dirs * wr[..., :, None, :]).sum(axis=(-3, -1))
-        return phi, q_local
+        d, c_h, c_hd, c_hdd, U = self._coefficients(p, pd, pdd)
+        A, B = self._moment_tensors(d)
+        S1h = self._S1(A, c_h)
+        N = self.C0 + S1h + _T(S1h) + self._S2(B, c_h, c_h)
+        Nd = self._S1(A, c_hd) + self._S2(B, c_h, c_hd)
+        Ndd = self._S1(A, c_hdd) + self._S2(B, c_h, c_hdd)
+        phi = N @ _T(Whdd) + 2 * (Nd @ _T(Whd)) + Ndd @ _T(Wh)
+        # own forces: tr(Wh int h_j r_ddot^T) with int h_j h^T = S1(u_j)^T + S2(u_j, c_h), ...
+        Bx = B[..., None, :, :, :, :]
+        Ux = U
+        Hh = _T(lincomb(Ux, A[..., None, :, :, :])) + self._S2(Bx, Ux, c_h[..., None, :])
+        Hd = self._S2(Bx, Ux, c_hd[..., None, :])
+        Hdd = self._S2(Bx, Ux, c_hdd[..., None, :])
+        X = Hh @ _T(Whdd)[..., None, :, :] + 2 * (Hd @ _T(Whd)[..., None, :, :]) + Hdd @ _T(Wh)[..., None, :, :]
+        return phi, ops.trace_product(Wh[..., None, :, :], X)
 
     def elastic(self, p, pd):
         (d, xi) = _first(p)
@@ -312,15 +326,25 @@ class SlidingBeam:
         return np.concatenate([f_d[..., None], f_xi], axis=-1)
 
     def kinetic(self, Wh, Whd, p, pd):
-        zero = np.zeros_like(pd)
-        h, hd, _, _, wts = self._points(p, pd, zero)
-        rd = _matvec(Whd[..., None, :, :], h) + _matvec(Wh[..., None, :, :], hd)
-        return (wts * (rd * rd).sum(-1)).sum(-1) + ops.trace_product(Whd @ self._inside(_scalar_field(p[..., 0])), _T(Whd))
+        """2 T of the beam: int |r_dot|^2 dm."""
+        d, c_h, c_hd, _, _ = self._coefficients(p, pd, np.zeros_like(pd))
+        A, B = self._moment_tensors(d)
+        S1h = self._S1(A, c_h)
+        N = self.C0 + S1h + _T(S1h) + self._S2(B, c_h, c_h)
+        Nd = self._S1(A, c_hd) + self._S2(B, c_h, c_hd)
+        S = self._S2(B, c_hd, c_hd)
+        return (
+            ops.trace_product(Whd @ N, _T(Whd))
+            + 2 * ops.trace_product(Whd @ Nd, _T(Wh))
+            + ops.trace_product(Wh @ S, _T(Wh))
+        )
 
     def moment(self, p):
+        """int h dm (4-vector, last entry the mass) in the link frame."""
         zero = np.zeros_like(p)
-        h, _, _, _, wts = self._points(p, zero, zero)
-        return (wts[..., None] * h).sum(-2) + self._inside(_scalar_field(p[..., 0]))[..., :, 3]
+        d, c_h, _, _, _ = self._coefficients(p, zero, zero)
+        A, _ = self._moment_tensors(d)
+        return self.C0[:, 3] + self._S1(A, c_h)[..., 3, :]
 
     def strain(self, p):
         (d, xi) = _first(p)

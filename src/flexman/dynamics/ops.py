@@ -26,8 +26,10 @@ def _elementwise(name):
             out = np.empty(arr.shape, dtype=object)
             for idx in np.ndindex(arr.shape):
                 el = arr[idx]
-                # tracer scalars (flexman.symbolic) carry their own sin/cos
-                out[idx] = getattr(el, name)() if hasattr(el, name) else sfun(el)
+                if isinstance(el, (int, float, np.number)):  # a number among symbols stays a number
+                    out[idx] = float(npfun(el))
+                else:  # tracer scalars (flexman.symbolic) carry their own sin/cos
+                    out[idx] = getattr(el, name)() if hasattr(el, name) else sfun(el)
             return out if arr.shape else out[()]
         return npfun(x)
 
