@@ -197,4 +197,5 @@ def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=No
     energy = np.asarray(robot.kinetic_energy(q, qd) + robot.potential_energy(q), dtype=float)
     stats = {"rhs_evaluations": counter["rhs"], "wall_time": wall, **info}
     return Result(t=np.asarray(t_out), q=q, qd=qd, tau=taus, energy=energy.reshape(len(t_out)),
-                  robot=robot, method=method, stats=stats, controller_state=X[:, 2 * nq:])
+                  robot=robot, method=method, stats=stats, controller_state=X[:, 2 * nq:],
+                  controller=controller)

@@ -27,6 +27,7 @@ class Result:
     stats: dict = field(default_factory=dict)
     controller_state: np.ndarray | None = None
     coordinate_names: list | None = None
+    controller: object = None  # the controller that drove the run (its reference trajectory is plotted)
 
     def __post_init__(self):
         if self.coordinate_names is None:

@@ -25,9 +25,23 @@ def _lines(ax, t, y, labels, ylabel: str) -> None:
         ax.legend(fontsize="small", ncol=min(y.shape[1], 6), loc="upper right")
 
 
+def _tip_deflections(robot, q):
+    """Distance of each flexible link's tip from where the undeformed link would put it."""
+    nj = robot.n_joints
+    rigid = q.copy()
+    rigid[:, nj:] = 0.0
+    cols, labels = [], []
+    for i, link in enumerate(robot.links):
+        if link.is_flexible:
+            cols.append(np.linalg.norm(robot.frame(q, i)[:, :3, 3] - robot.frame(rigid, i)[:, :3, 3], axis=-1))
+            labels.append(f"tip {i + 1}")
+    return (1e3 * np.stack(cols, axis=1), labels, "tip deflection [mm]")
+
+
 def plot_result(result, path=None, robot=None):
     """Plot joint angles, joint velocities, torques, energy and, for a flexible robot, the
-    flexible coordinates (tip deflection amplitudes), one subplot each, against time.
+    flexible coordinates and tip deflections, and under a tracking controller the joint errors
+    and the end-effector error, one subplot each, against time.
 
     Writes the figure to ``path`` (PNG, or any format matplotlib knows by extension) when
     given, and returns the matplotlib Figure."""
@@ -47,6 +61,16 @@ def plot_result(result, path=None, robot=None):
         panels.append((energy, ["energy"], "energy [J]"))
     if q.shape[1] > nj:
         panels.append((q[:, nj:], names[nj:], "flexible coord."))
+        if robot is not None:
+            panels.append(_tip_deflections(robot, q))
+    traj = getattr(getattr(result, "controller", None), "traj", None)
+    if traj is not None and robot is not None:
+        q_ref = np.asarray(traj(t)[0], dtype=float).reshape(len(t), nj)
+        panels.append((q[:, :nj] - q_ref, [f"e_{n}" for n in names[:nj]], "joint error [rad, m]"))
+        rigid = np.zeros_like(q)
+        rigid[:, :nj] = q_ref
+        ee = np.linalg.norm(robot.frame(q, -1)[:, :3, 3] - robot.frame(rigid, -1)[:, :3, 3], axis=-1)
+        panels.append((1e3 * ee[:, None], ["|p - p_d|"], "end-effector error [mm]"))
     fig, axes = _figure(len(panels))
     for ax, (y, labels, ylabel) in zip(axes, panels):
         _lines(ax, t, y, labels, ylabel)
