@@ -34,22 +34,6 @@ def thesis_arm(flexible: bool) -> Robot:
         gravity=[0, 0, -9.81])
 
 
-def puma() -> Robot:
-    """Puma 560 kinematics (standard DH, Corke); masses/inertias after Armstrong, with the
-    zero first-link mass replaced by a plausible 5 kg (see DESIGN.md notes from the field) and
-    link 3's Izz raised from 0.0125 to 0.021 kg m^2: the published triple violates the
-    triangle inequality (0.066 + 0.0125 < 0.086), which flexman's validation rejects."""
-    a = [0, 0.4318, 0.0203, 0, 0, 0]
-    d = [0, 0, 0.15005, 0.4318, 0, 0]
-    alpha = [np.pi / 2, 0, -np.pi / 2, np.pi / 2, -np.pi / 2, 0]
-    m = [5.0, 17.4, 4.8, 0.82, 0.34, 0.09]
-    com = [[0, 0, 0], [-0.3638, 0.006, 0.2275], [-0.0203, -0.0141, 0.070], [0, 0.019, 0], [0, 0, 0], [0, 0, 0.032]]
-    inertia = [[0.35, 0.35, 0.35], [0.13, 0.524, 0.539], [0.066, 0.086, 0.0210], [1.8e-3, 1.3e-3, 1.8e-3],
-               [0.3e-3, 0.4e-3, 0.3e-3], [0.15e-3, 0.15e-3, 0.04e-3]]
-    links = [Link(a=a[i], d=d[i], alpha=alpha[i], body=RigidBody(m[i], com[i], inertia[i])) for i in range(6)]
-    return Robot(links=links, name="puma560", gravity=[0, 0, -9.81])
-
-
 def table(rows, head):
     w = [max(len(str(r[k])) for r in rows + [head]) for k in range(len(head))]
     fmt = "  ".join("{:>%d}" % x for x in w)
@@ -82,21 +66,10 @@ def op_counts():
 
 
 def pinocchio_model(robot):
-    import pinocchio as pin
-    from flexman.dynamics import dh
+    """Pinocchio model from the same DH table (offsets, prismatic joints): bench/rigid.py's."""
+    from rigid import pinocchio_model as build
 
-    model = pin.Model()
-    parent, N_prev = 0, np.eye(4)
-    for i, link in enumerate(robot.links):
-        P, N, _ = dh.split(link, robot.dh)
-        place = N_prev @ P
-        jid = model.addJoint(parent, pin.JointModelRZ(), pin.SE3(place[:3, :3], place[:3, 3]), f"j{i + 1}")
-        R, p = N[:3, :3], N[:3, 3]
-        b = link.body
-        model.appendBodyToJoint(jid, pin.Inertia(b.mass, R @ b.com + p, R @ b.inertia @ R.T), pin.SE3.Identity())
-        parent, N_prev = jid, N
-    model.gravity.linear = np.asarray(robot.gravity, float)
-    return model
+    return build(robot)
 
 
 def per_call(f, reps=20000, repeat=5):
@@ -124,8 +97,8 @@ def us(t):
     return f"{t * 1e6:.3f}"
 
 
-def timing(n_batch=100_000):
-    robot = puma()
+def timing(robot, n_batch=100_000):
+    n = robot.nq
     eom = fm.derive(robot, formulation="newton_euler")
     print(f"\n== {robot.name}: op counts (newton_euler) ==")
     for what in ("inverse_dynamics", "mass_matrix", "bias_forces", "forward_dynamics"):
@@ -134,7 +107,7 @@ def timing(n_batch=100_000):
     if fast.ext is None:
         print("(Python extension not available: 'flexman extension' rows use ctypes)")
     rng = np.random.default_rng(0)
-    Q, QD, QDD = rng.uniform(-np.pi, np.pi, (3, n_batch, 6))
+    Q, QD, QDD = rng.uniform(-np.pi, np.pi, (3, n_batch, n))
     q, qd, qdd = Q[0], QD[0], QDD[0]
     ref = robot.inverse_dynamics(Q, QD, QDD)
     assert np.allclose(fast.inverse_dynamics(Q, QD, QDD), ref, rtol=1e-10, atol=1e-10)
@@ -150,7 +123,7 @@ def timing(n_batch=100_000):
         single[label] = {k: per_call(lambda: c(model)) for k, c in calls.items()}
         rows.append((label,) + tuple(us(single[label][k]) for k in calls))
     if ext is not None:
-        out, outM = np.empty(6), np.empty((6, 6))
+        out, outM = np.empty(n), np.empty((n, n))
         single["flexman ext, out="] = {"ID": per_call(lambda: ext.inverse_dynamics(q, qd, qdd, out)),
                                        "M": per_call(lambda: ext.mass_matrix(q, outM)),
                                        "FD": per_call(lambda: ext.forward_dynamics(q, qd, qdd, out))}
@@ -186,7 +159,7 @@ def timing(n_batch=100_000):
     rows.append(("flexman batched C (ctypes, loop in C)",) + tuple(us(v) for v in tb.values()))
     if pin is not None:
         qf, vf, af = (np.asfortranarray(X.T) for X in (Q, QD, QDD))
-        out = np.zeros((6, n_batch), order="F")
+        out = np.zeros((n, n_batch), order="F")
         if hasattr(pin, "rneaInParallel") and hasattr(pin, "ModelPool"):
             pool = pin.ModelPool(model, 1)
             how = "Pinocchio rneaInParallel / abaInParallel, 1 thread"
@@ -195,10 +168,10 @@ def timing(n_batch=100_000):
             tp["FD"] = once(lambda: pin.abaInParallel(1, pool, qf, vf, af, out)) / n_batch
         else:
             how = "Pinocchio rnea / crba / aba, Python loop"
-            n = min(n_batch, 20000)
-            tp = {"ID": once(lambda: [pin.rnea(model, data, Q[k], QD[k], QDD[k]) for k in range(n)]) / n,
-                  "M": once(lambda: [pin.crba(model, data, Q[k]) for k in range(n)]) / n,
-                  "FD": once(lambda: [pin.aba(model, data, Q[k], QD[k], QDD[k]) for k in range(n)]) / n}
+            n_loop = min(n_batch, 20000)
+            tp = {"ID": once(lambda: [pin.rnea(model, data, Q[k], QD[k], QDD[k]) for k in range(n_loop)]) / n_loop,
+                  "M": once(lambda: [pin.crba(model, data, Q[k]) for k in range(n_loop)]) / n_loop,
+                  "FD": once(lambda: [pin.aba(model, data, Q[k], QD[k], QDD[k]) for k in range(n_loop)]) / n_loop}
         rows.append((how,) + tuple("-" if np.isnan(v) else us(v) for v in tp.values()))
     table(rows, ("", "ID", "M", "FD"))
     if pin is not None:
@@ -228,7 +201,7 @@ def derivation_times():
     rows = []
     old = os.environ.get("FLEXMAN_CACHE")
     try:
-        for robot, form in ((puma(), "newton_euler"), (flx_three_link_2modes(), "book")):
+        for robot, form in ((fm.examples.load("puma560"), "newton_euler"), (flx_three_link_2modes(), "book")):
             with tempfile.TemporaryDirectory() as tmp:
                 os.environ["FLEXMAN_CACHE"] = tmp
                 t0 = time.perf_counter()
@@ -281,7 +254,8 @@ def roboticstoolbox_peer(ours_rne=None):
 
 if __name__ == "__main__":
     op_counts()
-    t_id = timing()
+    t_id = timing(fm.examples.load("puma560"))
+    timing(fm.examples.load("stanford_arm"))
     t_derive = derivation_times()
     t_sym = roboticstoolbox_peer(t_id)
     if t_sym:
