@@ -19,11 +19,12 @@ def save(robot, path):
     return _save(robot, path)
 
 
-def derive(robot, formulation="newton_euler", parameters="numeric"):
-    """Derive symbolic equations of motion; see :mod:`flexman.symbolic`."""
+def derive(robot, formulation="newton_euler", parameters="numeric", **options):
+    """Derive symbolic equations of motion; see :mod:`flexman.symbolic` (options: fold, cse,
+    external: wrenches on every link as named inputs, default with symbolic parameters)."""
     from .symbolic import derive as _derive
 
-    return _derive(robot, formulation=formulation, parameters=parameters)
+    return _derive(robot, formulation=formulation, parameters=parameters, **options)
 
 
 def __getattr__(name):

@@ -155,16 +155,4 @@ def jacobian(robot, q, link=-1, point=None, order=1):
         raise ValueError("jacobian: order must be 1 or 2")
     q = _as_float(q)
     i = _link_index(robot, link)
-    Ws, dWs = l4.frame_derivatives(_model(robot), q, second_order=(order == 2))
-    W, dW = Ws[i], dWs[i]  # (..., 4, 4), (..., nq, 4, 4)
-    h = np.zeros(4)
-    h[3] = 1.0
-    if point is not None:
-        h[:3] = np.asarray(point, dtype=float)
-    lin = dW @ h  # (..., nq, 4)
-    R = W[..., None, :3, :3]
-    Om = dW[..., :3, :3] @ np.swapaxes(R, -1, -2)
-    ang = 0.5 * np.stack(
-        [Om[..., 2, 1] - Om[..., 1, 2], Om[..., 0, 2] - Om[..., 2, 0], Om[..., 1, 0] - Om[..., 0, 1]], axis=-1
-    )
-    return np.swapaxes(np.concatenate([lin[..., :3], ang], axis=-1), -1, -2)
+    return l4.point_jacobian(_model(robot), q, i, point, second_order=(order == 2))

@@ -170,3 +170,21 @@ def frame_derivatives(model, q, second_order=False):
     eye = np.broadcast_to(np.eye(nq), qb.shape)
     recs = forward(model, qb, eye, np.zeros(qb.shape), gravity=False, second_order=second_order)
     return [rec["W"][..., 0, :, :] for rec in recs], [rec["Wd"] for rec in recs]
+
+
+def point_jacobian(model, q, link, point=None, second_order=False):
+    """Geometric Jacobian (..., 6, nq) of a point of link `link` (in its distal frame), rows
+    [linear; angular] in the base frame: columns from the frame derivatives dW/dq_k, the
+    angular ones from skew(omega_k) = dR/dq_k R^T (Piedboeuf eq. 3 for rigid joints)."""
+    Ws, dWs = frame_derivatives(model, q, second_order=second_order)
+    W, dW = Ws[link], dWs[link]  # (..., 4, 4), (..., nq, 4, 4)
+    h = np.zeros(4)
+    h[3] = 1.0
+    if point is not None:
+        h[:3] = np.asarray(point, dtype=float)
+    lin = dW @ h  # (..., nq, 4)
+    Om = dW[..., :3, :3] @ _T(W[..., None, :3, :3])
+    ang = 0.5 * np.stack(
+        [Om[..., 2, 1] - Om[..., 1, 2], Om[..., 0, 2] - Om[..., 2, 0], Om[..., 1, 0] - Om[..., 0, 1]], axis=-1
+    )
+    return _T(np.concatenate([lin[..., :3], ang], axis=-1))

@@ -35,7 +35,7 @@ NEEDS = {"mass_matrix": {"M"}, "bias_forces": {"b"}, "inverse_dynamics": {"tau"}
          "forward_dynamics": {"M", "b", "qdd"}, "eom": {"M", "b"}}
 
 
-def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", "tau", "qdd")):
+def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", "tau", "qdd"), external=None):
     """Trace the requested terms into a fresh tape: (tape, inputs, values, param values, notes)."""
     if formulation not in FORMULATIONS:
         raise ValueError(f"formulation: unknown {formulation!r}; use one of {', '.join(FORMULATIONS)}")
@@ -71,6 +71,20 @@ def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", 
     M, b, tau = terms
     if tau is None and "tau" in need:  # formulations that give only M and b
         tau = M @ x["qdd"] + b
+    if external is None:
+        external = parameters == "symbolic"
+    if external and b is not None:
+        # DYNAMAN keeps external forces symbolic: a wrench (force, moment; base frame) at the
+        # distal frame origin of every link, named F<i>x..F<i>z, T<i>x..T<i>z, entering as J^T w.
+        # They travel with the parameter vector (default 0), so compiled code takes them too.
+        names = [f"{c}{i + 1}{a}" for i in range(robot.n_joints) for c in "FT" for a in "xyz"]
+        w = np.array(tape.inputs(names) + [None], dtype=object)[:-1].reshape(robot.n_joints, 6)
+        pvals = {**pvals, **{n: 0.0 for n in names}}
+        q_ext = tr.external_forces(model, x["q"], w)
+        b = b - q_ext
+        if tau is not None:
+            tau = tau - q_ext
+        notes.append("external wrenches F<i>, T<i> at each link's distal frame are inputs (default 0)")
     values = {k: v for k, v in (("M", M), ("b", b), ("tau", tau)) if k in need}
     if "qdd" in need:
         values["qdd"] = tr.forward_terms(M, b, x["tau"], robot.n_joints)
@@ -81,11 +95,11 @@ def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", 
 class EOM:
     """Symbolic equations of motion of ``robot``; see the module docstring."""
 
-    def __init__(self, robot, formulation="newton_euler", parameters="numeric", fold=True, cse=True):
+    def __init__(self, robot, formulation="newton_euler", parameters="numeric", fold=True, cse=True, external=None):
         self.robot, self.formulation, self.parameters = robot, formulation, parameters
-        self.options = dict(fold=fold, cse=cse)
+        self.options = dict(fold=fold, cse=cse, external=external)
         self.tape, self._x, self._values, self.param_values, self.notes = _trace(
-            robot, formulation, parameters, fold, cse)
+            robot, formulation, parameters, fold, cse, external=external)
         self._programs = {}
 
     # ----- programs and counts ----------------------------------------------------------
@@ -117,7 +131,8 @@ class EOM:
         for label, fold, cse in (("raw trace", False, False), ("+ constant folding (0, +-1, numbers)", True, False),
                                  ("+ repeated-subexpression sharing", True, True)):
             need = NEEDS[what]
-            tape, x, values, _, _ = _trace(self.robot, self.formulation, self.parameters, fold, cse, need)
+            tape, x, values, _, _ = _trace(self.robot, self.formulation, self.parameters, fold, cse, need,
+                                           external=self.options["external"])
             out.append((label, tape.count()))
         out.append(("+ dead-code elimination", _program(tape, x, values, what, self.robot).op_count()))
         return out

@@ -12,20 +12,12 @@ from .tracer import Tape
 
 
 def jacobian_values(model, q, link, point=None):
-    Ws, dWs = l4.frame_derivatives(model, q)
-    W, dW = Ws[link], dWs[link]
-    h = np.array([0.0, 0.0, 0.0, 1.0])
-    if point is not None:
-        h[:3] = np.asarray(point, dtype=float)
-    lin = dW @ h  # (nq, 4)
-    Om = dW[..., :3, :3] @ np.swapaxes(W[None, :3, :3], -1, -2)  # skew(omega_k) = dR/dq_k R^T
-    ang = 0.5 * np.stack([Om[..., 2, 1] - Om[..., 1, 2], Om[..., 0, 2] - Om[..., 2, 0], Om[..., 1, 0] - Om[..., 0, 1]], axis=-1)
-    return np.swapaxes(np.concatenate([lin[..., :3], ang], axis=-1), -1, -2)
+    return l4.point_jacobian(model, q, link, point)
 
 
 def jacobian_program(eom, link=-1, point=None) -> Program:
     robot = eom.robot
-    tape = Tape(**eom.options)
+    tape = Tape(fold=eom.options["fold"], cse=eom.options["cse"])
     x = coordinate_inputs(tape, robot.nq, robot.n_joints)
     if eom.parameters == "symbolic":
         from .params import symbolic_model

@@ -134,6 +134,17 @@ def ldlt_solve(M, rhs):
     return np.array(x + [None], dtype=object)[:-1]
 
 
+def external_forces(model, q, w):
+    """Generalized forces sum_i J_i^T w_i of wrenches w (n_links, 6: force, moment; base frame)
+    applied at the distal frame origin of each link (Piedboeuf, Q = J^T f)."""
+    from .jacobian import jacobian_values
+
+    out = 0.0
+    for i in range(w.shape[0]):
+        out = out + np.swapaxes(jacobian_values(model, q, i), -1, -2) @ w[i]
+    return out
+
+
 def forward_terms(M, b, tau, n_joints):
     """qdd = M^-1 (S tau - b)."""
     rhs = [(tau[i] if i < n_joints else 0.0) - b[i] for i in range(len(b))]
