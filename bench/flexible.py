@@ -9,19 +9,10 @@ import time
 import numpy as np
 
 import flexman as fm
+from rigid import best_of  # bench/rigid.py, beside this file
 
 FLX_ID_SECONDS = 0.403  # 000 Table 4.2: FLX, one inverse-dynamics evaluation
 SYMFLX_ID_SECONDS = 0.078  # 000 Table 4.2: SYMFLX-generated code, one inverse-dynamics evaluation
-
-
-def best_of(fn, repeat=5, number=1):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - t0) / number)
-    return min(times)
 
 
 def two_modes_per_plane(robot):

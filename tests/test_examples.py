@@ -84,20 +84,7 @@ def link_masses(robot):
 
 
 # ----- geometry helpers ------------------------------------------------------------------------
-def _rot_x(t):
-    c, s = np.cos(t), np.sin(t)
-    return np.array([[1.0, 0, 0, 0], [0, c, -s, 0], [0, s, c, 0], [0, 0, 0, 1]])
-
-
-def _rot_z(t):
-    c, s = np.cos(t), np.sin(t)
-    return np.array([[c, -s, 0.0, 0], [s, c, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]])
-
-
-def _trans(x=0.0, y=0.0, z=0.0):
-    out = np.eye(4)
-    out[:3, 3] = (x, y, z)
-    return out
+from flexman.dynamics.dh import rot_x as _rot_x, rot_z as _rot_z, trans as _trans  # noqa: E402
 
 
 def reference_q(link) -> float:
