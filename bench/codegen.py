@@ -99,8 +99,8 @@ def us(t):
 
 def timing(robot, n_batch=100_000):
     n = robot.nq
-    eom = fm.derive(robot, formulation="newton_euler")
-    print(f"\n== {robot.name}: op counts (newton_euler) ==")
+    eom = fm.derive(robot, formulation="denoc")  # composite-body M, Newton-Euler bias / inverse dynamics
+    print(f"\n== {robot.name}: op counts (denoc: composite-body M, Newton-Euler b) ==")
     for what in ("inverse_dynamics", "mass_matrix", "bias_forces", "forward_dynamics"):
         print(f"{what}: {eom.op_count(what)}")
     fast, slow = eom.compile("c"), eom.compile("c", ext=False)
