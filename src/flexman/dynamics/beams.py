@@ -69,6 +69,14 @@ def _first(a):
     return _scalar_field(a[..., 0]), a[..., 1:]
 
 
+def common_rule(sets):
+    """A quadrature on [0, 1] exact for products of any two shapes of the given sets: the
+    finest rule offered (the sets of one beam share kind and element count)."""
+    rules = [ss.quadrature() for ss in sets]
+    eta, w = max(rules, key=lambda rule: len(rule[0]))
+    return np.asarray(eta, float), np.asarray(w, float)
+
+
 def _matvec(A, v):
     return (A @ v[..., None])[..., 0]
 
@@ -158,9 +166,7 @@ class SlidingBeam:
         self.mu, self.l0 = mu, l0
         self.length = l0
         self.s = np.concatenate([np.asarray(ss.scale, float) for ss in sets.values()])
-        first = next(iter(sets.values()))
-        eta, w = first.quadrature()
-        self.eta, self.w = np.asarray(eta, float), np.asarray(w, float)
+        self.eta, self.w = common_rule(list(sets.values()))
         one = np.array([1.0])
         psi1 = np.concatenate([ss(one)[:, 0] for ss in sets.values()])
         dpsi1 = np.concatenate([ss(one, deriv=1)[:, 0] for ss in sets.values()])

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dh
+from .beams import common_rule
 from .structure import AXES, build
 
 STEP = 1e-30  # complex step
@@ -84,7 +85,7 @@ class EnergyLagrangian:
         eta = 0.5 * (eta + 1.0)
         wq = 0.5 * wq
         if beam.shapes == "finite_elements":  # per-element rule: shapes are piecewise cubics
-            eta, wq = bm.shapes[next(iter(bm.shapes))].quadrature()
+            eta, wq = common_rule(list(bm.shapes.values()))
         s = eta * L
         disp = np.zeros((len(s), 3), dtype=complex)
         twist = np.zeros(len(s), dtype=complex)
@@ -131,7 +132,7 @@ class EnergyLagrangian:
         mu, l0 = beam.mass_per_length, beam.length
         ax, t1, t2 = AXES["prismatic"]
         dr = float(np.real(d))
-        eta, wq = next(iter(bm.shapes.values())).quadrature()
+        eta, wq = common_rule(list(bm.shapes.values()))
         z_out = dr * (eta - 1.0)  # material labels of the outside quadrature points
         g2, w2 = np.polynomial.legendre.leggauss(2)
         z_in = -l0 + (l0 - dr) * 0.5 * (g2 + 1.0)

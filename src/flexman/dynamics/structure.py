@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import dh
-from .beams import RevoluteBeam, SlidingBeam
+from .beams import RevoluteBeam, SlidingBeam, common_rule
 
 # beam axis and transverse directions (index into x, y, z of the link frame)
 AXES = {"revolute": (0, 1, 2), "prismatic": (2, 0, 1)}
@@ -69,7 +69,7 @@ def _shape_sets(beam, loads):
     return out
 
 
-def _beam_model(link, convention, loads) -> BeamModel:
+def _beam_model(link, convention, loads) -> RevoluteBeam:
     """Assemble the constant tensors of a revolute flexible link by Gauss quadrature."""
     beam = link.beam
     L, mu, jp = beam.length, beam.mass_per_length, beam.polar_inertia_per_length
@@ -81,13 +81,9 @@ def _beam_model(link, convention, loads) -> BeamModel:
     tip[ax] += L
     sets = _shape_sets(beam, loads)
 
-    # quadrature over the beam: union of the shape sets' rules (exact for each set's products)
-    phis, dirs, scales = [], [], []
-    for direction, ss in sets.items():
-        dirs += [direction] * ss.n
-        scales.append(np.asarray(ss.scale, dtype=float))
+    dirs = [direction for direction, ss in sets.items() for _ in range(ss.n)]
     n = len(dirs)
-    eta, w = _common_rule(list(sets.values()))
+    eta, w = common_rule(list(sets.values()))
     s = eta * L
     wt = w * L
     vals = {k: ss(eta) * (L ** np.asarray(ss.scale, float))[:, None] for k, ss in sets.items()}
@@ -218,14 +214,6 @@ def _bend_rotation(ax, t, slope):
     given slope: the tangent e_ax + slope e_t is e_ax rotated by slope about e_ax x e_t."""
     e_ax, e_t = np.eye(3)[ax], np.eye(3)[t]
     return slope * np.cross(e_ax, e_t)
-
-
-def _common_rule(sets):
-    """A quadrature on [0, 1] exact for products of any two shapes of the given sets."""
-    nodes, weights = zip(*(ss.quadrature() for ss in sets))
-    # use the finest rule offered (all sets of one beam share kind and element count)
-    best = max(range(len(nodes)), key=lambda i: len(nodes[i]))
-    return np.asarray(nodes[best], float), np.asarray(weights[best], float)
 
 
 def modal_damping(K, Mb, ratio):
