@@ -1,5 +1,6 @@
 """Analyses of a robot model: natural frequencies, linearization, closed-loop studies."""
-from .beta_ode import BetaTrajectory, beta_ode, link_beta_ode
+from .beta_ode import (BetaResult, BetaTrajectory, GivenRootModes, SlidingLinkShapes, beta_ode,
+                       clamped_mass_shapes, link_beta_ode, simulate_with_beta)
 from .closed_loop import closed_loop_eigenvalues, closed_loop_jacobian
 from .frequencies import linearize, natural_frequencies
 from .stiffness import StiffnessMargin, stiffness_margin
@@ -14,4 +15,9 @@ __all__ = [
     "beta_ode",
     "link_beta_ode",
     "BetaTrajectory",
+    "BetaResult",
+    "GivenRootModes",
+    "SlidingLinkShapes",
+    "clamped_mass_shapes",
+    "simulate_with_beta",
 ]

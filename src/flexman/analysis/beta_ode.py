@@ -10,18 +10,79 @@ re-solving (38) at every step, 004 differentiates it in time (eqs. 39-40):
 With J = D = 0 this is 004 eqs. (45)-(47), where (47) must read ``1 + m_p/(rho A l)``:
 f_beta at J = D = 0 is ``(1 + M)(sinh cos - cosh sin) - 2 M beta sinh sin`` (the printed
 m_p**2 is a typo).
+
+:func:`simulate_with_beta` goes one step further, as 004 proposes: the beta_i become extra
+states integrated together with the equations of motion of the arm, and at every evaluation
+of the right-hand side the sliding link's clamped-mass shapes are rebuilt from the current
+beta (no root finding) and the current length. This is 004's model, and it is *not* an
+energy-conserving one: within each evaluation the shapes are frozen, so the kinetic energy
+misses the terms of d psi/dt (the shapes change with l through beta and M, J, D, but only
+the change of l at fixed shapes, the stretch of the SlidingBeam, is in the kinetic energy).
+The modal coordinates are kept as they are across shape updates: they are the amplitudes of
+whatever shapes are current. The accelerations are Lagrange's for L(q, qd; p) with the shape
+parameters p = (beta, M, J, D) held at their current values, so in free, undamped motion the
+energy E = T + V evaluated with the current shapes changes at exactly the rate
+``dE/dt = sum_j dE/dp_j (q, qd fixed) * dp_j/dt`` (torques and damping add their power):
+zero while l is constant, about 0.2 % of E over a 0.3 s free slide of the theodore_rrp boom
+from 0.3 to 0.68 m (tests/test_beta_coupled.py checks this rate).
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
+import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.integrate import solve_ivp
 
 from ..discretize import beta_rate, clamped_mass_roots
-from ..discretize.shapes import BendingModes, ShapeSet, _oscillatory_rule
+from ..discretize.shapes import BendingModes, _oscillatory_rule
+from ..simulate import integrators
+from ..simulate.core import controller_parts, output_times, torque_input
+from ..simulate.result import Result
 
-__all__ = ["BetaTrajectory", "beta_ode", "link_beta_ode"]
+__all__ = ["BetaTrajectory", "BetaResult", "GivenRootModes", "SlidingLinkShapes", "beta_ode", "link_beta_ode",
+           "clamped_mass_shapes", "simulate_with_beta"]
+
+
+_RULES = {}
+
+
+def _rule(beta_max):
+    """``_oscillatory_rule`` (the rule shape_set uses), cached by its number of panels: the
+    shapes are rebuilt at every right-hand-side evaluation of :func:`simulate_with_beta`."""
+    key = int(beta_max // 10)
+    if key not in _RULES:
+        _RULES[key] = _oscillatory_rule(beta_max)
+    return _RULES[key]
+
+
+class GivenRootModes(BendingModes):
+    """Clamped-mass bending eigenfunctions (004 eqs. 9-10) for given eigenvalues beta.
+
+    Same evaluation, normalization (int psi**2 d eta = 1) and sign (psi(1) > 0) as
+    ``shape_set('clamped_mass', 'bending', n, M=, J=, D=)``, but the roots are taken as given
+    instead of being found from the frequency equation: the caller keeps them on the roots
+    (e.g. by integrating 004 eq. 40).
+    """
+
+    def __init__(self, beta, M=0.0, J=0.0, D=0.0):
+        beta = np.atleast_1d(np.asarray(beta, dtype=float))
+        self.n = beta.size
+        self.scale = np.zeros(self.n, dtype=int)
+        self.M, self.J, self.D = float(M), float(J), float(D)
+        self.kind = "clamped_mass"
+        self.beta = beta.copy()
+        self._nodes, self._weights = _rule(beta.max() if self.n else 0.0)
+        self.coef = np.array([self._coefficients(b) for b in self.beta]).reshape(self.n, 4)
+
+
+def clamped_mass_shapes(beta, M=0.0, J=0.0, D=0.0) -> GivenRootModes:
+    """The clamped-mass bending shape set for roots ``beta`` of the frequency equation at the
+    tip loads (M, J, D) (004 eq. 11), built without root finding."""
+    return GivenRootModes(beta, M, J, D)
 
 
 @dataclass
@@ -39,17 +100,10 @@ class BetaTrajectory:
         """Natural frequencies (rad/s) of the clamped beam with its tip body: beta**2 sqrt(EI/(mu l**4))."""
         return self.beta**2 * np.sqrt(EI / (mass_per_length * self.length[:, None] ** 4))
 
-    def shapes(self, k) -> ShapeSet:
+    def shapes(self, k) -> GivenRootModes:
         """The clamped-mass mode shapes (004 eq. 9, in eta = x / l) at output time k, built from
         the integrated beta (no root finding)."""
-        ss = BendingModes.__new__(BendingModes)
-        ShapeSet.__init__(ss, self.beta.shape[1])
-        ss.M, ss.J, ss.D = float(self.M[k]), float(self.J[k]), float(self.D[k])
-        ss.kind = "clamped_mass"
-        ss.beta = np.array(self.beta[k], dtype=float)
-        ss._nodes, ss._weights = _oscillatory_rule(ss.beta.max())
-        ss.coef = np.array([ss._coefficients(b) for b in ss.beta]).reshape(ss.n, 4)
-        return ss
+        return clamped_mass_shapes(self.beta[k], self.M[k], self.J[k], self.D[k])
 
 
 def _loads(l, mu, m_p, J_p, s_p):
@@ -104,3 +158,219 @@ def link_beta_ode(robot, link, traj, times, direction="y", **kwargs):
 
     return beta_ode(length, times, n=n, mass_per_length=mu, payload_mass=M0 * mu * L0,
                     payload_inertia=J0 * mu * L0**3, payload_first_moment=D0 * mu * L0**2, **kwargs)
+
+
+# ----- 004 sec. 4.2: beta integrated with the equations of motion ---------------------------
+class SlidingLinkShapes:
+    """The clamped-mass shapes of one sliding (prismatic) flexible link as functions of its
+    free length l = q_link + offset and of its eigenvalues beta.
+
+    The body beyond the tip (the link's own body, distal links, payload) is the one the model
+    uses at q = 0 (:func:`~flexman.dynamics.structure._distal_loads`); its mass, inertia about
+    the bending axis and first moment are constant, so ``M = m/(mu l)``, ``J = J/(mu l**3)``,
+    ``D = s/(mu l**2)``. ``beta`` is ordered as the link's flexible coordinates (the y modes,
+    then the z modes).
+    """
+
+    def __init__(self, robot, link):
+        from ..dynamics.structure import AXES, _distal_loads
+
+        lk = robot.links[link]
+        if lk.joint != "prismatic" or not lk.is_flexible or lk.beam.shapes != "clamped_mass":
+            raise ValueError(f"link {link}: not a flexible prismatic link with clamped_mass shapes")
+        bm = lk.beam
+        self.robot, self.link, self.beam = robot, link, bm
+        self.base = robot._model
+        self.offset = float(self.base.links[link].offset)
+        self.axes = AXES["prismatic"]
+        self.mu = bm.mass_per_length
+        L0 = lk.d  # the length _distal_loads scales by
+        loads = _distal_loads(robot, link)
+        self.directions = [d for d in ("y", "z") if bm.modes[d]]
+        self.counts = [bm.modes[d] for d in self.directions]
+        self.tip = {}  # direction -> (mass, inertia about the bending axis, first moment)
+        for d in self.directions:
+            M0, J0, D0 = loads[d]
+            self.tip[d] = (M0 * self.mu * L0, J0 * self.mu * L0**3, D0 * self.mu * L0**2)
+        self.EI = {"y": bm.EI[0], "z": bm.EI[1]}
+        self.n = sum(self.counts)
+
+    def _slices(self):
+        start = 0
+        for d, n in zip(self.directions, self.counts):
+            yield d, slice(start, start + n)
+            start += n
+
+    def length(self, q):
+        l = self.offset + float(q[self.link])
+        if not l > 0.0:
+            raise ValueError(f"simulate_with_beta: the free length of link {self.link} is {l:g} m (must be > 0)")
+        return l
+
+    def loads(self, l):
+        """direction -> (M, J, D) at free length l."""
+        mu = self.mu
+        return {d: (m / (mu * l), j / (mu * l**3), s / (mu * l**2)) for d, (m, j, s) in self.tip.items()}
+
+    def initial_beta(self, l):
+        loads = self.loads(l)
+        return np.concatenate([clamped_mass_roots(n, *loads[d]) for d, n in zip(self.directions, self.counts)])
+
+    def beta_rate(self, beta, l, ldot):
+        """004 eq. (40) with dM/dt = -M l'/l, dJ/dt = -3 J l'/l, dD/dt = -2 D l'/l."""
+        out = np.empty_like(beta)
+        rate = ldot / l
+        loads = self.loads(l)
+        for d, sl in self._slices():
+            M, J, D = loads[d]
+            out[sl] = beta_rate(beta[sl], M, J, D, dM=-M * rate, dJ=-3.0 * J * rate, dD=-2.0 * D * rate)
+        return out
+
+    def frequencies(self, beta, l):
+        """Clamped-mass beam frequencies (rad/s) beta**2 sqrt(EI/(mu l**4)), per mode."""
+        ei = np.concatenate([np.full(n, self.EI[d]) for d, n in zip(self.directions, self.counts)])
+        return beta**2 * np.sqrt(ei / (self.mu * l**4))
+
+    def shapes(self, beta, l):
+        """direction -> clamped-mass shape set built from beta at the loads of length l."""
+        loads = self.loads(l)
+        return {d: clamped_mass_shapes(beta[sl], *loads[d]) for d, sl in self._slices()}
+
+    def robot_with(self, beta, l):
+        """A copy of the robot whose sliding link uses the shapes of (beta, l); its other links,
+        and everything else of the model, are shared with the original."""
+        return self.robot_with_sets(self.shapes(beta, l))
+
+    def robot_with_sets(self, sets):
+        """A copy of the robot whose sliding link uses the given shape sets (direction -> set)."""
+        from ..dynamics.beams import SlidingBeam
+        from ..dynamics.structure import shortening_matrix
+
+        dirs = [d for d, ss in sets.items() for _ in range(ss.n)]
+        bm = self.beam
+        beam = SlidingBeam(sets, dirs, self.axes, bm.mass_per_length, bm.length, bm.EI, bm.damping, self.offset)
+        beam.Sbar = shortening_matrix(sets, 1.0)
+        links = list(self.base.links)
+        links[self.link] = dataclasses.replace(links[self.link], beam=beam)
+        proxy = copy.copy(self.robot)
+        proxy.__dict__["_model"] = dataclasses.replace(self.base, links=links)
+        return proxy
+
+
+@dataclass
+class BetaResult(Result):
+    """A :class:`~flexman.simulate.Result` with the sliding link's eigenvalues along the run.
+
+    ``beta`` (N, n_modes): the integrated roots, in the order of the link's flexible
+    coordinates (y modes, then z); ``length`` (N,): its free length; ``frequencies``
+    (N, n_modes): clamped-mass beam frequencies beta**2 sqrt(EI/(mu l**4)) in rad/s;
+    ``energy``: T + V evaluated with the shapes current at each sample (not conserved even
+    without forcing: see :func:`simulate_with_beta`).
+    """
+
+    link: int = -1
+    beta: np.ndarray = None
+    length: np.ndarray = None
+    frequencies: np.ndarray = None
+    sliding: SlidingLinkShapes = None
+
+    def shapes(self, k):
+        """direction -> the clamped-mass shape set used at output sample k."""
+        return self.sliding.shapes(self.beta[k], self.length[k])
+
+    def robot_at(self, k):
+        """The robot with the shapes of output sample k (for frames, Jacobians, energies)."""
+        return self.sliding.robot_with(self.beta[k], self.length[k])
+
+
+def _find_sliding_link(robot):
+    found = [i for i, lk in enumerate(robot.links)
+             if lk.joint == "prismatic" and lk.is_flexible and lk.beam.shapes == "clamped_mass"]
+    if len(found) != 1:
+        raise ValueError("simulate_with_beta: give link= (found "
+                         f"{len(found)} flexible prismatic links with clamped_mass shapes)")
+    return found[0]
+
+
+def simulate_with_beta(robot, t_final, link=None, dt=1e-3, method="rk4", controller=None, torque=None,
+                       q0=None, qd0=None, rtol=1e-8, atol=1e-10, max_step=np.inf) -> BetaResult:
+    """Simulate an arm whose sliding clamped-mass link keeps the mode shapes of its current
+    length (004 sec. 4.2): the eigenvalues beta_i are integrated with eq. (40) together with
+    the equations of motion.
+
+    State ``[q, qd, z, beta]`` (z: controller states). At every right-hand-side evaluation the
+    link's shapes are built from the current beta and the tip loads M, J, D of the current
+    length l = q[link] + d (no root finding), and the arm's forward dynamics use them; beta(0)
+    solves the frequency equation at l(0). The modal coordinates are amplitudes of the current
+    shapes and stay continuous when the shapes change.
+
+    Frozen shapes, as in 004: d psi/dt is not in the kinetic energy, so E = T + V is not
+    conserved in free motion while the link slides (it is when l is constant); the module
+    notes give its rate. Arguments as :func:`flexman.simulate` (``method``: 'rk4' at ``dt``
+    or a ``solve_ivp`` method; ``controller``: callable or object with states; it sees only
+    (t, q, qd[, z]) and keeps whatever model it was built with). ``link``: index of the sliding
+    link (found automatically when there is exactly one). Returns a :class:`BetaResult`.
+    """
+    method = {"RK4": "rk4"}.get(method, method)
+    if method not in integrators.METHODS:
+        raise ValueError(f"method: unknown '{method}'; use one of {', '.join(integrators.METHODS)}")
+    link = _find_sliding_link(robot) if link is None else int(link) % robot.n_joints
+    sliding = SlidingLinkShapes(robot, link)
+    nq, nj, nb = robot.nq, robot.n_joints, sliding.n
+    q0 = np.zeros(nq) if q0 is None else np.asarray(q0, dtype=float).reshape(-1)
+    qd0 = np.zeros(nq) if qd0 is None else np.asarray(qd0, dtype=float).reshape(-1)
+    if q0.shape != (nq,) or qd0.shape != (nq,):
+        raise ValueError(f"q0, qd0: expected {nq} entries each ({', '.join(robot.coordinate_names)})")
+    t_grid = output_times(float(t_final), float(dt))
+    applied = torque_input(torque, t_grid, nj)
+    n_z, z0, ctrl_torque, ctrl_deriv = controller_parts(controller, nj)
+    iz, ib = slice(2 * nq, 2 * nq + n_z), slice(2 * nq + n_z, 2 * nq + n_z + nb)
+
+    def total_torque(t, x):
+        q, qd = x[:nq], x[nq:2 * nq]
+        return applied(t, q, qd) + np.asarray(ctrl_torque(t, q, qd, x[iz]), dtype=float)
+
+    counter = {"rhs": 0, "tau": None}
+
+    def rhs(t, x):
+        counter["rhs"] += 1
+        q, qd, beta = x[:nq], x[nq:2 * nq], x[ib]
+        l = sliding.length(q)
+        tau = total_torque(t, x)
+        counter["tau"] = tau
+        out = np.empty_like(x)
+        out[:nq] = qd
+        out[nq:2 * nq] = sliding.robot_with(beta, l).forward_dynamics(q, qd, tau)
+        if n_z:
+            out[iz] = ctrl_deriv(t, q, qd, x[iz])
+        out[ib] = sliding.beta_rate(beta, l, float(qd[link]))
+        return out
+
+    x0 = np.concatenate([q0, qd0, z0, sliding.initial_beta(sliding.length(q0))])
+    start = time.perf_counter()
+    if method == "rk4":
+        taus = np.empty((len(t_grid), nj))
+
+        def record(k):
+            taus[k] = counter["tau"]
+
+        X, info = integrators.rk4(rhs, t_grid, x0, after_first_stage=record)
+        taus[-1] = total_torque(t_grid[-1], X[-1])
+        t_out = t_grid
+    else:
+        t_out, X, info = integrators.adaptive(rhs, t_grid, x0, method, rtol, atol, max_step)
+        if not info["success"]:
+            warnings.warn(f"simulate_with_beta: {method} stopped at t = {t_out[-1] if len(t_out) else 0.0:g} s: "
+                          f"{info['message']}", RuntimeWarning, stacklevel=2)
+        taus = np.array([total_torque(t, x) for t, x in zip(t_out, X)]).reshape(len(t_out), nj)
+    wall = time.perf_counter() - start
+    q, qd, beta = X[:, :nq], X[:, nq:2 * nq], X[:, ib]
+    length = sliding.offset + q[:, link]
+    energy = np.array([float(r.kinetic_energy(qk, qdk) + r.potential_energy(qk))
+                       for qk, qdk, r in ((q[k], qd[k], sliding.robot_with(beta[k], length[k]))
+                                          for k in range(len(t_out)))])
+    freqs = np.array([sliding.frequencies(b, l) for b, l in zip(beta, length)]).reshape(len(t_out), nb)
+    stats = {"rhs_evaluations": counter["rhs"], "wall_time": wall, **info}
+    return BetaResult(t=np.asarray(t_out), q=q, qd=qd, tau=taus, energy=energy, robot=robot, method=method,
+                      stats=stats, controller_state=X[:, iz], controller=controller, link=link, beta=beta,
+                      length=length, frequencies=freqs, sliding=sliding)

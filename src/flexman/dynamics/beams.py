@@ -278,19 +278,19 @@ class SlidingBeam:
         """A_m = int h0 field_m^T dm (..., 3n, 4, 4) and B_mn = int field_m field_n^T dm."""
         dcol = d[..., None]
         A = (dcol ** (self.e + 2))[..., :, None, None] * self.Aax + (dcol ** (self.e + 1))[..., :, None, None] * self.A4
-        B = (d[..., None, None] ** self.Bexp)[..., :, :, None, None] * self.Bc
+        B = d[..., None, None] ** self.Bexp  # the powers of d; the constant factors stay in Bc
         return A, B
 
     @staticmethod
     def _S1(A, b):
         return lincomb(b, A)
 
-    @staticmethod
-    def _S2(B, a, b):
-        """sum_mn a_m b_n B_mn."""
-        if a.dtype != object and b.dtype != object and B.dtype != object:
-            return np.einsum("...m,...n,...mnab->...ab", a, b, B)
-        return (a[..., :, None, None, None] * b[..., None, :, None, None] * B).sum(axis=(-4, -3))
+    def _S2(self, B, a, b):
+        """sum_mn a_m b_n B_mn: coefficients times the constant tensors Bc in one product."""
+        coef = a[..., :, None] * b[..., None, :] * B
+        nn = coef.shape[-1] * coef.shape[-2]
+        flat = coef.reshape(coef.shape[:-2] + (nn,))
+        return (flat @ self.Bc.reshape(nn, 16)).reshape(coef.shape[:-2] + (4, 4))
 
     def _coefficients(self, p, pd, pdd):
         """Field coefficients of h, h_dot, h_ddot and of the partials dh/dp_j (..., m, 3n)."""
@@ -308,14 +308,14 @@ class SlidingBeam:
 
     def terms(self, Wh, Whd, Whdd, p, pd, pdd):
         d, c_h, c_hd, c_hdd, U = self._coefficients(p, pd, pdd)
-        A, B = self._moment_tensors(d)
+        A, B = self._moment_tensors(d)  # B: powers of d multiplying Bc
         S1h = self._S1(A, c_h)
         N = self.C0 + S1h + _T(S1h) + self._S2(B, c_h, c_h)
         Nd = self._S1(A, c_hd) + self._S2(B, c_h, c_hd)
         Ndd = self._S1(A, c_hdd) + self._S2(B, c_h, c_hdd)
         phi = N @ _T(Whdd) + 2 * (Nd @ _T(Whd)) + Ndd @ _T(Wh)
         # own forces: tr(Wh int h_j r_ddot^T) with int h_j h^T = S1(u_j)^T + S2(u_j, c_h), ...
-        Bx = B[..., None, :, :, :, :]
+        Bx = B[..., None, :, :]
         Ux = U
         Hh = _T(lincomb(Ux, A[..., None, :, :, :])) + self._S2(Bx, Ux, c_h[..., None, :])
         Hd = self._S2(Bx, Ux, c_hd[..., None, :])
@@ -334,7 +334,7 @@ class SlidingBeam:
     def kinetic(self, Wh, Whd, p, pd):
         """2 T of the beam: int |r_dot|^2 dm."""
         d, c_h, c_hd, _, _ = self._coefficients(p, pd, np.zeros_like(pd))
-        A, B = self._moment_tensors(d)
+        A, B = self._moment_tensors(d)  # B: powers of d multiplying Bc
         S1h = self._S1(A, c_h)
         N = self.C0 + S1h + _T(S1h) + self._S2(B, c_h, c_h)
         Nd = self._S1(A, c_hd) + self._S2(B, c_h, c_hd)
