@@ -40,7 +40,7 @@ from scipy.integrate import solve_ivp
 from ..discretize import beta_rate, clamped_mass_roots
 from ..discretize.shapes import BendingModes, _oscillatory_rule
 from ..simulate import integrators
-from ..simulate.core import controller_parts, output_times, torque_input
+from ..simulate.core import prepare
 from ..simulate.result import Result
 
 __all__ = ["BetaTrajectory", "BetaResult", "GivenRootModes", "SlidingLinkShapes", "beta_ode", "link_beta_ode",
@@ -311,19 +311,11 @@ def simulate_with_beta(robot, t_final, link=None, dt=1e-3, method="rk4", control
     (t, q, qd[, z]) and keeps whatever model it was built with). ``link``: index of the sliding
     link (found automatically when there is exactly one). Returns a :class:`BetaResult`.
     """
-    method = {"RK4": "rk4"}.get(method, method)
-    if method not in integrators.METHODS:
-        raise ValueError(f"method: unknown '{method}'; use one of {', '.join(integrators.METHODS)}")
+    method, q0, qd0, t_grid, applied, (n_z, z0, ctrl_torque, ctrl_deriv) = prepare(
+        robot, t_final, dt, method, q0, qd0, torque, controller)
     link = _find_sliding_link(robot) if link is None else int(link) % robot.n_joints
     sliding = SlidingLinkShapes(robot, link)
     nq, nj, nb = robot.nq, robot.n_joints, sliding.n
-    q0 = np.zeros(nq) if q0 is None else np.asarray(q0, dtype=float).reshape(-1)
-    qd0 = np.zeros(nq) if qd0 is None else np.asarray(qd0, dtype=float).reshape(-1)
-    if q0.shape != (nq,) or qd0.shape != (nq,):
-        raise ValueError(f"q0, qd0: expected {nq} entries each ({', '.join(robot.coordinate_names)})")
-    t_grid = output_times(float(t_final), float(dt))
-    applied = torque_input(torque, t_grid, nj)
-    n_z, z0, ctrl_torque, ctrl_deriv = controller_parts(controller, nj)
     iz, ib = slice(2 * nq, 2 * nq + n_z), slice(2 * nq + n_z, 2 * nq + n_z + nb)
 
     def total_torque(t, x):

@@ -125,6 +125,21 @@ def output_times(t_final, dt):
     return t
 
 
+def prepare(robot, t_final, dt, method, q0, qd0, torque, controller):
+    """Checked inputs of a run: method, initial state, output times, torque input and the
+    controller's parts (shared by every simulation entry point)."""
+    method = {"RK4": "rk4"}.get(method, method)
+    if method not in integrators.METHODS:
+        raise ValueError(f"method: unknown '{method}'; use one of {', '.join(integrators.METHODS)}")
+    nq, nj = robot.nq, robot.n_joints
+    q0 = np.zeros(nq) if q0 is None else np.asarray(q0, dtype=float).reshape(-1)
+    qd0 = np.zeros(nq) if qd0 is None else np.asarray(qd0, dtype=float).reshape(-1)
+    if q0.shape != (nq,) or qd0.shape != (nq,):
+        raise ValueError(f"q0, qd0: expected {nq} entries each ({', '.join(robot.coordinate_names)})")
+    t_grid = output_times(float(t_final), float(dt))
+    return method, q0, qd0, t_grid, torque_input(torque, t_grid, nj), controller_parts(controller, nj)
+
+
 def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=None, qd0=None,
              controller=None, torque=None, progress=None, max_step=np.inf):
     """Simulate ``robot`` from (q0, qd0) over [0, t_final], output every ``dt`` seconds.
@@ -136,17 +151,9 @@ def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=No
     A plain callable controller is called once per RK4 stage, in time order. ``progress``:
     True/False, or None to show a bar only on a terminal for runs longer than about 1 s.
     """
-    method = {"RK4": "rk4"}.get(method, method)
-    if method not in integrators.METHODS:
-        raise ValueError(f"method: unknown '{method}'; use one of {', '.join(integrators.METHODS)}")
+    method, q0, qd0, t_grid, applied, (n_z, z0, ctrl_torque, ctrl_deriv) = prepare(
+        robot, t_final, dt, method, q0, qd0, torque, controller)
     nq, nj = robot.nq, robot.n_joints
-    q0 = np.zeros(nq) if q0 is None else np.asarray(q0, dtype=float).reshape(-1)
-    qd0 = np.zeros(nq) if qd0 is None else np.asarray(qd0, dtype=float).reshape(-1)
-    if q0.shape != (nq,) or qd0.shape != (nq,):
-        raise ValueError(f"q0, qd0: expected {nq} entries each ({', '.join(robot.coordinate_names)})")
-    t_grid = output_times(float(t_final), float(dt))
-    applied = torque_input(torque, t_grid, nj)
-    n_z, z0, ctrl_torque, ctrl_deriv = controller_parts(controller, nj)
 
     def total_torque(t, x):
         q, qd, z = x[:nq], x[nq:2 * nq], x[2 * nq:]
