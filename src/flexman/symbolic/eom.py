@@ -35,10 +35,14 @@ NEEDS = {"mass_matrix": {"M"}, "bias_forces": {"b"}, "inverse_dynamics": {"tau"}
          "forward_dynamics": {"M", "b", "qdd"}, "eom": {"M", "b"}}
 
 
-def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", "tau", "qdd"), external=None):
-    """Trace the requested terms into a fresh tape: (tape, inputs, values, param values, notes)."""
+def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", "tau", "qdd"), external=None,
+           truncate=None):
+    """Trace the requested terms into a fresh tape: (tape, inputs, values, param values, notes).
+    ``truncate=k`` (Book's recursion only): the M output keeps its terms of degree <= k in q_f."""
     if formulation not in FORMULATIONS:
         raise ValueError(f"formulation: unknown {formulation!r}; use one of {', '.join(FORMULATIONS)}")
+    if truncate is not None and (formulation != "book" or int(truncate) != truncate or truncate < 0):
+        raise ValueError("truncate: a degree k >= 0, with formulation='book' only")
     if parameters not in ("numeric", "symbolic"):
         raise ValueError("parameters: use 'numeric' or 'symbolic'")
     need = set(need) | ({"M", "b"} if "qdd" in need else set())
@@ -69,6 +73,12 @@ def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", 
     if terms is None:
         terms = tr.book_terms(model, x, need)
     M, b, tau = terms
+    M_out = M
+    if truncate is not None and "M" in need:
+        M_out = tr.book_terms(model, x, ("M",), truncate=int(truncate))[0]
+        notes.append(f"truncate={int(truncate)}: the mass matrix output (mass_matrix, eom) keeps only its terms of "
+                     "degree <= k in the flexible coordinates (Taylor polynomial about q_f = 0); b, inverse and "
+                     "forward dynamics are exact")
     if tau is None and "tau" in need:  # formulations that give only M and b
         tau = M @ x["qdd"] + b
     if external is None:
@@ -85,7 +95,7 @@ def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", 
         if tau is not None:
             tau = tau - q_ext
         notes.append("external wrenches F<i>, T<i> at each link's distal frame are inputs (default 0)")
-    values = {k: v for k, v in (("M", M), ("b", b), ("tau", tau)) if k in need}
+    values = {k: v for k, v in (("M", M_out), ("b", b), ("tau", tau)) if k in need}
     if "qdd" in need:
         values["qdd"] = tr.forward_terms(M, b, x["tau"], robot.n_joints)
     x["p"] = np.array([tape.input(n) for n in pvals] + [None], dtype=object)[:-1]
@@ -95,11 +105,14 @@ def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", 
 class EOM:
     """Symbolic equations of motion of ``robot``; see the module docstring."""
 
-    def __init__(self, robot, formulation="newton_euler", parameters="numeric", fold=True, cse=True, external=None):
+    def __init__(self, robot, formulation="newton_euler", parameters="numeric", fold=True, cse=True, external=None,
+                 truncate=None):
         self.robot, self.formulation, self.parameters = robot, formulation, parameters
         self.options = dict(fold=fold, cse=cse, external=external)
+        if truncate is not None:
+            self.options["truncate"] = truncate
         self.tape, self._x, self._values, self.param_values, self.notes = _trace(
-            robot, formulation, parameters, fold, cse, external=external)
+            robot, formulation, parameters, fold, cse, external=external, truncate=truncate)
         self._programs = {}
 
     # ----- programs and counts ----------------------------------------------------------
@@ -132,7 +145,7 @@ class EOM:
                                  ("+ repeated-subexpression sharing", True, True)):
             need = NEEDS[what]
             tape, x, values, _, _ = _trace(self.robot, self.formulation, self.parameters, fold, cse, need,
-                                           external=self.options["external"])
+                                           external=self.options["external"], truncate=self.options.get("truncate"))
             out.append((label, tape.count()))
         out.append(("+ dead-code elimination", _program(tape, x, values, what, self.robot).op_count()))
         return out

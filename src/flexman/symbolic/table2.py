@@ -195,13 +195,18 @@ def run_program(program, q):
     return out
 
 
+TRUNCATE = (1, 0)  # orders of the truncated mass matrices in table2_rows
+
+
 def table2_rows(arms=ARMS, discretizations=DISCRETIZATIONS) -> list:
     """One dict per (arm, discretization, formulation): 004's inertia-matrix counts and ours.
 
     ``ours_*``: ``derive(arm, formulation).op_count("mass_matrix")`` on the arm in standard DH
     (004 eq. 1). ``frame1_*``: the fewest operations of the Book recursion traced in link 1's
     frame (:func:`frame1_program`) over the two equivalent placements, standard and modified
-    DH (``frame1_dh`` says which); it is the same for every formulation of one arm."""
+    DH (``frame1_dh`` says which); it is the same for every formulation of one arm.
+    ``trunc<k>_*`` (k = 1, 0): ``derive(arm, "book", truncate=k)``, M kept to degree k in the
+    flexible coordinates (small deflections; k = 0 is M at q_f = 0), also per arm."""
     from . import derive
 
     rows = []
@@ -214,6 +219,7 @@ def table2_rows(arms=ARMS, discretizations=DISCRETIZATIONS) -> list:
                 if best is None or c["mul"] + c["add"] < best[1]["mul"] + best[1]["add"]:
                     best = (dh, c)
             pm, pa = PAPER[name, disc]
+            trunc = {k: derive(robot, formulation="book", truncate=k).op_count("mass_matrix") for k in TRUNCATE}
             for form in formulations(robot):
                 eom = derive(robot, formulation=form, parameters="numeric")
                 if any("instead" in n for n in eom.notes):  # fell back to Book's recursion
@@ -224,6 +230,7 @@ def table2_rows(arms=ARMS, discretizations=DISCRETIZATIONS) -> list:
                     "paper_mul": pm, "paper_add": pa,
                     "ours_mul": ours["mul"], "ours_add": ours["add"], "ours_div": ours["div"], "ours_fn": ours["fn"],
                     "frame1_mul": best[1]["mul"], "frame1_add": best[1]["add"], "frame1_dh": best[0],
+                    **{f"trunc{k}_{x}": trunc[k][x] for k in TRUNCATE for x in ("mul", "add")},
                     "source": SOURCE if name != "RR+payload" else "004 sec. 4.4 (RR with a payload)",
                 })
     return rows

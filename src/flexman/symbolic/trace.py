@@ -37,8 +37,9 @@ def symmetric_from_columns(cols):
     return M
 
 
-def book_terms(model, x, need=("M", "b", "tau")):
-    """(M, b, inverse dynamics) by the 4x4 recursion on tracer inputs x (None where not needed)."""
+def book_terms(model, x, need=("M", "b", "tau"), truncate=None):
+    """(M, b, inverse dynamics) by the 4x4 recursion on tracer inputs x (None where not needed).
+    ``truncate=k``: M keeps only its terms of degree <= k in the flexible coordinates."""
     q, qd, qdd = x["q"], x["qd"], x["qdd"]
     nq = q.shape[-1]
     M = b = tau = None
@@ -51,9 +52,17 @@ def book_terms(model, x, need=("M", "b", "tau")):
         qm = q.copy()
         if not (model.links[0].beam is not None and model.links[0].beam.sliding):
             qm[0] = 0.0
+        if truncate is not None:  # graded inputs (see .graded): q_f of degree 1, the rest degree 0
+            from .graded import seed
+
+            qm = seed(qm, np.arange(nq) >= model.n_joints, truncate)
         qb = np.broadcast_to(qm[None, :], (nq, nq))
         cols = l4.inverse_dynamics(model, qb, np.zeros((nq, nq)), np.eye(nq), gravity=False, elastic=False, friction=False)
         M = symmetric_from_columns(cols)
+        if truncate is not None:
+            from .graded import total
+
+            M = total(M)
     if "b" in need:
         b = l4.inverse_dynamics(model, q, qd, np.zeros(nq))
     return M, b, tau

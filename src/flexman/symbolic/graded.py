@@ -1,0 +1,165 @@
+"""Graded scalars: values split by degree in the flexible coordinates, truncated at order k.
+
+A :class:`Graded` holds the homogeneous components ``c[0], ..., c[k]`` of one value, each a
+number or a :class:`~.tracer.Tracer`: ``c[n]`` is the part of degree n in the flexible
+coordinates q_f (joint coordinates and parameters are degree 0). Products are truncated
+convolutions, so running an algorithm on graded inputs gives every result exact to order k
+in q_f (its Taylor polynomial about q_f = 0). Seeding q_f as pure degree-1 values puts
+q_f = 0 into every degree-0 part, where constant folding removes the terms it kills.
+
+Division, powers with non-integer or negative exponents, sin and cos take degree-0 values
+only (the recursions apply them to joint coordinates and lengths, never to deflections).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import tracer as tc
+
+
+def _zero(x) -> bool:
+    return tc.is_number(x) and x == 0
+
+
+class Graded:
+    """Components ``c`` (a tuple, ``len(c) = k + 1``) of one value, by degree in q_f."""
+
+    __slots__ = ("c",)
+
+    def __init__(self, components):
+        self.c = tuple(components)
+
+    @property
+    def order(self) -> int:
+        return len(self.c) - 1
+
+    def __repr__(self):
+        return f"Graded{self.c!r}"
+
+    def __bool__(self):
+        raise TypeError("a graded value has no truth value: the algorithm must not branch on it")
+
+    def __float__(self):
+        raise TypeError("a graded value is not a number")
+
+    def total(self):
+        """The sum of the components: the value truncated to degree k."""
+        out = 0.0
+        for x in self.c:
+            out = tc.add(out, x)
+        return out
+
+    def _lift(self, other):
+        """``other`` as components of the same order (numbers and tracers are degree 0)."""
+        if isinstance(other, Graded):
+            if other.order != self.order:
+                raise ValueError(f"graded values of different orders ({self.order}, {other.order})")
+            return other.c
+        if isinstance(other, np.ndarray):
+            return None
+        return (other,) + (0.0,) * self.order
+
+    def _degree0(self, what):
+        if not all(_zero(x) for x in self.c[1:]):
+            raise ValueError(f"graded {what}: the argument depends on the flexible coordinates "
+                             "(only degree-0 values are supported)")
+        return self.c[0]
+
+    # arithmetic ----------------------------------------------------------------------
+    def __add__(self, other):
+        o = self._lift(other)
+        if o is None:  # let NumPy broadcast over the array
+            return NotImplemented
+        return Graded(tc.add(a, b) for a, b in zip(self.c, o))
+
+    __radd__ = __add__
+
+    def __neg__(self):
+        return Graded(tc.neg(a) for a in self.c)
+
+    def __pos__(self):
+        return self
+
+    def __sub__(self, other):
+        o = self._lift(other)
+        if o is None:
+            return NotImplemented
+        return Graded(tc.add(a, tc.neg(b)) for a, b in zip(self.c, o))
+
+    def __rsub__(self, other):
+        o = self._lift(other)
+        if o is None:
+            return NotImplemented
+        return Graded(tc.add(b, tc.neg(a)) for a, b in zip(self.c, o))
+
+    def __mul__(self, other):
+        o = self._lift(other)
+        if o is None:
+            return NotImplemented
+        a, out = self.c, []
+        for n in range(len(a)):  # truncated convolution: degrees above k are dropped
+            s = 0.0
+            for i in range(n + 1):
+                if not (_zero(a[i]) or _zero(o[n - i])):
+                    s = tc.add(s, tc.mul(a[i], o[n - i]))
+            out.append(s)
+        return Graded(out)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other):
+        o = self._lift(other)
+        if o is None:
+            return NotImplemented
+        d = Graded(o)._degree0("division")
+        return Graded(tc.div(a, d) for a in self.c)
+
+    def __rtruediv__(self, other):
+        o = self._lift(other)
+        if o is None:
+            return NotImplemented
+        d = self._degree0("division")
+        return Graded(tc.div(a, d) for a in o)
+
+    def __pow__(self, n):
+        n = tc._num(n)
+        if all(_zero(x) for x in self.c[1:]):
+            return Graded((tc.power(self.c[0], n),) + self.c[1:])
+        if n != int(n) or n < 0:
+            raise ValueError("graded power: a negative or fractional power needs a degree-0 base")
+        out = Graded((1.0,) + (0.0,) * self.order)
+        for _ in range(int(n)):
+            out = out * self
+        return out
+
+    def sin(self):
+        return Graded((tc.sin(self._degree0("sin")),) + self.c[1:])
+
+    def cos(self):
+        return Graded((tc.cos(self._degree0("cos")),) + self.c[1:])
+
+
+def seed(values, flexible, order: int):
+    """Object array of graded values: ``values[i]`` is degree 1 where ``flexible[i]`` (its
+    degree-0 part is then 0), degree 0 elsewhere."""
+    values = np.asarray(values, dtype=object)
+    flexible = np.broadcast_to(np.asarray(flexible, bool), values.shape)
+    out = np.empty(values.shape, dtype=object)
+    zeros = (0.0,) * order
+    for idx in np.ndindex(values.shape):
+        v = values[idx]
+        if flexible[idx]:
+            out[idx] = Graded(((0.0, v) + zeros[1:]) if order else (0.0,))
+        else:
+            out[idx] = Graded((v,) + zeros)
+    return out
+
+
+def total(values):
+    """Object array of the truncated values (components summed); numbers stay numbers."""
+    values = np.asarray(values, dtype=object)
+    out = np.empty(values.shape, dtype=object)
+    for idx in np.ndindex(values.shape):
+        v = values[idx]
+        out[idx] = v.total() if isinstance(v, Graded) else v
+    return out
