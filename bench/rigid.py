@@ -43,18 +43,7 @@ def pinocchio_model(robot):
     """Pinocchio model of a rigid flexman robot, built from the DH formulas."""
     import pinocchio as pin
 
-    def rx(t):
-        c, s = np.cos(t), np.sin(t)
-        return np.array([[1, 0, 0, 0], [0, c, -s, 0], [0, s, c, 0], [0, 0, 0, 1.0]])
-
-    def rz(t):
-        c, s = np.cos(t), np.sin(t)
-        return np.array([[c, -s, 0, 0], [s, c, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1.0]])
-
-    def tr(x=0.0, z=0.0):
-        out = np.eye(4)
-        out[0, 3], out[2, 3] = x, z
-        return out
+    from flexman.dynamics.dh import rot_x as rx, rot_z as rz, trans as tr
 
     def se3(T):
         return pin.SE3(T[:3, :3].copy(), T[:3, 3].copy())

@@ -104,6 +104,7 @@ class CompiledModel:
         self._out_shape = {w: tuple(next(iter(p.outputs.values()))[0]) for w, p in self._progs.items()}
         self.ext = ext  # the extension module (single-state fast path) or None
         self._p = self._params if len(self._params) else None
+        self._x_M = self._x_b = self._x_id = self._x_fd = None
         if ext is not None:
             self._x_M, self._x_b = ext.mass_matrix, ext.bias_forces
             self._x_id, self._x_fd = ext.inverse_dynamics, ext.forward_dynamics
@@ -147,37 +148,26 @@ class CompiledModel:
 
     # single float64 states go straight to the extension; anything else (batches, lists,
     # other dtypes, wrong shapes) makes it raise and takes the general path below
-    def mass_matrix(self, q):
-        if self.ext is not None:
+    def _call(self, what, ext_fn, **arrays):
+        """One state through the extension when it accepts the arguments, else the general path."""
+        if ext_fn is not None:
             try:
-                return self._x_M(q, None, self._p)
+                return ext_fn(*arrays.values(), None, self._p)
             except (TypeError, ValueError):
                 pass
-        return self._run("mass_matrix", q=q)
+        return self._run(what, **arrays)
+
+    def mass_matrix(self, q):
+        return self._call("mass_matrix", self._x_M, q=q)
 
     def bias_forces(self, q, qd):
-        if self.ext is not None:
-            try:
-                return self._x_b(q, qd, None, self._p)
-            except (TypeError, ValueError):
-                pass
-        return self._run("bias_forces", q=q, qd=qd)
+        return self._call("bias_forces", self._x_b, q=q, qd=qd)
 
     def inverse_dynamics(self, q, qd, qdd):
-        if self.ext is not None:
-            try:
-                return self._x_id(q, qd, qdd, None, self._p)
-            except (TypeError, ValueError):
-                pass
-        return self._run("inverse_dynamics", q=q, qd=qd, qdd=qdd)
+        return self._call("inverse_dynamics", self._x_id, q=q, qd=qd, qdd=qdd)
 
     def forward_dynamics(self, q, qd, tau):
-        if self.ext is not None:
-            try:
-                return self._x_fd(q, qd, tau, None, self._p)
-            except (TypeError, ValueError):
-                pass
-        return self._run("forward_dynamics", q=q, qd=qd, tau=tau)
+        return self._call("forward_dynamics", self._x_fd, q=q, qd=qd, tau=tau)
 
     def __getattr__(self, name):
         if name.startswith("_") or name == "robot":

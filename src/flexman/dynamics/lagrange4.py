@@ -50,15 +50,17 @@ def forward(model, q, qd, qdd, gravity=True, second_order=False):
         Wdd[..., :3, 3] = -np.asarray(model.gravity)  # base acceleration -g (r_ddot - g for every point)
     out = []
     for i, lk in enumerate(model.links):
-        jm = dh.joint_motion(q[..., i] + lk.offset, lk.revolute, like=q)
-        A = lk.P @ jm @ lk.N
-        A1 = lk.P @ lk.gen @ jm @ lk.N
+        JN = dh.joint_motion(q[..., i] + lk.offset, lk.revolute, like=q) @ lk.N  # the one batched product
+        PG = lk.P @ lk.gen  # constant: dA/dq = P G J N
+        A = lk.P @ JN
+        A1 = PG @ JN
         v, a = _col(qd[..., i]), _col(qdd[..., i])
         Wh = W @ A
-        Whd = Wd @ A + (W @ A1) * v
-        Whdd = Wdd @ A + 2 * (Wd @ A1) * v + W @ A1 * a
-        if lk.revolute:
-            Whdd = Whdd + (W @ (lk.P @ lk.gen @ lk.gen @ jm @ lk.N)) * (v * v)
+        W_A1 = W @ A1
+        Whd = Wd @ A + W_A1 * v
+        Whdd = Wdd @ A + 2 * (Wd @ A1) * v + W_A1 * a
+        if lk.revolute:  # d2A/dq2 = P G G J N (zero for a prismatic joint)
+            Whdd = Whdd + (W @ ((PG @ lk.gen) @ JN)) * (v * v)
         rec = dict(W0=W, A=A, A1=A1, Wh=Wh, Whd=Whd, Whdd=Whdd)
         if lk.beam is not None:
             p, pd, pdd = lk.beam.local(q, qd, qdd, i, lk.flex, lk.offset)
