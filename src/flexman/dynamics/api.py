@@ -56,11 +56,7 @@ def mass_matrix(robot, q):
     q = _as_float(q)
     if robot.is_rigid:
         return crba.mass_matrix(robot, q)
-    nq = q.shape[-1]
-    qb = np.broadcast_to(q[..., None, :], q.shape[:-1] + (nq, nq))
-    eye = np.broadcast_to(np.eye(nq), qb.shape)
-    cols = l4.inverse_dynamics(_model(robot), qb, np.zeros(qb.shape), eye, gravity=False, elastic=False, friction=False)
-    return np.swapaxes(cols, -1, -2)
+    return mass_matrix_and_bias(robot, q, np.zeros_like(q))[0]
 
 
 def bias_forces(robot, q, qd):
