@@ -1,13 +1,17 @@
-"""Analyses of a robot model: natural frequencies, linearization, closed-loop studies."""
+"""Analyses of a robot model: natural frequencies, linearization, quasi-static deflection,
+closed-loop studies."""
 from .beta_ode import (BetaResult, BetaTrajectory, GivenRootModes, SlidingLinkShapes, beta_ode,
                        clamped_mass_shapes, link_beta_ode, simulate_with_beta)
 from .closed_loop import closed_loop_eigenvalues, closed_loop_jacobian
 from .frequencies import linearize, natural_frequencies
+from .quasi_static import quasi_static_along, quasi_static_deflection
 from .stiffness import StiffnessMargin, stiffness_margin
 
 __all__ = [
     "linearize",
     "natural_frequencies",
+    "quasi_static_deflection",
+    "quasi_static_along",
     "closed_loop_eigenvalues",
     "closed_loop_jacobian",
     "stiffness_margin",

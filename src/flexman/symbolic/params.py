@@ -11,11 +11,21 @@ symbols (zeros keep the structure sparse, as in SYMORO's treatment of zero param
   ``XX<i> XY<i> XZ<i> YY<i> YZ<i> ZZ<i> MX<i> MY<i> MZ<i> m<i>`` (hub on a flexible link:
   suffix ``h``, i.e. ``XXh<i>``...);
 * gravity ``gx gy gz``; armature ``Ia<i>``;
-* revolute beams: the non-zero entries of their constant tensors ``C0``, ``Ck``, ``Ckl``,
-  ``Dk``, ``K``, ``Cd`` (symmetric entries share one name).
+* revolute beams: their physical properties ``rhoA<i>`` (mass per length), ``lb<i>``
+  (length), ``EIy<i>`` / ``EIz<i>``, ``GJ<i>``, ``Jp<i>`` (polar mass moment per length) and
+  ``zeta<i>`` (modal damping ratio). Every entry of the constant tensors C0, Ck, Ckl, Dk, K,
+  Cd is a number times a monomial in them (dimensional analysis with the shape functions
+  phi_k(x) = L**s_k psi_k(x / L) held fixed): e.g. Ckl = rhoA L**(1 + s_k + s_l) x int psi_k
+  psi_l, K = EI L**(s_k + s_l - 3) x int psi_k'' psi_l'', Cd ~ zeta sqrt(rhoA EI). The
+  dimensionless shapes stay numeric (004 sec. 4.4 specifies mode shapes numerically too):
+  clamped-free, polynomial and finite-element shapes do not depend on the parameters, so the
+  equations are exact for any values; clamped-mass shapes are those of the nominal loads.
+
+* sliding beams of prismatic joints: the same names (``lb<i>`` is the total length l0);
+  their moment constants are rhoA times numbers (their powers of the extension d are traced).
 
 Kept numeric (listed in ``notes``): viscous and Coulomb friction (the algorithm branches on
-them), sliding beams of prismatic joints.
+them).
 """
 from __future__ import annotations
 
@@ -26,6 +36,7 @@ import numpy as np
 
 from ..dynamics import dh
 from ..dynamics.structure import build
+from .tracer import sqrt
 
 
 class Params:
@@ -98,6 +109,107 @@ def _body(J4, suffix, i, P):
     return out
 
 
+def _beam_exponents(beam, link):
+    """Per tensor, a function of the entry index giving {property: power} (see the module
+    docstring). Bending coordinates scale with their shape exponent s_k; torsion angles too."""
+    from ..dynamics.structure import AXES
+
+    ax, t1, t2 = AXES[link.joint]
+    s = np.concatenate([np.asarray(ss.scale, int) for ss in beam.shapes.values()])
+    tors = [d == "torsion" for d in beam.directions]
+    ei = {"y": "EIy", "z": "EIz", "torsion": "GJ"}
+    L = "lb"
+
+    def pos(a):  # 1 for a spatial component (a length), 0 for the homogeneous one
+        return int(a < 3)
+
+    def c0(a, b):
+        if a == b and a in (t1, t2):
+            return {"Jp": 1, L: 1}
+        return {"rhoA": 1, L: 1 + pos(a) + pos(b)}
+
+    def ck(k, a, b):
+        return {"Jp": 1, L: 1 + s[k]} if tors[k] else {"rhoA": 1, L: 1 + pos(a) + s[k]}
+
+    def ckl(k, l, a, b):
+        return {"Jp" if tors[k] else "rhoA": 1, L: 1 + s[k] + s[l]}
+
+    def dk(k, a, b):
+        rotation = s[k] - (0 if tors[k] else 1)  # a bending slope is a deflection over a length
+        return {L: rotation + (1 if b == 3 else 0)}
+
+    def stiff(k, l):
+        return {ei[beam.directions[k]]: 1, L: s[k] + s[l] + (-1 if tors[k] else -3)}
+
+    def damp(k, l):
+        inertia = "Jp" if tors[k] else "rhoA"
+        return {"zeta": 1, inertia: 0.5, ei[beam.directions[k]]: 0.5, L: s[k] + s[l] + (0 if tors[k] else -1)}
+
+    return {"C0": c0, "Ck": ck, "Ckl": ckl, "Dk": dk, "K": stiff, "Cd": damp}
+
+
+def _sliding_exponents(beam):
+    """{attribute: rule(index) -> {property: power}} for a SlidingBeam (see SlidingBeam)."""
+    ei = {"y": "EIy", "z": "EIz"}
+    nf = beam.n
+
+    def direction(m):  # fields come in three families of n (psi, g1, g2)
+        return beam.directions[m % nf]
+
+    def c0(a, b):
+        return {"rhoA": 1, "lb": int(a < 3) + int(b < 3) + 1}
+
+    def stiff(k, l):
+        return {ei[direction(k)]: 1}
+
+    def damp(k, l):
+        return {"zeta": 1, "rhoA": 0.5, ei[direction(k)]: 0.5}
+
+    mass = lambda *idx: {"rhoA": 1}
+    return {"C0": c0, "Aax": mass, "A4": mass, "Bc": mass, "Kbar": stiff, "K": stiff, "Cd": damp}
+
+
+def _symbolic_sliding_beam(beam, link, i, P):
+    return _symbolic_beam(beam, link, i, P, _sliding_exponents(beam))
+
+
+def _symbolic_beam(beam, link, i, P, exponents=None):
+    """Copy of a RevoluteBeam whose tensors are numbers times monomials in the beam's named
+    physical properties."""
+    lb = link.beam
+    values = {"rhoA": lb.mass_per_length, "lb": lb.length, "EIy": lb.EI[0], "EIz": lb.EI[1], "GJ": lb.GJ,
+              "Jp": lb.polar_inertia_per_length, "zeta": lb.damping}
+    exponents = exponents or _beam_exponents(beam, link)
+    memo = {}
+
+    def monomial(powers):
+        key = tuple(sorted(powers.items()))
+        if key not in memo:
+            term, value, under_root = 1.0, 1.0, 1.0
+            for name, n in powers.items():
+                if n == 0:
+                    continue
+                value *= values[name] ** n
+                sym = P.sym(f"{name}{i + 1}", values[name])
+                if n == int(n):
+                    term = term * sym ** int(n)
+                else:  # half powers (damping): one square root of their product
+                    under_root = under_root * sym ** int(2 * n)
+            memo[key] = (term * sqrt(under_root), value)
+        return memo[key]
+
+    out = copy.copy(beam)
+    for name, rule in exponents.items():
+        arr = np.asarray(getattr(beam, name), dtype=float)
+        sym = np.zeros(arr.shape, dtype=object)
+        sym[...] = 0.0
+        for idx in zip(*np.nonzero(arr)):
+            term, value = monomial(rule(*idx))
+            sym[idx] = (arr[idx] / value) * term
+        setattr(out, name, sym)
+    return out
+
+
 def symbolic_model(robot, tape):
     """(model with tracer constants, {name: value}, notes)."""
     model = copy.copy(build(robot))
@@ -113,17 +225,9 @@ def symbolic_model(robot, tape):
         if lk.viscous or lk.coulomb:
             notes.append(f"link {i + 1}: joint friction kept numeric")
         if lk.beam is not None and not lk.beam.sliding:
-            b = copy.copy(lk.beam)
-            t = f"L{i + 1}"
-            b.C0 = P.tensor(f"C0{t}", b.C0, perm=(1, 0))
-            b.Ck = P.tensor(f"Ck{t}", b.Ck)
-            b.Ckl = P.tensor(f"Ckl{t}", b.Ckl, perm=(1, 0, 3, 2))
-            b.Dk = P.tensor(f"Dk{t}", b.Dk)
-            b.K = P.tensor(f"K{t}", b.K, perm=(1, 0))
-            b.Cd = P.tensor(f"Cd{t}", b.Cd, perm=(1, 0))
-            lk.beam = b
+            lk.beam = _symbolic_beam(lk.beam, link, i, P)
         elif lk.beam is not None:
-            notes.append(f"link {i + 1}: sliding beam constants kept numeric")
+            lk.beam = _symbolic_sliding_beam(lk.beam, link, i, P)
         links.append(lk)
     model.links = links
     model.gravity = np.array([P.sym(n, g) for n, g in zip(("gx", "gy", "gz"), robot.gravity)] + [None], dtype=object)[:-1]
