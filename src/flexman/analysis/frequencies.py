@@ -7,18 +7,20 @@ from scipy.linalg import eigh
 STEP = 1e-30
 
 
-def stiffness(robot, q):
-    """d b / d q at rest (gravity gradient + elastic stiffness), by complex-step differentiation."""
+def stiffness(robot, q, gravity=True):
+    """d b / d q at rest (gravity gradient + elastic stiffness; elastic only with
+    gravity=False), by complex-step differentiation; q (nq,) or batched (..., nq)."""
     from ..dynamics import lagrange4
 
     q = np.asarray(q, dtype=float)
-    n = len(q)
+    n = q.shape[-1]
     zero = np.zeros(n)
-    out = np.zeros((n, n))
+    out = np.zeros(q.shape + (n,))
     for k in range(n):
         qc = q.astype(complex)
-        qc[k] += 1j * STEP
-        out[:, k] = lagrange4.inverse_dynamics(robot._model, qc, zero, zero, friction=False).imag / STEP
+        qc[..., k] += 1j * STEP
+        tau = lagrange4.inverse_dynamics(robot._model, qc, zero, zero, gravity=gravity, friction=False)
+        out[..., :, k] = tau.imag / STEP
     return out
 
 

@@ -17,30 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-STEP = 1e-30  # complex step
+from .frequencies import stiffness
+
 ABS_FLOOR = 1e-14  # absolute step below which an (almost) undeflected sample counts as converged
-
-
-def elastic_stiffness(robot, q_r):
-    """Elastic stiffness K_ff (..., nf, nf) at joint positions q_r (..., n_joints).
-
-    Depends on q_r only through sliding (prismatic) beams, whose outside length changes. By
-    complex-step differentiation of the flexible rows at rest without gravity, batched."""
-    from ..dynamics import lagrange4
-
-    q_r = np.asarray(q_r, dtype=float)
-    batch = q_r.shape[:-1]
-    F = robot.flex_index
-    q = np.zeros(batch + (robot.nq,), dtype=complex)
-    q[..., robot.joint_index] = q_r
-    zero = np.zeros(robot.nq)
-    K = np.empty(batch + (robot.nf, robot.nf))
-    for k in range(robot.nf):
-        qc = q.copy()
-        qc[..., F.start + k] += 1j * STEP
-        r = lagrange4.inverse_dynamics(robot._model, qc, zero, zero, gravity=False, friction=False)
-        K[..., :, k] = r[..., F].imag / STEP
-    return K
 
 
 def quasi_static_deflection(robot, q_r, qd_r=None, qdd_r=None, iterations=50, tol=1e-10):
@@ -70,7 +49,7 @@ def quasi_static_deflection(robot, q_r, qd_r=None, qdd_r=None, iterations=50, to
     qdd = np.zeros((N, robot.nq))
     q[:, J], qd[:, J], qdd[:, J] = q_r, qd_r, qdd_r
 
-    K = elastic_stiffness(robot, q_r)
+    K = stiffness(robot, q, gravity=False)[:, F, F]  # q_r-dependent only for sliding beams
     for _ in range(iterations):
         residual = robot.inverse_dynamics(q, qd, qdd)[:, F]
         try:
