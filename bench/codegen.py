@@ -83,6 +83,21 @@ def per_call(f, reps=20000, repeat=5):
     return best
 
 
+REPS, ROUNDS = 100_000, 7
+
+
+def interleaved(funcs, reps=REPS, rounds=ROUNDS):
+    """{label: {key: best-of-``rounds`` mean time of one call (seconds)}} of ``funcs`` (same
+    nesting, callables); the rounds visit every callable in turn, so that a load change on
+    the machine hits all of them alike."""
+    best = {label: dict.fromkeys(fs, np.inf) for label, fs in funcs.items()}
+    for _ in range(rounds):
+        for label, fs in funcs.items():
+            for k, f in fs.items():
+                best[label][k] = min(best[label][k], per_call(f, reps, repeat=1))
+    return best
+
+
 def once(f, repeat=5):
     """Best-of-``repeat`` wall time of ``f()`` (seconds)."""
     best = np.inf
@@ -112,27 +127,19 @@ def timing(robot, n_batch=100_000):
     ref = robot.inverse_dynamics(Q, QD, QDD)
     assert np.allclose(fast.inverse_dynamics(Q, QD, QDD), ref, rtol=1e-10, atol=1e-10)
     assert np.allclose(fast.inverse_dynamics(q, qd, qdd), ref[0], rtol=1e-10, atol=1e-10)
-    ext = fast.ext
 
-    print("\n== single call from Python, one state (microseconds, best of 5 x 20000) ==")
-    single = {}
-    calls = {"ID": (lambda m: m.inverse_dynamics(q, qd, qdd)), "M": (lambda m: m.mass_matrix(q)),
-             "FD": (lambda m: m.forward_dynamics(q, qd, qdd))}
-    rows = []
-    for label, model in (("flexman extension", fast), ("flexman ctypes", slow)):
-        single[label] = {k: per_call(lambda: c(model)) for k, c in calls.items()}
-        rows.append((label,) + tuple(us(single[label][k]) for k in calls))
-    if ext is not None:
-        out, outM = np.empty(n), np.empty((n, n))
-        single["flexman ext, out="] = {"ID": per_call(lambda: ext.inverse_dynamics(q, qd, qdd, out)),
-                                       "M": per_call(lambda: ext.mass_matrix(q, outM)),
-                                       "FD": per_call(lambda: ext.forward_dynamics(q, qd, qdd, out))}
-        rows.append(("flexman ext, out= (module)",) + tuple(us(v) for v in single["flexman ext, out="].values()))
     try:
         import pinocchio as pin
     except ImportError:
         pin = None
         print("pinocchio not importable: Pinocchio rows skipped")
+    out, outM = np.empty(n), np.empty((n, n))
+    funcs = {label: {"ID": lambda m=m: m.inverse_dynamics(q, qd, qdd), "M": lambda m=m: m.mass_matrix(q),
+                     "FD": lambda m=m: m.forward_dynamics(q, qd, qdd)}
+             for label, m in (("flexman extension", fast), ("flexman ctypes", slow))}
+    funcs["flexman extension, out="] = {"ID": lambda: fast.inverse_dynamics(q, qd, qdd, out=out),
+                                        "M": lambda: fast.mass_matrix(q, out=outM),
+                                        "FD": lambda: fast.forward_dynamics(q, qd, qdd, out=out)}
     if pin is not None:
         model = pinocchio_model(robot)
         data = model.createData()
@@ -140,16 +147,16 @@ def timing(robot, n_batch=100_000):
         M_pin = np.triu(M_pin) + np.triu(M_pin, 1).T
         print("check vs Pinocchio: ID", f"{np.abs(pin.rnea(model, data, q, qd, qdd) - ref[0]).max():.1e}",
               " M", f"{np.abs(M_pin - robot.mass_matrix(q)).max():.1e}")
-        single["Pinocchio"] = {"ID": per_call(lambda: pin.rnea(model, data, q, qd, qdd)),
-                               "M": per_call(lambda: pin.crba(model, data, q)),
-                               "FD": per_call(lambda: pin.aba(model, data, q, qd, qdd))}
-        rows.append(("Pinocchio rnea / crba / aba",) + tuple(us(v) for v in single["Pinocchio"].values()))
-    table(rows, ("", "ID", "M", "FD"))
+        funcs["Pinocchio rnea / crba / aba"] = {"ID": lambda: pin.rnea(model, data, q, qd, qdd),
+                                                "M": lambda: pin.crba(model, data, q),
+                                                "FD": lambda: pin.aba(model, data, q, qd, qdd)}
+    print(f"\n== single call from Python, one state (microseconds, best of {ROUNDS} interleaved rounds x {REPS}) ==")
+    single = interleaved(funcs)
+    table([(label,) + tuple(us(t) for t in times.values()) for label, times in single.items()], ("", "ID", "M", "FD"))
     if pin is not None:
-        for label in single:
-            if label != "Pinocchio":
-                print(f"ratio {label} / Pinocchio: " + ", ".join(
-                    f"{k} {single[label][k] / single['Pinocchio'][k]:.2f}" for k in calls))
+        pin_t = single.pop("Pinocchio rnea / crba / aba")
+        for label, times in single.items():
+            print(f"ratio {label} / Pinocchio: " + ", ".join(f"{k} {times[k] / pin_t[k]:.2f}" for k in times))
 
     print(f"\n== batched, {n_batch} states (microseconds per state, best of 5) ==")
     rows = []

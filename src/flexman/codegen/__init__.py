@@ -2,10 +2,12 @@
 
 * :func:`compile_eom` (``eom.compile("c" | "numpy")``): an object with the numeric API of
   ``Robot`` (mass_matrix, bias_forces, inverse_dynamics, forward_dynamics; leading batch
-  dimensions), backed by compiled C or by generated, vectorized NumPy code. The C library is
-  also a CPython extension module (:mod:`.pyext`) used for single states (about as cheap to
-  call as a pybind11 function); batches go through ctypes to a loop inside C. Without Python
-  headers (or with ``FLEXMAN_NO_EXT=1`` / ``compile("c", ext=False)``) everything uses ctypes;
+  dimensions; ``out=`` to write into a given array), backed by compiled C or by generated,
+  vectorized NumPy code. The C library is also a CPython extension module (:mod:`.pyext`)
+  whose functions are the model's methods: one float64 state runs in C straight from the
+  call (cheaper than a pybind11 function), anything else (batches go through ctypes to a
+  loop inside C) in Python. Without Python or NumPy headers (or with ``FLEXMAN_NO_EXT=1`` /
+  ``compile("c", ext=False)``) everything uses ctypes;
 * :func:`export` (``eom.export(lang, path)``): source files in C, Fortran, Python, MATLAB, Julia;
 * :func:`program`: a stand-alone C simulator (RK4) reading its inputs from a text file.
 """
@@ -103,11 +105,10 @@ class CompiledModel:
         self._funcs = funcs
         self._out_shape = {w: tuple(next(iter(p.outputs.values()))[0]) for w, p in self._progs.items()}
         self.ext = ext  # the extension module (single-state fast path) or None
-        self._p = self._params if len(self._params) else None
-        self._x_M = self._x_b = self._x_id = self._x_fd = None
-        if ext is not None:
-            self._x_M, self._x_b = ext.mass_matrix, ext.bias_forces
-            self._x_id, self._x_fd = ext.inverse_dynamics, ext.forward_dynamics
+        if ext is not None:  # C functions shadowing the methods: one float64 state runs in C, else the method
+            p = self._params if len(self._params) else None
+            for w in WHATS:
+                setattr(self, w, ext.bind(w, getattr(self, w), p))
 
     @property
     def params(self):
@@ -117,7 +118,9 @@ class CompiledModel:
     def params(self, values):
         self._params[:] = values  # in place: the compiled code keeps reading this buffer
 
-    def _run(self, what, **arrays):
+    def _run(self, what, out, **arrays):
+        """The general path: any batch shape (broadcast), any array-like input; ``out`` (optional)
+        an array of the result's shape to write into."""
         prog = self._progs[what]
         groups = [g for g in prog.inputs if prog.inputs[g]]
         arrays = {g: np.asarray(a, dtype=np.float64) for g, a in arrays.items()}
@@ -125,7 +128,7 @@ class CompiledModel:
             if a.shape[-1:] != (len(prog.inputs[g]),):
                 raise ValueError(f"{g}: expected last dimension {len(prog.inputs[g])}, got shape {a.shape}")
         if self.backend == "numpy":
-            return self._funcs[what](*[arrays[g] if g != "p" else self.params for g in groups])[0]
+            return _into(out, self._funcs[what](*[arrays[g] if g != "p" else self.params for g in groups])[0])
         shapes = {a.shape[:-1] for a in arrays.values()}
         batch = shapes.pop() if len(shapes) == 1 else np.broadcast_shapes(*(a.shape[:-1] for a in arrays.values()))
         n = 1
@@ -140,34 +143,30 @@ class CompiledModel:
             a = np.ascontiguousarray(a)
             keep.append(a)
             args.append(a.ctypes.data)
-        shape = self._out_shape[what]
-        out = np.empty(batch + shape)
-        args.append(out.ctypes.data)
+        shape = batch + self._out_shape[what]
+        direct = out is not None and _check_out(out, shape).dtype == np.float64 and out.flags.c_contiguous
+        res = out if direct else np.empty(shape)
+        args.append(res.ctypes.data)
         self._funcs[what](*args)
-        return out
+        return _into(out, res)
 
-    # single float64 states go straight to the extension; anything else (batches, lists,
-    # other dtypes, wrong shapes) makes it raise and takes the general path below
-    def _call(self, what, ext_fn, **arrays):
-        """One state through the extension when it accepts the arguments, else the general path."""
-        if ext_fn is not None:
-            try:
-                return ext_fn(*arrays.values(), None, self._p)
-            except (TypeError, ValueError):
-                pass
-        return self._run(what, **arrays)
+    # With the extension, CompiledModel.__init__ shadows these by C functions of the same
+    # signature that handle one float64 state and call these for anything else.
+    def mass_matrix(self, q, out=None):
+        """M(q), shape (..., nq, nq); ``out``: optional array to write it into (returned)."""
+        return self._run("mass_matrix", out, q=q)
 
-    def mass_matrix(self, q):
-        return self._call("mass_matrix", self._x_M, q=q)
+    def bias_forces(self, q, qd, out=None):
+        """b(q, qd), shape (..., nq): M qdd + b = S tau; ``out`` as for mass_matrix."""
+        return self._run("bias_forces", out, q=q, qd=qd)
 
-    def bias_forces(self, q, qd):
-        return self._call("bias_forces", self._x_b, q=q, qd=qd)
+    def inverse_dynamics(self, q, qd, qdd, out=None):
+        """Joint forces tau (..., n_joints) for the accelerations qdd; ``out`` as for mass_matrix."""
+        return self._run("inverse_dynamics", out, q=q, qd=qd, qdd=qdd)
 
-    def inverse_dynamics(self, q, qd, qdd):
-        return self._call("inverse_dynamics", self._x_id, q=q, qd=qd, qdd=qdd)
-
-    def forward_dynamics(self, q, qd, tau):
-        return self._call("forward_dynamics", self._x_fd, q=q, qd=qd, tau=tau)
+    def forward_dynamics(self, q, qd, tau, out=None):
+        """Accelerations qdd (..., nq) under the joint forces tau; ``out`` as for mass_matrix."""
+        return self._run("forward_dynamics", out, q=q, qd=qd, tau=tau)
 
     def __getattr__(self, name):
         if name.startswith("_") or name == "robot":
@@ -177,6 +176,23 @@ class CompiledModel:
     def __repr__(self):
         ext = ", extension" if self.ext is not None else ""
         return f"<CompiledModel nq={self.nq} backend={self.backend}{ext}>"
+
+
+def _check_out(out, shape):
+    """``out`` when it is a writable array of ``shape``, else a TypeError / ValueError."""
+    if not isinstance(out, np.ndarray) or not out.flags.writeable:
+        raise TypeError(f"out must be a writable NumPy array, got {type(out).__name__}")
+    if out.shape != shape:
+        raise ValueError(f"out: expected shape {shape}, got {out.shape}")
+    return out
+
+
+def _into(out, res):
+    """``res``, or ``out`` holding it."""
+    if out is None or out is res:
+        return res
+    _check_out(out, res.shape)[...] = res
+    return out
 
 
 _warned = []

@@ -17,6 +17,8 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
+import numpy
+
 CFLAGS = ["-O2", "-shared", "-fPIC"]
 
 
@@ -45,16 +47,27 @@ def python_include() -> Path:
     return inc
 
 
+def numpy_include() -> Path:
+    """Folder holding numpy/arrayobject.h (RuntimeError when NumPy ships no headers)."""
+    inc = Path(numpy.get_include())
+    if not (inc / "numpy" / "arrayobject.h").exists():
+        raise RuntimeError(f"numpy/arrayobject.h not found in {inc}")
+    return inc
+
+
 def build_shared(source: str, flags=None, extension=False) -> Path:
     """Path of the compiled library of ``source`` (compiling it if it is not cached).
 
-    ``extension=True``: a CPython extension module (Python headers, platform suffix)."""
+    ``extension=True``: a CPython extension module (Python and NumPy headers, platform
+    suffix; the NumPy version is part of the cache key)."""
     cmd = [compiler()] + list(flags or CFLAGS)
     suffix = ".so"
+    tag = ""
     if extension:
-        cmd.append(f"-I{python_include()}")
+        cmd += [f"-I{python_include()}", f"-I{numpy_include()}"]
         suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    key = hashlib.sha256(("\0".join(cmd) + "\0" + source).encode()).hexdigest()[:24]
+        tag = "numpy " + numpy.__version__
+    key = hashlib.sha256(("\0".join(cmd + [tag]) + "\0" + source).encode()).hexdigest()[:24]
     lib = cache_dir() / f"fm_{key}{suffix}"
     if lib.exists():
         return lib
