@@ -1,7 +1,11 @@
 """The CPython extension built next to the compiled C model: same numbers as ctypes and NumPy,
-one-line argument errors, parameters, and the ctypes fallback (FLEXMAN_NO_EXT, failed build)."""
+one-line argument errors, parameters, the ctypes fallback (FLEXMAN_NO_EXT, failed build), and
+``out=`` on every function (extension fast path, ctypes, NumPy; one state and batches), the C
+methods' fallback to the general path, fresh results."""
+import gc
 import shutil
 import warnings
+import weakref
 
 import numpy as np
 import pytest
@@ -133,3 +137,106 @@ def test_fallback_when_extension_cannot_be_built(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # said once per process
         fm.derive(planar_2r(m1=1.9)[0]).compile("c")
+
+
+# ----- out= and the methods bound to the extension's C functions ----------------------------
+@pytest.fixture(scope="module")
+def arm():
+    rng = np.random.default_rng(3)
+    robot = random_rigid(rng, 4)
+    eom = fm.derive(robot, formulation="denoc")
+    fast = eom.compile("c")
+    assert fast.ext is not None, "extension not built"
+    return robot, {"extension": fast, "ctypes": eom.compile("c", ext=False), "numpy": eom.compile("numpy")}
+
+
+@pytest.mark.parametrize("kind", ["extension", "ctypes", "numpy"])
+@pytest.mark.parametrize("batch", [(), (3,), (2, 3)])
+def test_out_is_filled_and_returned(arm, kind, batch):
+    robot, models = arm
+    model = models[kind]
+    q, qd, qdd, tau = state(np.random.default_rng(len(batch)), robot, batch)
+    for w in WHATS:
+        a = args_of(w, q, qd, qdd, tau)
+        ref = getattr(robot, w)(*a)
+        x = getattr(model, w)(*a)
+        assert type(x) is np.ndarray and x.dtype == np.float64 and x.shape == ref.shape
+        assert rel(x, ref) < 1e-9
+        assert getattr(model, w)(*a) is not x  # a fresh array each call
+        for order in ("C", "F"):  # F: not C-contiguous (when 2-D), copied in
+            out = np.full(ref.shape, np.nan, order=order)
+            assert getattr(model, w)(*a, out=out) is out
+            assert np.array_equal(out, x)
+            out[...] = np.nan
+            assert getattr(model, w)(*a, out) is out  # positional
+            assert np.array_equal(out, x)
+        out = np.zeros(ref.shape, dtype=np.float32)  # other dtype: cast in
+        assert getattr(model, w)(*a, out=out) is out and rel(out, ref) < 1e-6
+
+
+@pytest.mark.parametrize("kind", ["extension", "ctypes", "numpy"])
+def test_bad_out_raises(arm, kind):
+    robot, models = arm
+    model = models[kind]
+    q = np.zeros(robot.nq)
+    with pytest.raises(ValueError, match=r"out: expected shape \(4, 4\), got \(4, 3\)"):
+        model.mass_matrix(q, out=np.empty((4, 3)))
+    with pytest.raises(ValueError, match=r"out: expected shape \(2, 4\)"):
+        model.bias_forces(np.zeros((2, robot.nq)), q, out=np.empty(4))
+    ro = np.empty((4, 4))
+    ro.flags.writeable = False
+    with pytest.raises(TypeError, match="out must be a writable NumPy array"):
+        model.mass_matrix(q, out=ro)
+    with pytest.raises(TypeError, match="out must be a writable NumPy array, got list"):
+        model.mass_matrix(q, out=[[0.0] * 4] * 4)
+    with pytest.raises(TypeError):
+        model.mass_matrix(q, bad=1)
+    with pytest.raises(TypeError):
+        model.inverse_dynamics(q, q)
+
+
+def test_extension_methods_fall_back_to_the_general_path(arm):
+    robot, models = arm
+    fast, slow = models["extension"], models["ctypes"]
+    assert type(fast.mass_matrix).__name__ == "builtin_function_or_method"
+    rng = np.random.default_rng(5)
+    q, qd, qdd, _ = state(rng, robot, (5,))
+    ref = slow.inverse_dynamics(q, qd, qdd)
+    cases = [((q, qd, qdd), {}), ((q[0], qd, qdd), {}),  # batch, broadcast q
+             ((list(q[1]), qd[1], qdd[1]), {}), ((q[1].astype(np.float32), qd[1], qdd[1]), {}),
+             ((np.stack([q[1]] * 2, axis=1)[:, 0], qd[1], qdd[1]), {}),  # strided
+             ((q[1].astype(">f8"), qd[1], qdd[1]), {}),  # byte-swapped
+             ((), {"q": q[1], "qd": qd[1], "qdd": qdd[1]})]  # keywords
+    for args, kwargs in cases:
+        x = fast.inverse_dynamics(*args, **kwargs)
+        want = slow.inverse_dynamics(*args, **kwargs)
+        assert x.shape == want.shape and rel(x, want) < 1e-12
+    assert rel(fast.inverse_dynamics(q, qd, qdd), ref) < 1e-12
+
+
+def test_symbolic_parameters_reach_the_bound_methods():
+    robot, _ = planar_2r()
+    fast = fm.derive(robot, formulation="book", parameters="symbolic").compile("c")
+    heavier, _ = planar_2r(m1=2.0, m2=1.6, l2=0.9)
+    q, qd = np.array([0.3, -0.4]), np.array([0.5, 0.2])
+    out = np.empty((2, 2))
+    assert rel(fast.mass_matrix(q, out=out), robot.mass_matrix(q)) < 1e-12
+    fast.params = list(fm.derive(heavier, formulation="book", parameters="symbolic").param_values.values())
+    assert rel(fast.mass_matrix(q), heavier.mass_matrix(q)) < 1e-12
+    assert rel(fast.bias_forces(q, qd, out=np.empty(2)), heavier.bias_forces(q, qd)) < 1e-12
+    assert rel(fast.bias_forces(np.stack([q, q]), qd)[1], heavier.bias_forces(q, qd)) < 1e-12
+
+
+def test_bind_checks_its_arguments_and_models_are_freed(arm):
+    _, models = arm
+    ext = models["extension"].ext
+    with pytest.raises(ValueError, match="no function nope"):
+        ext.bind("nope", print, None)
+    with pytest.raises(ValueError, match="p must be a C-contiguous float64 array"):
+        ext.bind("mass_matrix", print, np.zeros(3))
+    robot, _ = planar_2r(m1=1.1)
+    model = fm.derive(robot).compile("c")
+    ref = weakref.ref(model)
+    del model
+    gc.collect()
+    assert ref() is None
