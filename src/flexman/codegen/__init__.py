@@ -14,10 +14,12 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import re
 import warnings
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -107,8 +109,9 @@ class CompiledModel:
         self.ext = ext  # the extension module (single-state fast path) or None
         if ext is not None:  # C functions shadowing the methods: one float64 state runs in C, else the method
             p = self._params if len(self._params) else None
+            me = weakref.proxy(self)  # no reference cycle: the model is freed as soon as it is unused
             for w in WHATS:
-                setattr(self, w, ext.bind(w, getattr(self, w), p))
+                setattr(self, w, ext.bind(w, functools.partial(getattr(CompiledModel, w), me), p))
 
     @property
     def params(self):
