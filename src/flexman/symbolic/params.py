@@ -169,17 +169,12 @@ def _sliding_exponents(beam):
     return {"C0": c0, "Aax": mass, "A4": mass, "Bc": mass, "Kbar": stiff, "K": stiff, "Cd": damp}
 
 
-def _symbolic_sliding_beam(beam, link, i, P):
-    return _symbolic_beam(beam, link, i, P, _sliding_exponents(beam))
-
-
-def _symbolic_beam(beam, link, i, P, exponents=None):
-    """Copy of a RevoluteBeam whose tensors are numbers times monomials in the beam's named
+def _symbolic_beam(beam, link, i, P, exponents):
+    """Copy of a beam (revolute or sliding) whose tensors are numbers times monomials in its named
     physical properties."""
     lb = link.beam
     values = {"rhoA": lb.mass_per_length, "lb": lb.length, "EIy": lb.EI[0], "EIz": lb.EI[1], "GJ": lb.GJ,
               "Jp": lb.polar_inertia_per_length, "zeta": lb.damping}
-    exponents = exponents or _beam_exponents(beam, link)
     memo = {}
 
     def monomial(powers):
@@ -225,9 +220,9 @@ def symbolic_model(robot, tape):
         if lk.viscous or lk.coulomb:
             notes.append(f"link {i + 1}: joint friction kept numeric")
         if lk.beam is not None and not lk.beam.sliding:
-            lk.beam = _symbolic_beam(lk.beam, link, i, P)
+            lk.beam = _symbolic_beam(lk.beam, link, i, P, _beam_exponents(lk.beam, link))
         elif lk.beam is not None:
-            lk.beam = _symbolic_sliding_beam(lk.beam, link, i, P)
+            lk.beam = _symbolic_beam(lk.beam, link, i, P, _sliding_exponents(lk.beam))
         links.append(lk)
     model.links = links
     model.gravity = np.array([P.sym(n, g) for n, g in zip(("gx", "gy", "gz"), robot.gravity)] + [None], dtype=object)[:-1]

@@ -107,40 +107,22 @@ class Tracer:
         box[()] = self
         return box[key]
 
-    # arithmetic ----------------------------------------------------------------------
-    def __add__(self, other):
-        if isinstance(other, np.ndarray):  # let NumPy broadcast over the array
-            return NotImplemented
-        return add(self, other)
+    # arithmetic (an ndarray operand is left to NumPy, which broadcasts over it; the lambdas
+    # defer to the module functions below) --------------------------------------------
+    def _binary(fn, reflected=False):
+        def op(self, other):
+            if isinstance(other, np.ndarray):
+                return NotImplemented
+            return fn(other, self) if reflected else fn(self, other)
+        return op
 
-    __radd__ = __add__
-
-    def __sub__(self, other):
-        if isinstance(other, np.ndarray):  # let NumPy broadcast over the array
-            return NotImplemented
-        return add(self, neg(other))
-
-    def __rsub__(self, other):
-        if isinstance(other, np.ndarray):  # let NumPy broadcast over the array
-            return NotImplemented
-        return add(other, neg(self))
-
-    def __mul__(self, other):
-        if isinstance(other, np.ndarray):  # let NumPy broadcast over the array
-            return NotImplemented
-        return mul(self, other)
-
-    __rmul__ = __mul__
-
-    def __truediv__(self, other):
-        if isinstance(other, np.ndarray):  # let NumPy broadcast over the array
-            return NotImplemented
-        return div(self, other)
-
-    def __rtruediv__(self, other):
-        if isinstance(other, np.ndarray):  # let NumPy broadcast over the array
-            return NotImplemented
-        return div(other, self)
+    __add__ = __radd__ = _binary(lambda a, b: add(a, b))
+    __sub__ = _binary(lambda a, b: add(a, neg(b)))
+    __rsub__ = _binary(lambda a, b: add(a, neg(b)), reflected=True)
+    __mul__ = __rmul__ = _binary(lambda a, b: mul(a, b))
+    __truediv__ = _binary(lambda a, b: div(a, b))
+    __rtruediv__ = _binary(lambda a, b: div(a, b), reflected=True)
+    del _binary
 
     def __neg__(self):
         return Tracer(self.tape, self.idx, not self.neg)
