@@ -36,9 +36,11 @@ NEEDS = {"mass_matrix": {"M"}, "bias_forces": {"b"}, "inverse_dynamics": {"tau"}
 
 
 def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", "tau", "qdd"), external=None,
-           truncate=None):
+           truncate=None, zero_q1=False):
     """Trace the requested terms into a fresh tape: (tape, inputs, values, param values, notes).
-    ``truncate=k`` (Book's recursion only): the M output keeps its terms of degree <= k in q_f."""
+    ``truncate=k`` (Book's recursion only): the M output keeps its terms of degree <= k in q_f.
+    ``zero_q1``: trace with q1 = 0, i.e. in link 1's frame (right for M only: M does not depend
+    on q1, which moves the whole arm rigidly; the program keeps q1 as an unused input)."""
     if formulation not in FORMULATIONS:
         raise ValueError(f"formulation: unknown {formulation!r}; use one of {', '.join(FORMULATIONS)}")
     if truncate is not None and (formulation != "book" or int(truncate) != truncate or truncate < 0):
@@ -47,7 +49,11 @@ def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", 
         raise ValueError("parameters: use 'numeric' or 'symbolic'")
     need = set(need) | ({"M", "b"} if "qdd" in need else set())
     tape = Tape(fold=fold, cse=cse)
-    x = tr.coordinate_inputs(tape, robot.nq, robot.n_joints)
+    x_inputs = tr.coordinate_inputs(tape, robot.nq, robot.n_joints)
+    x = x_inputs
+    if zero_q1:
+        x = dict(x_inputs, q=x_inputs["q"].copy())
+        x["q"][0] = 0.0
     notes = []
     if parameters == "symbolic":
         from .params import symbolic_model
@@ -98,17 +104,17 @@ def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", 
     values = {k: v for k, v in (("M", M_out), ("b", b), ("tau", tau)) if k in need}
     if "qdd" in need:
         values["qdd"] = tr.forward_terms(M, b, x["tau"], robot.n_joints)
-    x["p"] = np.array([tape.input(n) for n in pvals] + [None], dtype=object)[:-1]
-    return tape, x, values, pvals, notes
+    x_inputs["p"] = np.array([tape.input(n) for n in pvals] + [None], dtype=object)[:-1]
+    return tape, x_inputs, values, pvals, notes
 
 
 class EOM:
     """Symbolic equations of motion of ``robot``; see the module docstring."""
 
     def __init__(self, robot, formulation="newton_euler", parameters="numeric", fold=True, cse=True, external=None,
-                 truncate=None):
+                 truncate=None, reduce_mass_matrix=True):
         self.robot, self.formulation, self.parameters = robot, formulation, parameters
-        self.options = dict(fold=fold, cse=cse, external=external)
+        self.options = dict(fold=fold, cse=cse, external=external, reduce_mass_matrix=reduce_mass_matrix)
         if truncate is not None:
             self.options["truncate"] = truncate
         self.tape, self._x, self._values, self.param_values, self.notes = _trace(
@@ -129,7 +135,11 @@ class EOM:
         if what not in LAYOUT:
             raise ValueError(f"what: unknown {what!r}; use one of {', '.join(WHATS)}")
         if what not in self._programs:
-            self._programs[what] = _program(self.tape, self._x, self._values, what, self.robot)
+            if what == "mass_matrix" and self.options["reduce_mass_matrix"]:
+                program = self._reduced_mass_matrix()[2]
+            else:
+                program = _program(self.tape, self._x, self._values, what, self.robot)
+            self._programs[what] = program
         return self._programs[what]
 
     def op_count(self, what="inverse_dynamics") -> dict:
@@ -139,7 +149,9 @@ class EOM:
     def passes(self, what="inverse_dynamics") -> list:
         """Operation counts after each simplification pass, each measured on its own trace:
         [(pass, counts)] for the raw trace, + folding at creation, + sharing of repeated
-        instructions (hash-consing), + dead-code elimination."""
+        instructions (hash-consing), + dead-code elimination; for the mass matrix also + M traced
+        in link 1's frame (q1 = 0) and + the polynomial normal form (flexman.symbolic.polynomial),
+        each kept only where it lowers the count (``reduce_mass_matrix=False`` turns both off)."""
         out = []
         for label, fold, cse in (("raw trace", False, False), ("+ constant folding (0, +-1, numbers)", True, False),
                                  ("+ repeated-subexpression sharing", True, True)):
@@ -147,8 +159,27 @@ class EOM:
             tape, x, values, _, _ = _trace(self.robot, self.formulation, self.parameters, fold, cse, need,
                                            external=self.options["external"], truncate=self.options.get("truncate"))
             out.append((label, tape.count()))
-        out.append(("+ dead-code elimination", _program(tape, x, values, what, self.robot).op_count()))
+        program = _program(tape, x, values, what, self.robot)
+        out.append(("+ dead-code elimination", program.op_count()))
+        if what == "mass_matrix" and self.options["reduce_mass_matrix"]:
+            _, frame1, poly = self._reduced_mass_matrix()
+            out.append(("+ traced in link 1's frame (q1 = 0), if fewer", frame1.op_count()))
+            out.append(("+ polynomial normal form (sin^2 = 1 - cos^2, like terms, roundoff zeros), if fewer",
+                        poly.op_count()))
         return out
+
+    def _reduced_mass_matrix(self):
+        """(M traced alone, the cheaper of it and M traced with q1 = 0, the cheapest after
+        also the polynomial normal form): a step keeps its input where it does not lower the
+        count."""
+        o = self.options
+        programs = []
+        for zero_q1 in (False, True):
+            tape, x, values, _, _ = _trace(self.robot, self.formulation, self.parameters, o["fold"], o["cse"], ("M",),
+                                           external=o["external"], truncate=o.get("truncate"), zero_q1=zero_q1)
+            programs.append(_program(tape, x, values, "mass_matrix", self.robot))
+        frame1 = min(programs, key=_total)
+        return programs[0], frame1, _polynomial(frame1)
 
     # ----- SymPy and text ---------------------------------------------------------------
     @property
@@ -223,6 +254,18 @@ def _program(tape, x, values, what, robot):
     for g in ins:
         inputs[g] = [tape.ops[v.idx][1][0] for v in x[g]]
     return Program.from_tape(what, tape, inputs, {g: values[g] for g in outs}, doc={g: DOC[g] for g in outs})
+
+
+def _total(program) -> int:
+    return sum(program.op_count().values())
+
+
+def _polynomial(program):
+    """The cheapest of ``program`` and its rewritings through the polynomial normal form
+    (:func:`polynomial.reduce`)."""
+    from .polynomial import reduce
+
+    return reduce(program)
 
 
 def derive(robot, formulation="newton_euler", parameters="numeric", **options) -> EOM:

@@ -29,7 +29,7 @@ def potential(model, q):
 
 def lagrange_terms(robot, model, x, notes):
     q, qd = x["q"], x["qd"]
-    tape = q[0].tape
+    tape = qd[0].tape
     nq = q.shape[-1]
     pairs = [(k, l) for k in range(nq) for l in range(k, nq)]
     V = np.zeros((len(pairs), nq))

@@ -157,27 +157,6 @@ def formulations(robot) -> tuple:
     return ("book",) if sliding else ("book", "lagrange")
 
 
-def frame1_program(robot):
-    """Mass-matrix program traced with q1 = 0, i.e. in link 1's frame instead of the base frame.
-
-    M never depends on the first joint variable (it moves the whole arm rigidly relative to
-    the inertial base), but the 4x4 recursion works in the base frame, so cos q1 and sin q1
-    enter every term and cancel only numerically. Tracing with q1 = 0 keeps the result
-    exact for every q and drops that work; ``derive`` does not do it (yet)."""
-    from ..dynamics.structure import build
-    from . import trace as tr
-    from .program import Program
-    from .tracer import Tape
-
-    tape = Tape()
-    x = tr.coordinate_inputs(tape, robot.nq, robot.n_joints)
-    q = x["q"].copy()
-    q[0] = 0.0
-    with np.errstate(all="ignore"):  # object arrays mixing floats and tracers
-        M, _, _ = tr.book_terms(build(robot), dict(x, q=q), need=("M",))
-    return Program.from_tape("mass_matrix", tape, {"q": [f"q{k + 1}" for k in range(robot.nq)]}, {"M": M})
-
-
 def run_program(program, q):
     """Evaluate a straight-line program at one state q (float vector): {group: array}."""
     import math
@@ -198,38 +177,47 @@ def run_program(program, q):
 TRUNCATE = (1, 0)  # orders of the truncated mass matrices in table2_rows
 
 
+def _count(robot, formulation, **options):
+    eom = derive_quiet(robot, formulation, **options)
+    return None if eom is None else eom.op_count("mass_matrix")
+
+
+def derive_quiet(robot, formulation, **options):
+    """derive(...), or None where the formulation fell back to Book's recursion."""
+    from . import derive
+
+    eom = derive(robot, formulation=formulation, parameters="numeric", **options)
+    return None if any("instead" in n for n in eom.notes) else eom
+
+
 def table2_rows(arms=ARMS, discretizations=DISCRETIZATIONS) -> list:
     """One dict per (arm, discretization, formulation): 004's inertia-matrix counts and ours.
 
-    ``ours_*``: ``derive(arm, formulation).op_count("mass_matrix")`` on the arm in standard DH
-    (004 eq. 1). ``frame1_*``: the fewest operations of the Book recursion traced in link 1's
-    frame (:func:`frame1_program`) over the two equivalent placements, standard and modified
-    DH (``frame1_dh`` says which); it is the same for every formulation of one arm.
+    ``traced_*``: the formulation's traced program as it is (``reduce_mass_matrix=False``),
+    standard DH. ``ours_*``: ``derive(arm, formulation).op_count("mass_matrix")`` (M also traced
+    in link 1's frame and put in polynomial normal form, the cheapest kept), the fewer over the
+    two equivalent placements, standard and modified DH (``ours_dh`` says which).
     ``trunc<k>_*`` (k = 1, 0): ``derive(arm, "book", truncate=k)``, M kept to degree k in the
-    flexible coordinates (small deflections; k = 0 is M at q_f = 0), also per arm."""
-    from . import derive
-
+    flexible coordinates (small deflections; k = 0 is M at q_f = 0), standard DH, one per arm."""
     rows = []
+    total = lambda c: c["mul"] + c["add"]
     for name in arms:
         for disc in discretizations:
             robot = arm(name, disc)
-            best = None
-            for dh in ("standard", "modified"):
-                c = frame1_program(arm(name, disc, dh)).op_count()
-                if best is None or c["mul"] + c["add"] < best[1]["mul"] + best[1]["add"]:
-                    best = (dh, c)
             pm, pa = PAPER[name, disc]
-            trunc = {k: derive(robot, formulation="book", truncate=k).op_count("mass_matrix") for k in TRUNCATE}
+            trunc = {k: _count(robot, "book", truncate=k) for k in TRUNCATE}
             for form in formulations(robot):
-                eom = derive(robot, formulation=form, parameters="numeric")
-                if any("instead" in n for n in eom.notes):  # fell back to Book's recursion
+                traced = _count(robot, form, reduce_mass_matrix=False)
+                if traced is None:
                     continue
-                ours = eom.op_count("mass_matrix")
+                best = min(((dh, _count(arm(name, disc, dh), form)) for dh in ("standard", "modified")),
+                           key=lambda t: total(t[1]))
                 rows.append({
                     "arm": name, "discretization": disc, "formulation": form, "nq": robot.nq,
                     "paper_mul": pm, "paper_add": pa,
-                    "ours_mul": ours["mul"], "ours_add": ours["add"], "ours_div": ours["div"], "ours_fn": ours["fn"],
-                    "frame1_mul": best[1]["mul"], "frame1_add": best[1]["add"], "frame1_dh": best[0],
+                    "traced_mul": traced["mul"], "traced_add": traced["add"],
+                    "ours_mul": best[1]["mul"], "ours_add": best[1]["add"], "ours_div": best[1]["div"],
+                    "ours_fn": best[1]["fn"], "ours_dh": best[0],
                     **{f"trunc{k}_{x}": trunc[k][x] for k in TRUNCATE for x in ("mul", "add")},
                     "source": SOURCE if name != "RR+payload" else "004 sec. 4.4 (RR with a payload)",
                 })

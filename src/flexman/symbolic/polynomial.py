@@ -1,0 +1,508 @@
+"""Polynomial normal form of a straight-line program, and its re-emission by factoring.
+
+Why: a traced recursion computes the right function with avoidable work. Products of rotation
+matrices leave ``cos^2 q + sin^2 q`` where 1 is meant, like terms are added in separate
+instructions, and terms that cancel exactly (a coefficient that is 0 in exact arithmetic)
+leave roundoff residues such as ``1e-18 * q8`` that no instruction-level pass can recognize.
+
+:func:`expand` runs a program on sparse polynomials instead of numbers. The variables
+("atoms") are ``cos q`` and ``sin q`` of the inputs that enter a sine or cosine, the other
+inputs, and for an input that appears in a denominator ``q + c`` (a sliding beam's outside
+length) the shifted input ``q + c`` itself, with negative powers allowed for everything but
+the trigonometric atoms. Every product is reduced with ``sin^2 = 1 - cos^2``, like terms are
+collected, and a coefficient is set to zero when it is below ``TOL`` times its roundoff bound
+(the sum of the magnitudes of the products that formed it): then the exact coefficient is 0,
+or so small that dropping it changes the output by less than ``TOL`` of those magnitudes.
+A program outside this class (square roots, divisions by sums, sines of sums) raises
+:class:`NotPolynomial` and is left as it is.
+
+:func:`emit` writes the polynomials back as straight-line code: each is split into a scalar, a
+common monomial and a normalized rest; the rest is emitted by Horner's rule on its most
+frequent atom, recursively, and a normalized polynomial that recurs (in any output, up to a
+constant factor) is computed once. Monomials are built from shared smaller ones.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import tracer as T
+from .program import Program
+from .tracer import Tape
+
+TOL = 1e-12  # a coefficient below TOL x its roundoff bound is zero
+MAX_TERMS = 20000  # a larger intermediate polynomial: the expansion is not worth it
+
+
+class NotPolynomial(ValueError):
+    """The program is not a Laurent polynomial in the atoms this module knows."""
+
+
+class _Shift(Exception):
+    """An input appears in a denominator ``a + b q``: restart with the atom ``q + a/b``."""
+
+    def __init__(self, name, offset):
+        self.name, self.offset = name, offset
+
+
+class Atoms:
+    """The atoms of one expansion: ``("cos", q)``, ``("sin", q)``, ``("var", q)`` or
+    ``("shift", q, c)`` (the value ``q + c``), numbered in order of appearance."""
+
+    def __init__(self, shifts):
+        self.shifts = dict(shifts)
+        self.list: list[tuple] = []
+        self.index: dict = {}
+        self.sin_of_cos: dict = {}  # index of cos q -> index of sin q
+
+    def get(self, key) -> int:
+        if key not in self.index:
+            self.index[key] = len(self.list)
+            self.list.append(key)
+        return self.index[key]
+
+    def trig_pairs(self):
+        pairs = {}
+        for k, key in enumerate(self.list):
+            if key[0] in ("cos", "sin"):
+                pairs.setdefault(key[1], {})[key[0]] = k
+        return [(p["cos"], p["sin"]) for p in pairs.values() if len(p) == 2]
+
+
+# ----- sparse polynomials: {monomial (tuple of exponents): (coefficient, bound)} ----------
+def _pad(m, n):
+    return m + (0,) * (n - len(m))
+
+
+def _mono_mul(a, b):
+    n = max(len(a), len(b))
+    a, b = _pad(a, n), _pad(b, n)
+    return tuple(x + y for x, y in zip(a, b))
+
+
+def _clean(m):
+    """Monomials compare without trailing zero exponents (atoms are added as they appear)."""
+    k = len(m)
+    while k and m[k - 1] == 0:
+        k -= 1
+    return m[:k]
+
+
+def _prune(p):
+    return {m: (c, b) for m, (c, b) in p.items() if abs(c) > TOL * b}
+
+
+def _const(c):
+    return {(): (float(c), abs(float(c)))} if c != 0.0 else {}
+
+
+def _add(p, q, sign=1.0):
+    out = dict(p)
+    for m, (c, b) in q.items():
+        if m in out:
+            c0, b0 = out[m]
+            out[m] = (c0 + sign * c, b0 + b)
+        else:
+            out[m] = (sign * c, b)
+    return _prune(out)
+
+
+def _scale(p, s):
+    return {m: (c * s, b * abs(s)) for m, (c, b) in p.items()}
+
+
+def _reduce_trig(m, pairs):
+    """sin^2 = 1 - cos^2 on one monomial: [(monomial, sign)] with every sin exponent < 2."""
+    for ic, is_ in pairs:
+        if len(m) > is_ and m[is_] >= 2:
+            lo = list(m)
+            lo[is_] -= 2
+            hi = list(lo)
+            hi.extend([0] * (ic + 1 - len(hi)))
+            hi[ic] += 2
+            return (_reduce_trig(_clean(tuple(lo)), pairs)
+                    + [(mm, -s) for mm, s in _reduce_trig(_clean(tuple(hi)), pairs)])
+    return [(m, 1.0)]
+
+
+def _mul(p, q, pairs):
+    if len(p) * len(q) > 50 * MAX_TERMS:
+        raise NotPolynomial("a product of two large polynomials: the expansion is not worth it")
+    out = {}
+    for m1, (c1, b1) in p.items():
+        for m2, (c2, b2) in q.items():
+            c, b = c1 * c2, b1 * b2
+            for m, s in _reduce_trig(_clean(_mono_mul(m1, m2)), pairs):
+                if m in out:
+                    c0, b0 = out[m]
+                    out[m] = (c0 + s * c, b0 + b)
+                else:
+                    out[m] = (s * c, b)
+    return _prune(out)
+
+
+def _single_atom(p):
+    """The atom index if p is exactly that atom (coefficient 1), else None."""
+    if len(p) != 1:
+        return None
+    (m, (c, _)), = p.items()
+    if c != 1.0 or sum(m) != 1 or min(m) < 0:
+        return None
+    return m.index(1)
+
+
+# ----- expansion ---------------------------------------------------------------------
+def expand(program: Program, groups=None, with_nodes=False):
+    """Run ``program`` on polynomials: (atoms, {group: (shape, [polynomial per entry])}).
+
+    Raises :class:`NotPolynomial` when the program leaves the class described above.
+    ``with_nodes``: also {intermediate name: polynomial}."""
+    shifts = {}
+    names = set(program.input_names)
+    for _, op, args in program.body:  # q + c in the program: a sliding beam's length, say
+        if op == "add" and len(args) == 2 and isinstance(args[0], float) and args[1] in names:
+            shifts.setdefault(args[1], args[0])
+    tried = set()
+    for _ in range(16):
+        try:
+            atoms, out, env = _expand(program, groups, shifts)
+            return (atoms, out, env) if with_nodes else (atoms, out)
+        except _Shift as s:
+            if (s.name, s.offset) in tried:
+                raise NotPolynomial(f"{s.name} appears in two different denominators") from None
+            tried.add((s.name, s.offset))
+            shifts[s.name] = s.offset
+    raise NotPolynomial("too many shifted inputs")
+
+
+def _expand(program, groups, shifts):
+    atoms = Atoms(shifts)
+    env = {}
+    trig_inputs = {args[0] for _, op, args in program.body if op in ("sin", "cos") and isinstance(args[0], str)
+                   and args[0] in set(program.input_names)}
+    for name in program.input_names:
+        if name in shifts:
+            k = atoms.get(("shift", name, shifts[name]))
+            env[name] = _add({_clean((0,) * k + (1,)): (1.0, 1.0)}, _const(-shifts[name]))
+        else:
+            k = atoms.get(("var", name))
+            env[name] = {_clean((0,) * k + (1,)): (1.0, 1.0)}
+    for name in sorted(trig_inputs):  # both atoms exist before any product is reduced
+        atoms.get(("cos", name))
+        atoms.get(("sin", name))
+    pairs = atoms.trig_pairs()
+    inputs_of = {v: k for k, v in atoms.index.items()}
+
+    def val(a):
+        return env[a] if isinstance(a, str) else _const(a)
+
+    for target, op, args in program.body:
+        a = [val(x) for x in args]
+        if op == "add":
+            r = _add(a[0], a[1])
+        elif op == "sub":
+            r = _add(a[0], a[1], -1.0)
+        elif op == "neg":
+            r = _scale(a[0], -1.0)
+        elif op == "mul":
+            r = _mul(a[0], a[1], pairs)
+        elif op == "div":
+            r = _mul(a[0], _inverse(a[1], atoms), pairs)
+        elif op in ("sin", "cos"):
+            k = _single_atom(a[0])
+            key = inputs_of.get(k) if k is not None else None
+            if key is None or key[0] != "var":
+                raise NotPolynomial(f"{op} of an expression that is not an input")
+            j = atoms.index[(op, key[1])]
+            r = {_clean((0,) * j + (1,)): (1.0, 1.0)}
+        elif op == "pow" and isinstance(args[1], float) and args[1] == int(args[1]):
+            n = int(args[1])
+            base = a[0] if n >= 0 else _inverse(a[0], atoms)
+            r = _const(1.0)
+            for _ in range(abs(n)):
+                r = _mul(r, base, pairs)
+        else:
+            raise NotPolynomial(f"operation {op} is not polynomial")
+        if len(r) > MAX_TERMS:
+            raise NotPolynomial(f"an intermediate has more than {MAX_TERMS} terms")
+        env[target] = r
+    out = {}
+    for group, (shape, entries) in program.outputs.items():
+        if groups is not None and group not in groups:
+            continue
+        polys = []
+        for _, negd, atom in entries:
+            p = val(atom)
+            polys.append(_scale(p, -1.0) if negd else p)
+        out[group] = (shape, polys)
+    return atoms, out, env
+
+
+def _inverse(p, atoms):
+    """1 / p for a monomial p (negative powers of non-trigonometric atoms)."""
+    if len(p) == 1:
+        (m, (c, b)), = p.items()
+        if all(e == 0 or atoms.list[k][0] not in ("cos", "sin") for k, e in enumerate(m)):
+            return {tuple(-e for e in m): (1.0 / c, 1.0 / abs(c))}
+    if len(p) == 2 and () in p:  # a + b x: shift the input x so that the denominator is one atom
+        (m, (bcoef, _)), = [(m, cb) for m, cb in p.items() if m != ()]
+        if sum(m) == 1 and min(m) == 0:
+            key = atoms.list[m.index(1)]
+            if key[0] in ("var", "shift"):  # a + b (q + c) = b (q + c + a / b)
+                raise _Shift(key[1], p[()][0] / bcoef + (key[2] if key[0] == "shift" else 0.0))
+    raise NotPolynomial("division by a polynomial that is not a monomial")
+
+
+# ----- emission ----------------------------------------------------------------------
+def _normalize(p):
+    """p = scale * x^gcd * rest, rest with coefficient 1 on its first monomial (sorted)."""
+    ms = list(p)
+    n = max(len(m) for m in ms)
+    ms = [_pad(m, n) for m in ms]
+    g = tuple(min(col) for col in zip(*ms)) if ms else ()
+    rest = {}
+    for m, (c, _) in p.items():
+        rest[_clean(tuple(e - x for e, x in zip(_pad(m, n), g)))] = c
+    first = min(rest)
+    s = rest[first]
+    return s, _clean(g), {m: c / s for m, c in rest.items()}
+
+
+def _key(rest):
+    return tuple(sorted((m, float(f"{c:.14g}")) for m, c in rest.items()))
+
+
+class _Emitter:
+    def __init__(self, tape, atom_values, rank=None):
+        self.tape, self.atom_values = tape, atom_values
+        self.rank = rank or (lambda k: 0)
+        self.monos = {(): 1.0}
+        self.polys = {}
+
+    def monomial(self, m):
+        """x^m from the largest already built divisor, one atom at a time."""
+        m = _clean(m)
+        if m in self.monos:
+            return self.monos[m]
+        best = ()
+        for known in self.monos:
+            if len(known) <= len(m) and all(0 <= e <= f or (f < 0 and f <= e <= 0)
+                                            for e, f in zip(known, m)) and sum(map(abs, known)) > sum(map(abs, best)):
+                best = known
+        cur, value = list(_pad(best, len(m))), self.monos[best]
+        for k, f in enumerate(m):
+            while cur[k] != f:
+                step = 1 if f > cur[k] else -1
+                cur[k] += step
+                atom = self.atom_values[k] if step > 0 else T.div(1.0, self.atom_values[k])
+                value = T.mul(value, atom)
+                self.monos[_clean(tuple(cur))] = value
+        return value
+
+    def poly(self, p):
+        """Value of {monomial: coefficient}."""
+        if not p:
+            return 0.0
+        s, g, rest = _normalize({m: (c, 0.0) for m, c in p.items()})
+        return T.mul(s, T.mul(self.monomial(g), self.normalized(rest)))
+
+    def normalized(self, rest):
+        if len(rest) == 1:
+            return 1.0  # the rest of a single term is the constant 1
+        key = _key(rest)
+        if key in self.polys:
+            return self.polys[key]
+        counts = {}
+        for m in rest:
+            for k, e in enumerate(m):
+                if e > 0:
+                    counts[k] = counts.get(k, 0) + 1
+        k = max(counts, key=lambda j: (self.rank(j), counts[j], -j))
+        with_k, without = {}, {}
+        for m, c in rest.items():
+            if len(m) > k and m[k] > 0:
+                mm = list(m)
+                mm[k] -= 1
+                with_k[_clean(tuple(mm))] = c
+            else:
+                without[m] = c
+        value = T.add(T.mul(self.atom_values[k], self.poly(with_k)), self.poly(without))
+        self.polys[key] = value
+        return value
+
+
+def emit(program: Program, atoms: Atoms, expanded: dict, rank=None) -> Program:
+    """A new program with ``program``'s inputs computing the expanded outputs."""
+    tape = Tape()
+    inputs = {n: tape.input(n) for n in program.input_names}
+    values = []
+    for key in atoms.list:
+        if key[0] == "var":
+            values.append(inputs[key[1]])
+        elif key[0] == "shift":
+            values.append(T.add(inputs[key[1]], key[2]))
+        else:
+            values.append(getattr(T, key[0])(inputs[key[1]]))
+    em = _Emitter(tape, values, rank)
+    outputs = {}
+    for group, (shape, polys) in expanded.items():
+        arr = np.empty(len(polys), dtype=object)
+        for i, p in enumerate(polys):
+            arr[i] = em.poly({m: c for m, (c, _) in p.items()})
+        outputs[group] = arr.reshape(shape)
+    return Program.from_tape(program.name, tape, program.inputs, outputs, program.doc)
+
+
+def _atom_values(tape, program, atoms):
+    inputs = {n: tape.input(n) for n in program.input_names}
+    values = []
+    for key in atoms.list:
+        if key[0] == "var":
+            values.append(inputs[key[1]])
+        elif key[0] == "shift":
+            values.append(T.add(inputs[key[1]], key[2]))
+        else:
+            values.append(getattr(T, key[0])(inputs[key[1]]))
+    return inputs, values
+
+
+_OPS = {"add": T.add, "sub": lambda a, b: T.add(a, T.neg(b)), "neg": T.neg, "mul": T.mul, "div": T.div,
+        "sin": T.sin, "cos": T.cos, "sqrt": T.sqrt, "pow": T.power}
+
+
+def simplify_nodes(program: Program, atoms, nodes, max_terms=3, rank=None, collect=True) -> Program:
+    """The program again, instruction by instruction, except that an intermediate whose
+    polynomial has at most ``max_terms`` terms (a roundoff zero, cos^2 + sin^2, like terms that
+    cancel) or is a constant multiple of an earlier one is emitted from its polynomial."""
+    tape = Tape()
+    inputs, values = _atom_values(tape, program, atoms)
+    em = _Emitter(tape, values, rank)
+    seen = {}
+    env = dict(inputs)
+    defs = {t: (op, args) for t, op, args in program.body}
+    uses = {}
+    for _, _, args in program.body:
+        for a in args:
+            if isinstance(a, str):
+                uses[a] = uses.get(a, 0) + 1
+    for _, (_, entries) in program.outputs.items():
+        for _, _, a in entries:
+            if isinstance(a, str):
+                uses[a] = uses.get(a, 0) + 2
+    val = lambda a: env[a] if isinstance(a, str) else a
+    for target, op, args in program.body:
+        p = nodes[target]
+        if len(p) <= max_terms:
+            env[target] = em.poly({m: c for m, (c, _) in p.items()})
+            continue
+        s, g, rest = _normalize(p)
+        key = (g, _key(rest))
+        if key in seen:
+            s0, v0 = seen[key]
+            env[target] = T.mul(s / s0, v0)
+            continue
+        if collect and op in ("add", "sub"):
+            env[target] = _collected_sum(target, defs, uses, nodes, env)
+        else:
+            env[target] = _OPS[op](*[val(a) for a in args])
+        seen[key] = (s, env[target])
+    outputs = {}
+    for group, (shape, entries) in program.outputs.items():
+        arr = np.empty(len(entries), dtype=object)
+        for i, (_, negd, atom) in enumerate(entries):
+            v = val(atom)
+            arr[i] = T.neg(v) if negd else v
+        outputs[group] = arr.reshape(shape)
+    return Program.from_tape(program.name, tape, program.inputs, outputs, program.doc)
+
+
+def _collected_sum(target, defs, uses, nodes, env):
+    """A sum of terms (the add/sub tree below ``target`` through intermediates used only
+    there) with like terms collected: terms whose polynomials are constant multiples of each
+    other are added as one, and a collected coefficient below its roundoff bound is dropped."""
+    leaves = []
+
+    def walk(name, sign):
+        op, args = defs[name]
+        if name == target or (uses.get(name, 0) == 1 and op in ("add", "sub", "neg")):
+            if op == "neg":
+                walk_arg(args[0], -sign)
+            else:
+                walk_arg(args[0], sign)
+                walk_arg(args[1], sign if op == "add" else -sign)
+        else:
+            leaves.append((name, sign))
+
+    def walk_arg(a, sign):
+        if isinstance(a, str) and a in defs:
+            walk(a, sign)
+        else:
+            leaves.append((a, sign))
+
+    walk(target, 1.0)
+    groups = {}
+    order = []
+    for a, sign in leaves:
+        if not isinstance(a, str):
+            key, s = ("const",), a
+        else:
+            p = nodes[a]
+            if not p:
+                continue
+            s, g, rest = _normalize(p)
+            key = (g, _key(rest))
+        if key not in groups:
+            groups[key] = [a, s, 0.0, 0.0]
+            order.append(key)
+        grp = groups[key]
+        grp[2] += sign * s
+        grp[3] += abs(s)
+    total = 0.0
+    for key in order:
+        a, s0, coef, bound = groups[key]
+        if abs(coef) <= TOL * bound:
+            continue
+        if key == ("const",):
+            total = T.add(total, coef)
+        else:
+            total = T.add(total, T.mul(coef / s0, env[a]))
+    return total
+
+
+RANKS = {  # Horner's choice of atom: the most frequent one, or the most frequent of one kind first
+    "frequency": lambda key: 0,
+    "trigonometric first": lambda key: key[0] in ("cos", "sin"),
+    "coordinates first": lambda key: key[0] == "var",
+    "shifted first": lambda key: key[0] == "shift",
+}
+
+
+def _total(program) -> int:
+    return sum(program.op_count().values())
+
+
+def refactor(program: Program) -> Program:
+    """``program`` through the polynomial normal form (same inputs and outputs), emitted with
+    each Horner atom order of :data:`RANKS`; the one with the fewest operations. Raises
+    :class:`NotPolynomial` when the program cannot be expanded."""
+    atoms, expanded = expand(program)
+    return min((emit(program, atoms, expanded, lambda k, r=rank: r(atoms.list[k])) for rank in RANKS.values()),
+               key=_total)
+
+
+NODE_VARIANTS = ((0, False), (2, False), (6, False), (2, True), (6, True))  # (max_terms, collect)
+
+
+def reduce(program: Program) -> Program:
+    """The cheapest (fewest operations in all) of ``program``, its outputs emitted from their
+    polynomials (:func:`refactor`), and ``program`` with its intermediates simplified
+    (:func:`simplify_nodes`, each of :data:`NODE_VARIANTS`). All compute the same function;
+    a program that is not a polynomial in the atoms is returned as it is."""
+    try:
+        atoms, expanded, nodes = expand(program, with_nodes=True)
+    except NotPolynomial:
+        return program
+    rank = lambda k: RANKS["trigonometric first"](atoms.list[k])
+    candidates = [program]
+    candidates += [emit(program, atoms, expanded, lambda k, r=r: r(atoms.list[k])) for r in RANKS.values()]
+    candidates += [simplify_nodes(program, atoms, nodes, k, rank, collect) for k, collect in NODE_VARIANTS]
+    return min(candidates, key=_total)

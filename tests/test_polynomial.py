@@ -1,0 +1,78 @@
+"""Polynomial normal form of mass-matrix programs (flexman.symbolic.polynomial): what it
+removes (cos^2 + sin^2, roundoff zeros, like terms, the dependence on q1), and that every
+rewriting computes the same M as the numeric dynamics, for rigid and flexible random arms."""
+import numpy as np
+import pytest
+
+import flexman as fm
+from flexman.symbolic import polynomial as P
+from flexman.symbolic.program import Program
+from flexman.symbolic.table2 import run_program
+from flexman.symbolic.tracer import Tape
+from test_flexible import random_flexible_robot, random_state
+from conftest import random_rigid_robot
+
+
+def program_of(fn, names=("q1", "q2")):
+    tape = Tape()
+    x = tape.inputs(names)
+    return Program.from_tape("t", tape, {"q": list(names)}, {"y": np.array([fn(*x)], dtype=object)})
+
+
+def test_trig_identity_and_roundoff_zero():
+    # (cos^2 q1 + sin^2 q1) q2 is q2: two products, one sum, one product in the trace, none after
+    prog = program_of(lambda a, b: (a.cos() * a.cos() + a.sin() * a.sin()) * b)
+    atoms, out = P.expand(prog)
+    (poly,) = out["y"][1]
+    assert list(poly) == [tuple(1 if key == ("var", "q2") else 0 for key in atoms.list[:atoms.index[("var", "q2")] + 1])]
+    assert P.refactor(prog).op_count() == {"mul": 0, "add": 0, "div": 0, "fn": 0}
+    # 0.1 q2 + 0.2 q2 - 0.3 q2: 5.6e-17 q2 in floating point, below its roundoff bound (0.6 TOL)
+    prog = program_of(lambda a, b: 0.1 * b + 0.2 * b - 0.3 * b)
+    assert P.expand(prog)[1]["y"][1] == [{}]
+    # a real small coefficient is kept: 1e-9 q2 + q1
+    prog = program_of(lambda a, b: (1.0 + 1e-9) * b - b + a)
+    assert len(P.expand(prog)[1]["y"][1][0]) == 2
+
+
+def test_division_by_a_shifted_input_and_non_polynomials():
+    prog = program_of(lambda a, b: (a * (0.3 + b) * (0.3 + b) + 1.0) / (0.3 + b))
+    atoms, _ = P.expand(prog)
+    assert ("shift", "q2", 0.3) in atoms.list
+    for q in ([0.2, 0.5], [-1.0, 1.7]):
+        assert np.isclose(run_program(P.refactor(prog), q)["y"][0], run_program(prog, q)["y"][0], rtol=1e-14)
+    with pytest.raises(P.NotPolynomial):
+        P.expand(program_of(lambda a, b: (a * a + b * b).sqrt()))
+    with pytest.raises(P.NotPolynomial):
+        P.expand(program_of(lambda a, b: 1.0 / (a * a + b)))
+    with pytest.raises(P.NotPolynomial):
+        P.expand(program_of(lambda a, b: (a + b).cos()))
+    assert P.reduce(program_of(lambda a, b: (a * a + b * b).sqrt())).op_count()["fn"] == 1  # left as it is
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_reduced_mass_matrix_of_random_arms(seed):
+    rng = np.random.default_rng(100 + seed)
+    robot = random_flexible_robot(rng, 2 + seed % 2) if seed % 3 else random_rigid_robot(rng, 4)
+    eom = fm.derive(robot, formulation="book")
+    raw = fm.derive(robot, formulation="book", reduce_mass_matrix=False)
+    prog = eom.program("mass_matrix")
+    total = lambda c: sum(c.values())
+    assert total(prog.op_count()) <= total(raw.op_count("mass_matrix"))
+    steps = eom.passes("mass_matrix")
+    assert steps[-1][1] == prog.op_count() and "polynomial" in steps[-1][0]
+    assert not any("q1" in prog.dependencies()[label] for label, _, _ in prog.outputs["M"][1])
+    for _ in range(3):
+        q = random_state(rng, robot)[0] if not robot.is_rigid else rng.normal(size=robot.nq)
+        M = robot.mass_matrix(q)
+        assert np.abs(run_program(prog, q)["M"] - M).max() <= 1e-10 * np.abs(M).max()
+
+
+def test_stanford_arm_mass_matrix_shrinks():
+    # cos^2 + sin^2 of the rotations: the Stanford arm's M needs well under the traced work
+    robot = fm.examples.load("stanford_arm")
+    raw = fm.derive(robot, reduce_mass_matrix=False).op_count("mass_matrix")
+    red = fm.derive(robot).op_count("mass_matrix")
+    assert red["mul"] + red["add"] < 0.6 * (raw["mul"] + raw["add"])
+    q = np.random.default_rng(3).normal(size=robot.nq)
+    assert np.allclose(run_program(fm.derive(robot).program("mass_matrix"), q)["M"], robot.mass_matrix(q),
+                       rtol=1e-12, atol=1e-12)
