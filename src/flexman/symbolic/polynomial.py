@@ -30,7 +30,8 @@ from .program import Program
 from .tracer import Tape
 
 TOL = 1e-12  # a coefficient below TOL x its roundoff bound is zero
-MAX_TERMS = 20000  # a larger intermediate polynomial: the expansion is not worth it
+MAX_TERMS = 5000  # a larger intermediate polynomial: the expansion is not worth it
+MAX_WORK = 2_000_000  # term products in one expansion (about a second of Python)
 
 
 class NotPolynomial(ValueError):
@@ -124,9 +125,10 @@ def _reduce_trig(m, pairs):
     return [(m, 1.0)]
 
 
-def _mul(p, q, pairs):
-    if len(p) * len(q) > 50 * MAX_TERMS:
-        raise NotPolynomial("a product of two large polynomials: the expansion is not worth it")
+def _mul(p, q, pairs, work):
+    work[0] += len(p) * len(q)
+    if work[0] > MAX_WORK:
+        raise NotPolynomial("the expansion is too large to be worth it")
     out = {}
     for m1, (c1, b1) in p.items():
         for m2, (c2, b2) in q.items():
@@ -190,6 +192,7 @@ def _expand(program, groups, shifts):
         atoms.get(("cos", name))
         atoms.get(("sin", name))
     pairs = atoms.trig_pairs()
+    work = [0]
     inputs_of = {v: k for k, v in atoms.index.items()}
 
     def val(a):
@@ -204,9 +207,9 @@ def _expand(program, groups, shifts):
         elif op == "neg":
             r = _scale(a[0], -1.0)
         elif op == "mul":
-            r = _mul(a[0], a[1], pairs)
+            r = _mul(a[0], a[1], pairs, work)
         elif op == "div":
-            r = _mul(a[0], _inverse(a[1], atoms), pairs)
+            r = _mul(a[0], _inverse(a[1], atoms), pairs, work)
         elif op in ("sin", "cos"):
             k = _single_atom(a[0])
             key = inputs_of.get(k) if k is not None else None
@@ -219,7 +222,7 @@ def _expand(program, groups, shifts):
             base = a[0] if n >= 0 else _inverse(a[0], atoms)
             r = _const(1.0)
             for _ in range(abs(n)):
-                r = _mul(r, base, pairs)
+                r = _mul(r, base, pairs, work)
         else:
             raise NotPolynomial(f"operation {op} is not polynomial")
         if len(r) > MAX_TERMS:
@@ -369,7 +372,15 @@ _OPS = {"add": T.add, "sub": lambda a, b: T.add(a, T.neg(b)), "neg": T.neg, "mul
         "sin": T.sin, "cos": T.cos, "sqrt": T.sqrt, "pow": T.power}
 
 
-def simplify_nodes(program: Program, atoms, nodes, max_terms=3, rank=None, collect=True) -> Program:
+def _node_key(name, nodes, cache):
+    """(scale, (common monomial, normalized rest)) of an intermediate's polynomial, cached."""
+    if name not in cache:
+        s, g, rest = _normalize(nodes[name])
+        cache[name] = (s, (g, _key(rest)))
+    return cache[name]
+
+
+def simplify_nodes(program: Program, atoms, nodes, max_terms=3, rank=None, collect=True, cache=None) -> Program:
     """The program again, instruction by instruction, except that an intermediate whose
     polynomial has at most ``max_terms`` terms (a roundoff zero, cos^2 + sin^2, like terms that
     cancel) or is a constant multiple of an earlier one is emitted from its polynomial."""
@@ -377,6 +388,7 @@ def simplify_nodes(program: Program, atoms, nodes, max_terms=3, rank=None, colle
     inputs, values = _atom_values(tape, program, atoms)
     em = _Emitter(tape, values, rank)
     seen = {}
+    cache = {} if cache is None else cache
     env = dict(inputs)
     defs = {t: (op, args) for t, op, args in program.body}
     uses = {}
@@ -394,14 +406,13 @@ def simplify_nodes(program: Program, atoms, nodes, max_terms=3, rank=None, colle
         if len(p) <= max_terms:
             env[target] = em.poly({m: c for m, (c, _) in p.items()})
             continue
-        s, g, rest = _normalize(p)
-        key = (g, _key(rest))
+        s, key = _node_key(target, nodes, cache)
         if key in seen:
             s0, v0 = seen[key]
             env[target] = T.mul(s / s0, v0)
             continue
         if collect and op in ("add", "sub"):
-            env[target] = _collected_sum(target, defs, uses, nodes, env)
+            env[target] = _collected_sum(target, defs, uses, nodes, env, cache)
         else:
             env[target] = _OPS[op](*[val(a) for a in args])
         seen[key] = (s, env[target])
@@ -415,7 +426,7 @@ def simplify_nodes(program: Program, atoms, nodes, max_terms=3, rank=None, colle
     return Program.from_tape(program.name, tape, program.inputs, outputs, program.doc)
 
 
-def _collected_sum(target, defs, uses, nodes, env):
+def _collected_sum(target, defs, uses, nodes, env, cache):
     """A sum of terms (the add/sub tree below ``target`` through intermediates used only
     there) with like terms collected: terms whose polynomials are constant multiples of each
     other are added as one, and a collected coefficient below its roundoff bound is dropped."""
@@ -445,11 +456,9 @@ def _collected_sum(target, defs, uses, nodes, env):
         if not isinstance(a, str):
             key, s = ("const",), a
         else:
-            p = nodes[a]
-            if not p:
+            if not nodes[a]:
                 continue
-            s, g, rest = _normalize(p)
-            key = (g, _key(rest))
+            s, key = _node_key(a, nodes, cache)
         if key not in groups:
             groups[key] = [a, s, 0.0, 0.0]
             order.append(key)
@@ -489,7 +498,8 @@ def refactor(program: Program) -> Program:
                key=_total)
 
 
-NODE_VARIANTS = ((0, False), (2, False), (6, False), (2, True), (6, True))  # (max_terms, collect)
+MAX_EMIT = 2000  # output terms beyond which the outputs are not re-emitted whole (slow; never the cheapest)
+NODE_VARIANTS = ((0, False), (2, False), (2, True))  # (max_terms, collect): the ones that ever won
 
 
 def reduce(program: Program) -> Program:
@@ -503,6 +513,8 @@ def reduce(program: Program) -> Program:
         return program
     rank = lambda k: RANKS["trigonometric first"](atoms.list[k])
     candidates = [program]
-    candidates += [emit(program, atoms, expanded, lambda k, r=r: r(atoms.list[k])) for r in RANKS.values()]
-    candidates += [simplify_nodes(program, atoms, nodes, k, rank, collect) for k, collect in NODE_VARIANTS]
+    if sum(len(p) for _, polys in expanded.values() for p in polys) <= MAX_EMIT:
+        candidates += [emit(program, atoms, expanded, lambda k, r=r: r(atoms.list[k])) for r in RANKS.values()]
+    cache = {}
+    candidates += [simplify_nodes(program, atoms, nodes, k, rank, collect, cache) for k, collect in NODE_VARIANTS]
     return min(candidates, key=_total)
