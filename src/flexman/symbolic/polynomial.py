@@ -20,6 +20,9 @@ A program outside this class (square roots, divisions by sums, sines of sums) ra
 common monomial and a normalized rest; the rest is emitted by Horner's rule on its most
 frequent atom, recursively, and a normalized polynomial that recurs (in any output, up to a
 constant factor) is computed once. Monomials are built from shared smaller ones.
+:func:`simplify_nodes` keeps the traced structure instead (products of sums stay products) and
+re-emits only the intermediates whose polynomial is tiny or repeats an earlier one up to a
+factor, optionally collecting like terms in sums. :func:`reduce` keeps the cheapest of these.
 """
 from __future__ import annotations
 
