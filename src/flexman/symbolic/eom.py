@@ -120,6 +120,7 @@ class EOM:
         self.tape, self._x, self._values, self.param_values, self.notes = _trace(
             robot, formulation, parameters, fold, cse, external=external, truncate=truncate)
         self._programs = {}
+        self._mass_matrix_steps = None
 
     # ----- programs and counts ----------------------------------------------------------
     @property
@@ -171,18 +172,23 @@ class EOM:
     def _reduced_mass_matrix(self):
         """(M traced alone, the cheaper of it and M traced with q1 = 0, the cheapest after
         also the polynomial normal form): a step keeps its input where it does not lower the
-        count."""
-        o = self.options
-        if o.get("truncate") is not None:  # graded traces are slow: reuse the truncated M of the tape
-            program = _program(self.tape, self._x, self._values, "mass_matrix", self.robot)
-            return program, program, _polynomial(program)
-        programs = []
-        for zero_q1 in (False, True):
-            tape, x, values, _, _ = _trace(self.robot, self.formulation, self.parameters, o["fold"], o["cse"], ("M",),
-                                           external=o["external"], truncate=o.get("truncate"), zero_q1=zero_q1)
-            programs.append(_program(tape, x, values, "mass_matrix", self.robot))
-        frame1 = min(programs, key=_total)
-        return programs[0], frame1, _polynomial(frame1)
+        count. Computed once (``program`` and ``passes`` both read it)."""
+        if self._mass_matrix_steps is None:
+            from .polynomial import reduce, total
+
+            o = self.options
+            if o.get("truncate") is not None:  # graded traces are slow: reuse the truncated M of the tape
+                program = _program(self.tape, self._x, self._values, "mass_matrix", self.robot)
+                self._mass_matrix_steps = (program, program, reduce(program))
+            else:
+                programs = []
+                for zero_q1 in (False, True):
+                    tape, x, values, _, _ = _trace(self.robot, self.formulation, self.parameters, o["fold"],
+                                                   o["cse"], ("M",), external=o["external"], zero_q1=zero_q1)
+                    programs.append(_program(tape, x, values, "mass_matrix", self.robot))
+                frame1 = min(programs, key=total)
+                self._mass_matrix_steps = (programs[0], frame1, reduce(frame1))
+        return self._mass_matrix_steps
 
     # ----- SymPy and text ---------------------------------------------------------------
     @property
@@ -257,18 +263,6 @@ def _program(tape, x, values, what, robot):
     for g in ins:
         inputs[g] = [tape.ops[v.idx][1][0] for v in x[g]]
     return Program.from_tape(what, tape, inputs, {g: values[g] for g in outs}, doc={g: DOC[g] for g in outs})
-
-
-def _total(program) -> int:
-    return sum(program.op_count().values())
-
-
-def _polynomial(program):
-    """The cheapest of ``program`` and its rewritings through the polynomial normal form
-    (:func:`polynomial.reduce`)."""
-    from .polynomial import reduce
-
-    return reduce(program)
 
 
 def derive(robot, formulation="newton_euler", parameters="numeric", **options) -> EOM:

@@ -52,11 +52,9 @@ class Atoms:
     """The atoms of one expansion: ``("cos", q)``, ``("sin", q)``, ``("var", q)`` or
     ``("shift", q, c)`` (the value ``q + c``), numbered in order of appearance."""
 
-    def __init__(self, shifts):
-        self.shifts = dict(shifts)
+    def __init__(self):
         self.list: list[tuple] = []
         self.index: dict = {}
-        self.sin_of_cos: dict = {}  # index of cos q -> index of sin q
 
     def get(self, key) -> int:
         if key not in self.index:
@@ -145,6 +143,11 @@ def _mul(p, q, pairs, work):
     return _prune(out)
 
 
+def _coefficients(p):
+    """{monomial: coefficient} of a polynomial (its roundoff bounds left out)."""
+    return {m: c for m, (c, _) in p.items()}
+
+
 def _single_atom(p):
     """The atom index if p is exactly that atom (coefficient 1), else None."""
     if len(p) != 1:
@@ -156,7 +159,7 @@ def _single_atom(p):
 
 
 # ----- expansion ---------------------------------------------------------------------
-def expand(program: Program, groups=None, with_nodes=False):
+def expand(program: Program, with_nodes=False):
     """Run ``program`` on polynomials: (atoms, {group: (shape, [polynomial per entry])}).
 
     Raises :class:`NotPolynomial` when the program leaves the class described above.
@@ -169,7 +172,7 @@ def expand(program: Program, groups=None, with_nodes=False):
     tried = set()
     for _ in range(16):
         try:
-            atoms, out, env = _expand(program, groups, shifts)
+            atoms, out, env = _expand(program, shifts)
             return (atoms, out, env) if with_nodes else (atoms, out)
         except _Shift as s:
             if (s.name, s.offset) in tried:
@@ -179,8 +182,8 @@ def expand(program: Program, groups=None, with_nodes=False):
     raise NotPolynomial("too many shifted inputs")
 
 
-def _expand(program, groups, shifts):
-    atoms = Atoms(shifts)
+def _expand(program, shifts):
+    atoms = Atoms()
     env = {}
     trig_inputs = {args[0] for _, op, args in program.body if op in ("sin", "cos") and isinstance(args[0], str)
                    and args[0] in set(program.input_names)}
@@ -233,8 +236,6 @@ def _expand(program, groups, shifts):
         env[target] = r
     out = {}
     for group, (shape, entries) in program.outputs.items():
-        if groups is not None and group not in groups:
-            continue
         polys = []
         for _, negd, atom in entries:
             p = val(atom)
@@ -266,7 +267,7 @@ def _normalize(p):
     ms = [_pad(m, n) for m in ms]
     g = tuple(min(col) for col in zip(*ms)) if ms else ()
     rest = {}
-    for m, (c, _) in p.items():
+    for m, c in p.items():
         rest[_clean(tuple(e - x for e, x in zip(_pad(m, n), g)))] = c
     first = min(rest)
     s = rest[first]
@@ -278,8 +279,8 @@ def _key(rest):
 
 
 class _Emitter:
-    def __init__(self, tape, atom_values, rank=None):
-        self.tape, self.atom_values = tape, atom_values
+    def __init__(self, atom_values, rank=None):
+        self.atom_values = atom_values
         self.rank = rank or (lambda k: 0)
         self.monos = {(): 1.0}
         self.polys = {}
@@ -308,7 +309,7 @@ class _Emitter:
         """Value of {monomial: coefficient}."""
         if not p:
             return 0.0
-        s, g, rest = _normalize({m: (c, 0.0) for m, c in p.items()})
+        s, g, rest = _normalize(p)
         return T.mul(s, T.mul(self.monomial(g), self.normalized(rest)))
 
     def normalized(self, rest):
@@ -336,28 +337,6 @@ class _Emitter:
         return value
 
 
-def emit(program: Program, atoms: Atoms, expanded: dict, rank=None) -> Program:
-    """A new program with ``program``'s inputs computing the expanded outputs."""
-    tape = Tape()
-    inputs = {n: tape.input(n) for n in program.input_names}
-    values = []
-    for key in atoms.list:
-        if key[0] == "var":
-            values.append(inputs[key[1]])
-        elif key[0] == "shift":
-            values.append(T.add(inputs[key[1]], key[2]))
-        else:
-            values.append(getattr(T, key[0])(inputs[key[1]]))
-    em = _Emitter(tape, values, rank)
-    outputs = {}
-    for group, (shape, polys) in expanded.items():
-        arr = np.empty(len(polys), dtype=object)
-        for i, p in enumerate(polys):
-            arr[i] = em.poly({m: c for m, (c, _) in p.items()})
-        outputs[group] = arr.reshape(shape)
-    return Program.from_tape(program.name, tape, program.inputs, outputs, program.doc)
-
-
 def _atom_values(tape, program, atoms):
     inputs = {n: tape.input(n) for n in program.input_names}
     values = []
@@ -371,6 +350,15 @@ def _atom_values(tape, program, atoms):
     return inputs, values
 
 
+def emit(program: Program, atoms: Atoms, expanded: dict, rank=None) -> Program:
+    """A new program with ``program``'s inputs computing the expanded outputs."""
+    tape = Tape()
+    em = _Emitter(_atom_values(tape, program, atoms)[1], rank)
+    outputs = {group: np.array([em.poly(_coefficients(p)) for p in polys] + [None], dtype=object)[:-1].reshape(shape)
+               for group, (shape, polys) in expanded.items()}
+    return Program.from_tape(program.name, tape, program.inputs, outputs, program.doc)
+
+
 _OPS = {"add": T.add, "sub": lambda a, b: T.add(a, T.neg(b)), "neg": T.neg, "mul": T.mul, "div": T.div,
         "sin": T.sin, "cos": T.cos, "sqrt": T.sqrt, "pow": T.power}
 
@@ -378,7 +366,7 @@ _OPS = {"add": T.add, "sub": lambda a, b: T.add(a, T.neg(b)), "neg": T.neg, "mul
 def _node_key(name, nodes, cache):
     """(scale, (common monomial, normalized rest)) of an intermediate's polynomial, cached."""
     if name not in cache:
-        s, g, rest = _normalize(nodes[name])
+        s, g, rest = _normalize(_coefficients(nodes[name]))
         cache[name] = (s, (g, _key(rest)))
     return cache[name]
 
@@ -389,7 +377,7 @@ def simplify_nodes(program: Program, atoms, nodes, max_terms=3, rank=None, colle
     cancel) or is a constant multiple of an earlier one is emitted from its polynomial."""
     tape = Tape()
     inputs, values = _atom_values(tape, program, atoms)
-    em = _Emitter(tape, values, rank)
+    em = _Emitter(values, rank)
     seen = {}
     cache = {} if cache is None else cache
     env = dict(inputs)
@@ -407,7 +395,7 @@ def simplify_nodes(program: Program, atoms, nodes, max_terms=3, rank=None, colle
     for target, op, args in program.body:
         p = nodes[target]
         if len(p) <= max_terms:
-            env[target] = em.poly({m: c for m, (c, _) in p.items()})
+            env[target] = em.poly(_coefficients(p))
             continue
         s, key = _node_key(target, nodes, cache)
         if key in seen:
@@ -488,7 +476,8 @@ RANKS = {  # Horner's choice of atom: the most frequent one, or the most frequen
 }
 
 
-def _total(program) -> int:
+def total(program) -> int:
+    """All operations of a program (multiplications, additions, divisions, functions)."""
     return sum(program.op_count().values())
 
 
@@ -497,8 +486,12 @@ def refactor(program: Program) -> Program:
     each Horner atom order of :data:`RANKS`; the one with the fewest operations. Raises
     :class:`NotPolynomial` when the program cannot be expanded."""
     atoms, expanded = expand(program)
-    return min((emit(program, atoms, expanded, lambda k, r=rank: r(atoms.list[k])) for rank in RANKS.values()),
-               key=_total)
+    return min(_emissions(program, atoms, expanded), key=total)
+
+
+def _emissions(program, atoms, expanded) -> list:
+    """The outputs re-emitted with each Horner atom order of :data:`RANKS`."""
+    return [emit(program, atoms, expanded, lambda k, r=rank: r(atoms.list[k])) for rank in RANKS.values()]
 
 
 MAX_EMIT = 2000  # output terms beyond which the outputs are not re-emitted whole (slow; never the cheapest)
@@ -517,7 +510,7 @@ def reduce(program: Program) -> Program:
     rank = lambda k: RANKS["trigonometric first"](atoms.list[k])
     candidates = [program]
     if sum(len(p) for _, polys in expanded.values() for p in polys) <= MAX_EMIT:
-        candidates += [emit(program, atoms, expanded, lambda k, r=r: r(atoms.list[k])) for r in RANKS.values()]
+        candidates += _emissions(program, atoms, expanded)
     cache = {}
     candidates += [simplify_nodes(program, atoms, nodes, k, rank, collect, cache) for k, collect in NODE_VARIANTS]
-    return min(candidates, key=_total)
+    return min(candidates, key=total)

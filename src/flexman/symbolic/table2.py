@@ -178,16 +178,12 @@ TRUNCATE = (1, 0)  # orders of the truncated mass matrices in table2_rows
 
 
 def _count(robot, formulation, **options):
-    eom = derive_quiet(robot, formulation, **options)
-    return None if eom is None else eom.op_count("mass_matrix")
-
-
-def derive_quiet(robot, formulation, **options):
-    """derive(...), or None where the formulation fell back to Book's recursion."""
+    """derive(...).op_count("mass_matrix"), or None where the formulation fell back to Book's
+    recursion (its row would repeat Book's)."""
     from . import derive
 
     eom = derive(robot, formulation=formulation, parameters="numeric", **options)
-    return None if any("instead" in n for n in eom.notes) else eom
+    return None if any("instead" in n for n in eom.notes) else eom.op_count("mass_matrix")
 
 
 def table2_rows(arms=ARMS, discretizations=DISCRETIZATIONS) -> list:
