@@ -7,8 +7,8 @@ and direction, Table 3 numbers, no payload) are documented in flexman.symbolic.t
 Columns: the paper's multiplications / additions (004 Table 2, "present study"; the RR+payload
 row is quoted in 004 sec. 4.4); traced = the formulation's program as traced (standard DH);
 ours = derive(arm, formulation).op_count("mass_matrix"): M also traced in link 1's frame and
-put in polynomial normal form (sin^2 = 1 - cos^2, like terms collected, roundoff zeros dropped,
-Horner), the cheapest kept, best of the standard / modified DH placement (trig calls counted
+put in polynomial normal form (cos^2 = 1 - sin^2, like terms collected, roundoff zeros dropped;
+re-emitted by Horner's rule, with recurring sums and products computed once), the cheapest kept, best of the standard / modified DH placement (trig calls counted
 separately, as "fn"); trunc 1 / trunc 0 = derive(arm, "book", truncate=k): M kept to degree k
 in the flexible coordinates (small-deflection form; k = 0 is M at zero deflection), standard DH.
 """

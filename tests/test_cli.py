@@ -283,3 +283,84 @@ def test_model_argument_accepts_example_name(fake_examples, capsys):
     assert json.loads(capsys.readouterr().out)["name"] == "pendulum"
     assert cli.main(["info", "demo_pendulumm"]) == 2
     assert "bundled examples: demo_pendulum" in capsys.readouterr().err
+
+
+# ----- derive --compare: our operation counts beside the documents' --------------------------------
+def test_derive_without_model_or_compare_is_one_line():
+    assert_user_error(run("derive"), "derive: give a MODEL")
+
+
+def test_document_tables_need_numeric_parameters(capsys):
+    assert cli.main(["derive", "--compare", "--parameters", "symbolic"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["flexman: error: --parameters: the document tables count numeric models; "
+                   "give a MODEL for symbolic ones"]
+
+
+def test_derive_model_compare_lists_every_formulation(model, capsys):
+    assert cli.main(["derive", str(model), "--compare", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["model"] == "pendulum" and [r["formulation"] for r in data["formulations"]] == list(cli.FORMULATIONS)
+
+
+def test_document_tables_text_marks_met_counts(monkeypatch, capsys):
+    """Rendering only (fake rows): '*' after each count at or below the paper's, sources cited."""
+    from flexman.symbolic import table2
+
+    fake_4_1 = [{"arm": "rigid", "nq": 3, **table2.versus_paper((445, 213), {"mul": 65, "add": 300}),
+                 "ours_formulation": "newton_euler"}]
+    fake_2 = [{"arm": "RR", "discretization": disc, "nq": nq, "ours_dh": "standard", "ours_formulation": "book",
+               **table2.versus_paper(table2.PAPER["RR", disc], counts)}
+              for disc, nq, counts in (("assumed_modes", 6, {"mul": 162, "add": 79}),
+                                       ("finite_elements", 10, {"mul": 157, "add": 80}))]
+    monkeypatch.setattr(cli, "table_4_1_rows", lambda: fake_4_1)
+    monkeypatch.setattr(table2, "comparison", lambda: fake_2)
+    assert cli.main(["derive", "--compare"]) == 0
+    out = capsys.readouterr().out
+    assert "445 / 213" in out and "65* / 300 " in out and "newton_euler" in out
+    assert "405 / 168" in out and "162* / 79*" in out and "156 / 80" in out and "157  / 80*" in out
+    assert "6 / 10" in out and "000 Table 4.1, p. 87" in out and "004 Table 2 (present study, inertia matrix)" in out
+
+
+@pytest.mark.slow  # the whole comparison: 13-25 s
+def test_document_tables_json_match_papers_and_independent_derivations(capsys):
+    """Every 004 Table 2 row with the paper's numbers; ours is the derivation it names and no
+    worse than Book's recursion in standard DH; 000 Table 4.1's 7-coordinate row is Book's."""
+    from flexman.symbolic import table2
+
+    assert cli.main(["derive", "--compare", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    rows = {(r["arm"], r["discretization"]): r for r in data["table_2"]}
+    assert set(rows) == set(table2.PAPER)
+    for key, (mul, add) in table2.PAPER.items():
+        row = rows[key]
+        assert (row["paper_mul"], row["paper_add"]) == (mul, add)
+        assert row["met_mul"] == (row["ours_mul"] <= mul) and row["met_add"] == (row["ours_add"] <= add)
+    row = rows["RRR", "assumed_modes"]
+    assert row["nq"] == table2.arm("RRR", "assumed_modes").nq == 11
+    named = fm.derive(table2.arm("RRR", "assumed_modes", row["ours_dh"]), formulation=row["ours_formulation"],
+                      parameters="numeric").op_count("mass_matrix")
+    assert (row["ours_mul"], row["ours_add"]) == (named["mul"], named["add"])
+    book = fm.derive(table2.arm("RRR", "assumed_modes"), formulation="book", parameters="numeric").op_count("mass_matrix")
+    assert row["ours_mul"] + row["ours_add"] <= book["mul"] + book["add"]
+
+    thesis = {r["arm"]: r for r in data["table_4_1"]}
+    flexible, rigid = thesis["one mode per plane"], thesis["rigid"]
+    counts = fm.derive(fm.examples.load("flx_three_link"), formulation="book").op_count("inverse_dynamics")
+    assert flexible["nq"] == 7 and (flexible["paper_mul"], flexible["paper_add"]) == (2659, 1313)
+    assert (flexible["ours_mul"], flexible["ours_add"]) == (counts["mul"], counts["add"])
+    assert rigid["nq"] == 3 and (rigid["paper_mul"], rigid["paper_add"]) == (445, 213)
+    by_form = {form: fm.derive(rigid_three_link(), formulation=form).op_count("inverse_dynamics")
+               for form in cli.FORMULATIONS}
+    cheapest = min(c["mul"] + c["add"] for c in by_form.values())
+    ours = by_form[rigid["ours_formulation"]]
+    assert (rigid["ours_mul"], rigid["ours_add"]) == (ours["mul"], ours["add"]) and ours["mul"] + ours["add"] == cheapest
+
+
+def rigid_three_link() -> fm.Robot:
+    """The thesis arm with rigid links, built as tests/test_closed_loop.py does."""
+    robot = fm.examples.load("flx_three_link")
+    for link in robot.links:
+        if link.beam is not None:
+            link.beam.modes = {"y": 0, "z": 0, "torsion": 0}
+    return fm.Robot(links=robot.links, name="flx_three_link_rigid", gravity=robot.gravity, dh=robot.dh)

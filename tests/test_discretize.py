@@ -380,3 +380,21 @@ def test_bad_arguments():
         clamped_mass_roots(2, M=0.1, J=0.01, D=0.5)  # M J < D^2: not a rigid body
     with pytest.raises(ValueError):
         shape_set("clamped_free", "bending", 2)(np.array([0.5]), deriv=4)
+
+
+def test_orthogonal_mode_integrals_are_exact_zeros():
+    # clamped-free modes are orthogonal in mass and stiffness: their cross integrals are 0 in
+    # exact arithmetic; quadrature leaves ~1e-16, which `integral` makes an exact 0 (so that
+    # the symbolic equations carry no 1e-16 coefficients) while the diagonal stays exact.
+    from flexman.discretize import integral
+
+    ss = shape_set("clamped_free", "bending", 3)
+    M, K = mass_matrix(ss, 1.0, 1.0), stiffness_matrix(ss, 1.0, 1.0)
+    off = ~np.eye(3, dtype=bool)
+    assert np.all(M[off] == 0.0) and np.all(K[off] == 0.0)
+    assert np.allclose(np.diag(M), 1.0, rtol=1e-12)  # int psi^2 = 1 (normalized)
+    # a real small integral is kept: int eta^40 on [0, 1] = 1/41 by Gauss points
+    eta, w = np.polynomial.legendre.leggauss(30)
+    eta, w = 0.5 * (eta + 1), 0.5 * w
+    assert integral("q,q->", eta**40, w) == pytest.approx(1 / 41, rel=1e-12)
+    assert integral("q,q->", np.sin(2 * np.pi * eta) * 1e-3, w) == 0.0  # odd about 1/2: exactly 0

@@ -49,6 +49,24 @@ def test_division_by_a_shifted_input_and_non_polynomials():
     assert P.reduce(program_of(lambda a, b: (a * a + b * b).sqrt())).op_count()["fn"] == 1  # left as it is
 
 
+def test_shared_sums_recover_products_of_sums():
+    # (q1 + 2 q2)(q3 - q4) and 3 (q1 + 2 q2) q5, written out: 4 + 2 terms, 4 additions. The
+    # kernels q1 + 2 q2 and q3 - q4 are computed once: 2 additions, and y1 = t1 t2, y2 = 3 q5 t1.
+    names = ("q1", "q2", "q3", "q4", "q5")
+    tape = Tape()
+    a, b, c, d, e = tape.inputs(names)
+    ys = [a * c - a * d + 2.0 * b * c - 2.0 * b * d, 3.0 * a * e + 6.0 * b * e]
+    prog = Program.from_tape("t", tape, {"q": list(names)}, {"y": np.array(ys, dtype=object)})
+    assert prog.op_count()["add"] == 4
+    atoms, expanded = P.expand(prog)
+    shared = min(P.emit_shared(prog, atoms, expanded), key=P.total)
+    assert shared.op_count()["add"] == 2
+    assert shared.op_count()["mul"] <= 5  # 0.5 q1 in t1 = q2 + 0.5 q1, t1 t2, 2 (t1 t2), q5 t1, 6 (q5 t1)
+    rng = np.random.default_rng(1)
+    for q in rng.normal(size=(4, 5)):
+        assert np.allclose(run_program(shared, q)["y"], run_program(prog, q)["y"], rtol=1e-14)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_reduced_mass_matrix_of_random_arms(seed):
     rng = np.random.default_rng(100 + seed)

@@ -349,45 +349,154 @@ def cmd_frequencies(args) -> int:
 # ----- derive, codegen, analyze, closure ---------------------------------------------------------
 FORMULATIONS = ("book", "newton_euler", "denoc", "lagrange")
 OP_TARGETS = ("inverse_dynamics", "mass_matrix", "bias_forces", "forward_dynamics")
+# 000 Table 4.1 (p. 87): SYMFLX inverse dynamics of the thesis three-link arm, (mul, add)
+TABLE_4_1 = {"rigid": (445, 213), "one mode per plane": (2659, 1313)}
+THESIS_ARM = "flx_three_link"
 
 
 def cmd_derive(args) -> int:
-    """Derive the equations of motion: print them, or compare formulations' operation counts."""
+    """Derive the equations of motion: print them, compare formulations' operation counts, or
+    (no MODEL, --compare) print our counts beside the documents' published ones."""
+    if args.model is None:
+        if not args.compare:
+            raise UsageError("derive: give a MODEL (model file or bundled example name), "
+                             "or --compare alone for the document tables")
+        return _document_comparison(args)
     from .symbolic import derive
 
     robot = _load(args.model)
     if args.compare:
-        rows = []
-        for form in FORMULATIONS:
-            eom = derive(robot, formulation=form, parameters=args.parameters)
-            counts = {what: eom.op_count(what) for what in OP_TARGETS}
-            rows.append({"formulation": form, "notes": list(getattr(eom, "notes", [])), "counts": counts})
-        if args.json:
-            _print_json({"model": robot.name, "parameters": args.parameters, "formulations": rows})
-            return 0
-        from rich.table import Table
-
-        table = Table(title=f"{robot.name}: operations of the generated straight-line code (mul / add / div / fn)")
-        table.add_column("formulation")
-        for what in OP_TARGETS:
-            table.add_column(what.replace("_", " "), justify="right")
-        for row in rows:
-            cells = [f"{c['mul']} / {c['add']} / {c['div']} / {c['fn']}" for c in row["counts"].values()]
-            table.add_row(row["formulation"], *cells)
-        con = _console()
-        con.print(table)
-        con.print("References: 000 Table 4.1 (SYMFLX inverse dynamics, three-link arm): rigid 445 mul / 213 add, "
-                  "one mode per plane 2659 mul / 1313 add; 004 Table 2 (inertia matrix counts).")
-        for row in rows:
-            for note in row["notes"]:
-                con.print(f"note ({row['formulation']}): {note}")
-        return 0
+        return _compare_formulations(robot, args)
     eom = derive(robot, formulation=args.formulation, parameters=args.parameters)
     if args.json:
         _print_json({"model": robot.name, "formulation": args.formulation,
                      "op_count": {what: eom.op_count(what) for what in OP_TARGETS}, "text": eom.text()})
         return 0
     print(eom.latex() if args.latex else eom.text())
+    return 0
+
+
+def _compare_formulations(robot, args) -> int:
+    """Operation counts of every formulation for one model, side by side."""
+    from .symbolic import derive
+
+    rows = []
+    for form in FORMULATIONS:
+        eom = derive(robot, formulation=form, parameters=args.parameters)
+        counts = {what: eom.op_count(what) for what in OP_TARGETS}
+        rows.append({"formulation": form, "notes": list(getattr(eom, "notes", [])), "counts": counts})
+    if args.json:
+        _print_json({"model": robot.name, "parameters": args.parameters, "formulations": rows})
+        return 0
+    from rich.table import Table
+
+    table = Table(title=f"{robot.name}: operations of the generated straight-line code (mul / add / div / fn)")
+    table.add_column("formulation")
+    for what in OP_TARGETS:
+        table.add_column(what.replace("_", " "), justify="right")
+    for row in rows:
+        cells = [f"{c['mul']} / {c['add']} / {c['div']} / {c['fn']}" for c in row["counts"].values()]
+        table.add_row(row["formulation"], *cells)
+    con = _console()
+    con.print(table)
+    (rigid_mul, rigid_add), (flexible_mul, flexible_add) = TABLE_4_1["rigid"], TABLE_4_1["one mode per plane"]
+    con.print(f"References: 000 Table 4.1 (SYMFLX inverse dynamics, three-link arm): rigid {rigid_mul} mul / "
+              f"{rigid_add} add, one mode per plane {flexible_mul} mul / {flexible_add} add; "
+              "004 Table 2 (inertia matrix counts).")
+    for row in rows:
+        for note in row["notes"]:
+            con.print(f"note ({row['formulation']}): {note}")
+    return 0
+
+
+def _rigid_thesis_arm():
+    """The thesis three-link arm with rigid links: its beams without modes are rigid rods of
+    the same mass (as tests/test_closed_loop.py builds it)."""
+    from .model import Robot
+
+    robot = _load(THESIS_ARM)
+    for link in robot.links:
+        if link.beam is not None:
+            link.beam.modes = {"y": 0, "z": 0, "torsion": 0}
+    return Robot(links=robot.links, name=f"{THESIS_ARM}_rigid", gravity=robot.gravity, dh=robot.dh)
+
+
+def table_4_1_rows() -> list:
+    """000 Table 4.1 beside our inverse-dynamics counts: the rigid arm by the cheapest of our
+    formulations, the 7-coordinate arm by Book's recursion (the others trace it anyway)."""
+    from .symbolic import derive
+    from .symbolic.table2 import total_operations, versus_paper
+
+    rows = []
+    for label, robot, forms in (("rigid", _rigid_thesis_arm(), FORMULATIONS),
+                                ("one mode per plane", _load(THESIS_ARM), ("book",))):
+        counts = {form: derive(robot, formulation=form).op_count("inverse_dynamics") for form in forms}
+        best = min(forms, key=lambda form: total_operations(counts[form]))
+        rows.append({"arm": label, "nq": robot.nq, **versus_paper(TABLE_4_1[label], counts[best]),
+                     "ours_formulation": best})
+    return rows
+
+
+def _paper_cell(row) -> str:
+    """The paper's 'mul / add'."""
+    return f"{row['paper_mul']} / {row['paper_add']}"
+
+
+def _ours_cell(row) -> str:
+    """Our 'mul / add', each marked '*' where it is at or below the paper's (ASCII-safe)."""
+    return " / ".join(f"{row[f'ours_{x}']}{'*' if row[f'met_{x}'] else ' '}" for x in ("mul", "add"))
+
+
+def _table_4_1_table(rows):
+    """One line per arm of 000 Table 4.1: the paper's counts, ours, and the formulation used."""
+    from rich.table import Table
+
+    table = Table(title="000 Table 4.1: inverse dynamics of the thesis three-link arm (mul / add)")
+    table.add_column("arm")
+    for col in ("coordinates", "paper (SYMFLX)", "ours", "ours from"):
+        table.add_column(col, justify="left" if col == "ours from" else "right")
+    for row in rows:
+        table.add_row(row["arm"], str(row["nq"]), _paper_cell(row), _ours_cell(row), row["ours_formulation"])
+    return table
+
+
+def _table_2_table(rows):
+    """One line per arm: assumed modes (AM) and finite elements (FEM) side by side."""
+    from rich.table import Table
+
+    by_arm = {}
+    for row in rows:
+        by_arm.setdefault(row["arm"], {})[row["discretization"]] = row
+    table = Table(title="004 Table 2: inertia matrix (mul / add)")
+    table.add_column("arm")
+    for col in ("coordinates AM / FEM", "paper AM", "ours AM", "paper FEM", "ours FEM", "ours from AM / FEM"):
+        table.add_column(col, justify="left" if col.startswith("ours from") else "right")
+    for name, pair in by_arm.items():
+        am, fem = pair["assumed_modes"], pair["finite_elements"]
+        table.add_row(name, f"{am['nq']} / {fem['nq']}", _paper_cell(am), _ours_cell(am), _paper_cell(fem),
+                      _ours_cell(fem), " / ".join(f"{r['ours_formulation']} ({r['ours_dh']} DH)" for r in (am, fem)))
+    return table
+
+
+def _document_comparison(args) -> int:
+    """Our operation counts beside 000 Table 4.1 and 004 Table 2 (numeric parameters, as there)."""
+    from .symbolic import table2
+
+    if args.parameters != "numeric":
+        raise UsageError("--parameters: the document tables count numeric models; give a MODEL for symbolic ones")
+    print("flexman: deriving the arms of 000 Table 4.1 and 004 Table 2 ...", file=sys.stderr)
+    data = {"table_4_1": table_4_1_rows(), "table_2": table2.comparison()}
+    if args.json:
+        _print_json(data)
+        return 0
+    con = _console()
+    con.print(_table_4_1_table(data["table_4_1"]))
+    con.print(f"Source: 000 Table 4.1, p. 87 (SYMFLX); ours: bundled example {THESIS_ARM}, "
+              "rigid = its beams without modes.")
+    con.print(_table_2_table(data["table_2"]))
+    con.print(f"Source: {table2.SOURCE} text.")
+    con.print("Ours: the cheapest over both DH placements and the formulations that apply, numeric parameters. "
+              "* = at or below the paper's count.")
     return 0
 
 
@@ -510,11 +619,12 @@ def cmd_validate(args) -> int:
 
 
 # ----- parser and entry point -------------------------------------------------------------------
-def _subcommand(sub, name: str, func, help: str, model: bool = True):
+def _subcommand(sub, name: str, func, help: str, model: bool = True, optional_model: bool = False):
     """Register a subcommand with the common MODEL and --json arguments."""
     parser = sub.add_parser(name, help=help, description=help)
     if model:
-        parser.add_argument("model", metavar="MODEL", help="model file (.yaml/.toml/.json) or bundled example name")
+        parser.add_argument("model", metavar="MODEL", nargs="?" if optional_model else None,
+                            help="model file (.yaml/.toml/.json) or bundled example name")
     parser.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
     parser.set_defaults(func=func)
     return parser
@@ -550,10 +660,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = _subcommand(sub, "frequencies", cmd_frequencies, "natural frequencies of the linearized system")
     p.add_argument("--q", type=float, nargs="+", metavar="Q", help="configuration (joint or all coordinates)")
 
-    p = _subcommand(sub, "derive", cmd_derive, "derive the equations of motion (text, LaTeX, operation counts)")
+    p = _subcommand(sub, "derive", cmd_derive, "derive the equations of motion (text, LaTeX, operation counts)",
+                    optional_model=True)
     p.add_argument("--formulation", choices=FORMULATIONS, default="newton_euler")
     p.add_argument("--parameters", choices=("numeric", "symbolic"), default="numeric")
-    p.add_argument("--compare", action="store_true", help="operation counts of every formulation side by side")
+    p.add_argument("--compare", action="store_true",
+                   help="operation counts of every formulation side by side; without MODEL, ours beside "
+                        "000 Table 4.1 and 004 Table 2")
     p.add_argument("--latex", action="store_true", help="print LaTeX instead of text")
 
     p = _subcommand(sub, "codegen", cmd_codegen, "generate code for the equations of motion")

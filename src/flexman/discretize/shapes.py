@@ -20,11 +20,25 @@ __all__ = [
     "tip_mass_matrix",
     "KINDS",
     "DIRECTIONS",
+    "integral",
 ]
 
 KINDS = ("clamped_free", "clamped_mass", "polynomial", "finite_elements")
 DIRECTIONS = ("bending", "torsion")
 _FEM_POINTS = 6  # Gauss points per element: exact to degree 11 (products of cubics, times eta)
+
+
+ROUNDOFF = 1e-13  # a quadrature sum below this fraction of its summands' magnitudes is 0
+
+
+def integral(spec: str, *arrays) -> np.ndarray:
+    """``np.einsum(spec, *arrays)`` over quadrature points, with roundoff zeros made exact: a
+    sum below ROUNDOFF times the sum of its terms' magnitudes is 0 in exact arithmetic (the
+    cross integral of two orthogonal modes, say). Exact zeros keep terms out of the
+    symbolic equations that would otherwise carry 1e-16 coefficients."""
+    value = np.einsum(spec, *arrays)
+    bound = np.einsum(spec, *[np.abs(a) for a in arrays])
+    return np.where(np.abs(value) <= ROUNDOFF * bound, 0.0, value)
 
 
 def _gauss(points: int, panels: int = 1):
@@ -287,7 +301,7 @@ def _gram(shapes: ShapeSet, deriv: int) -> np.ndarray:
     """int_0^1 psi_k^(deriv) psi_l^(deriv) d eta by the set's exact quadrature."""
     eta, w = shapes.quadrature()
     v = shapes(eta, deriv)
-    G = (v * w) @ v.T
+    G = integral("kq,q,lq->kl", v, w, v)
     return 0.5 * (G + G.T)
 
 

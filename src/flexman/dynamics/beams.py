@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..discretize.shapes import integral
 from . import ops
 
 
@@ -263,9 +264,9 @@ class SlidingBeam:
         self.e = np.concatenate([self.s, self.s - 1, self.s - 2])  # power of d of each field
         E = np.concatenate([self.E] * 3)  # direction of each field (3n, 4)
         e_ax, e_4 = np.eye(4)[ax], np.eye(4)[3]
-        self.Aax = mu * (F * (eta - 1) * w).sum(-1)[:, None, None] * np.einsum("a,mb->mab", e_ax, E)
-        self.A4 = mu * (F * w).sum(-1)[:, None, None] * np.einsum("a,mb->mab", e_4, E)
-        P = (F * w) @ F.T  # int F_m F_n deta; the direction outer product places it
+        self.Aax = mu * integral("mq,q->m", F, (eta - 1) * w)[:, None, None] * np.einsum("a,mb->mab", e_ax, E)
+        self.A4 = mu * integral("mq,q->m", F, w)[:, None, None] * np.einsum("a,mb->mab", e_4, E)
+        P = integral("mq,q,nq->mn", F, w, F)  # int F_m F_n deta; the direction outer product places it
         self.Bc = mu * P[:, :, None, None] * np.einsum("ma,nb->mnab", E, E)
         self.Bexp = self.e[:, None] + self.e[None, :] + 1
         C0 = np.zeros((4, 4))  # the whole beam, material fixed along the axis: z in [-l0, 0]

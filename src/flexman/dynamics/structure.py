@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import dh
+from ..discretize.shapes import integral
 from .beams import RevoluteBeam, SlidingBeam, common_rule
 
 # beam axis and transverse directions (index into x, y, z of the link frame)
@@ -106,11 +107,11 @@ def _beam_model(link, convention, loads) -> RevoluteBeam:
         elif direction == "z":
             vec[k, t2] = 1.0
     C0 = rod_second_moments(link, convention)
-    Ck = mu * np.einsum("q,qa,kq,kb->kab", wt, h0, phi, vec)
-    Ckl = mu * np.einsum("q,kq,lq,ka,lb->klab", wt, phi, phi, vec, vec)
+    Ck = mu * integral("q,qa,kq,kb->kab", wt, h0, phi, vec)
+    Ckl = mu * integral("q,kq,lq,ka,lb->klab", wt, phi, phi, vec, vec)
     tors = np.array([d == "torsion" for d in dirs])
-    int_phi = phi @ wt
-    int_phiphi = (phi * wt) @ phi.T
+    int_phi = integral("kq,q->k", phi, wt)
+    int_phiphi = integral("kq,q,lq->kl", phi, wt, phi)
     for k in np.flatnonzero(tors):
         Ck[k, t1, t2] += 0.5 * jp * int_phi[k]
         Ck[k, t2, t1] -= 0.5 * jp * int_phi[k]
@@ -184,7 +185,7 @@ def shortening_matrix(sets, L):
         eta, w = ss.quadrature()
         d = ss(np.asarray(eta), deriv=1)
         sc = np.asarray(ss.scale, float)
-        blocks.append(((d * w) @ d.T) * L ** (sc[:, None] + sc[None, :] - 1))
+        blocks.append(integral("kq,q,lq->kl", d, w, d) * L ** (sc[:, None] + sc[None, :] - 1))
     from scipy.linalg import block_diag
 
     return block_diag(*blocks)

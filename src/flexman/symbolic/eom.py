@@ -165,7 +165,7 @@ class EOM:
         if what == "mass_matrix" and self.options["reduce_mass_matrix"]:
             _, frame1, poly = self._reduced_mass_matrix()
             out.append(("+ traced in link 1's frame (q1 = 0), if fewer", frame1.op_count()))
-            out.append(("+ polynomial normal form (sin^2 = 1 - cos^2, like terms, roundoff zeros), if fewer",
+            out.append(("+ polynomial normal form (cos^2 = 1 - sin^2, like terms, roundoff zeros; shared sums), if fewer",
                         poly.op_count()))
         return out
 

@@ -9,7 +9,7 @@ leave roundoff residues such as ``1e-18 * q8`` that no instruction-level pass ca
 ("atoms") are ``cos q`` and ``sin q`` of the inputs that enter a sine or cosine, the other
 inputs, and for an input that appears in a denominator ``q + c`` (a sliding beam's outside
 length) the shifted input ``q + c`` itself, with negative powers allowed for everything but
-the trigonometric atoms. Every product is reduced with ``sin^2 = 1 - cos^2``, like terms are
+the trigonometric atoms. Every product is reduced with ``cos^2 = 1 - sin^2``, like terms are
 collected, and a coefficient is set to zero when it is below ``TOL`` times its roundoff bound
 (the sum of the magnitudes of the products that formed it): then the exact coefficient is 0,
 or so small that dropping it changes the output by less than ``TOL`` of those magnitudes.
@@ -22,7 +22,10 @@ frequent atom, recursively, and a normalized polynomial that recurs (in any outp
 constant factor) is computed once. Monomials are built from shared smaller ones.
 :func:`simplify_nodes` keeps the traced structure instead (products of sums stay products) and
 re-emits only the intermediates whose polynomial is tiny or repeats an earlier one up to a
-factor, optionally collecting like terms in sums. :func:`reduce` keeps the cheapest of these.
+factor, optionally collecting like terms in sums. :func:`emit_shared` first computes once the
+two-term sums (kernels) and the products of two atoms that recur across the outputs, which
+recovers the products of sums that expansion multiplied out. :func:`reduce` keeps the
+cheapest of these.
 """
 from __future__ import annotations
 
@@ -63,11 +66,12 @@ class Atoms:
         return self.index[key]
 
     def trig_pairs(self):
+        """[(sin atom, cos atom)] of the inputs that have both."""
         pairs = {}
         for k, key in enumerate(self.list):
             if key[0] in ("cos", "sin"):
                 pairs.setdefault(key[1], {})[key[0]] = k
-        return [(p["cos"], p["sin"]) for p in pairs.values() if len(p) == 2]
+        return [(p["sin"], p["cos"]) for p in pairs.values() if len(p) == 2]
 
 
 # ----- sparse polynomials: {monomial (tuple of exponents): (coefficient, bound)} ----------
@@ -113,14 +117,16 @@ def _scale(p, s):
 
 
 def _reduce_trig(m, pairs):
-    """sin^2 = 1 - cos^2 on one monomial: [(monomial, sign)] with every sin exponent < 2."""
-    for ic, is_ in pairs:
-        if len(m) > is_ and m[is_] >= 2:
+    """cos^2 = 1 - sin^2 on one monomial: [(monomial, sign)] with every cos exponent < 2.
+    (Either identity gives a normal form; this one gave fewer terms and operations on the
+    flexible arms of 004 Table 2.)"""
+    for keep, red in pairs:
+        if len(m) > red and m[red] >= 2:
             lo = list(m)
-            lo[is_] -= 2
+            lo[red] -= 2
             hi = list(lo)
-            hi.extend([0] * (ic + 1 - len(hi)))
-            hi[ic] += 2
+            hi.extend([0] * (keep + 1 - len(hi)))
+            hi[keep] += 2
             return (_reduce_trig(_clean(tuple(lo)), pairs)
                     + [(mm, -s) for mm, s in _reduce_trig(_clean(tuple(hi)), pairs)])
     return [(m, 1.0)]
@@ -494,6 +500,260 @@ def _emissions(program, atoms, expanded) -> list:
     return [emit(program, atoms, expanded, lambda k, r=rank: r(atoms.list[k])) for rank in RANKS.values()]
 
 
+# ----- shared sums and products (kernel and cube extraction) -------------------------------
+# The expanded outputs repeat sums that the recursion formed once: (a + b)(c + d) expands to
+# ac + ad + bc + bd. A "kernel" x^k1 + r x^k2 (two terms, no common factor) that occurs in
+# several places, each time times some monomial x^g and coefficient c, is computed once as a
+# new atom t: every occurrence c x^g (x^k1 + r x^k2) becomes the one term c x^g t, which saves
+# an addition per occurrence. Repeating this greedily (most frequent kernel first; kernels of
+# kernels recover longer sums and products of sums) is the two-term kernel extraction of
+# polynomial CSE. Then products of two atoms that occur in several terms are made atoms too.
+# Monomials here are sparse: sorted ((atom, exponent), ...).
+MAX_SHARE = 4000  # expanded terms beyond which sums and products are not extracted (time)
+MATCH = 1e-13  # two occurrences of a kernel: their coefficient ratios agree to this (relative)
+
+
+def _sparse(m):
+    return tuple((k, e) for k, e in enumerate(m) if e)
+
+
+def _dense(m, n):
+    v = [0] * n
+    for k, e in m:
+        v[k] = e
+    return _clean(tuple(v))
+
+
+def _times(m, k, sign=1):
+    """x^m * x^(sign k) for sparse monomials."""
+    d = dict(m)
+    for a, e in k:
+        d[a] = d.get(a, 0) + sign * e
+    return tuple(sorted((a, e) for a, e in d.items() if e))
+
+
+def _pair_key(m1, c1, m2, c2):
+    """The kernel of two terms: (k1, k2, r) with c1 x^m1 + c2 x^m2 = c1 x^g (x^k1 + r x^k2),
+    x^g their greatest common divisor (one merge of the two sorted monomials)."""
+    k1, k2 = [], []
+    i = j = 0
+    n1, n2 = len(m1), len(m2)
+    while i < n1 or j < n2:
+        a = m1[i][0] if i < n1 else 1 << 30
+        b = m2[j][0] if j < n2 else 1 << 30
+        e1 = m1[i][1] if a <= b else 0
+        e2 = m2[j][1] if b <= a else 0
+        g = e1 if e1 < e2 else e2
+        atom = a if a <= b else b
+        if e1 != g:
+            k1.append((atom, e1 - g))
+        if e2 != g:
+            k2.append((atom, e2 - g))
+        i += a <= b
+        j += b <= a
+    k1, k2 = tuple(k1), tuple(k2)
+    if k1 > k2:
+        return k2, k1, float(f"{c1 / c2:.12g}")
+    return k1, k2, float(f"{c2 / c1:.12g}")
+
+
+def _priority(item):
+    """Order of the candidate kernels: most pairs first, then the one of lower degree (cheaper)."""
+    (k1, k2, _), count = item
+    return count, -sum(e for _, e in k1) - sum(e for _, e in k2)
+
+
+class _SumSharing:
+    """Greedy kernel extraction over a list of polynomials ({sparse monomial: coefficient}),
+    edited in place; ``counts`` holds, for every kernel, its number of term pairs (updated as
+    terms come and go, so that each step costs the terms it touches, not a full recount)."""
+
+    def __init__(self, polys, n_atoms):
+        self.polys, self.next_atom = polys, n_atoms
+        self.counts: dict = {}
+        self.floor, self.overtaken = 1, False
+        for p in polys:
+            items = list(p.items())
+            for i, (m1, c1) in enumerate(items):
+                for m2, c2 in items[i + 1:]:
+                    key = _pair_key(m1, c1, m2, c2)
+                    self.counts[key] = self.counts.get(key, 0) + 1
+        self.frequent = {key for key, n in self.counts.items() if n >= 2}  # the candidates
+
+    def _pairs(self, p, m, c, step):
+        counts = self.counts
+        for m2, c2 in p.items():
+            if m2 != m:
+                key = _pair_key(m, c, m2, c2)
+                n = counts[key] = counts.get(key, 0) + step
+                if step > 0:
+                    if n == 2:
+                        self.frequent.add(key)
+                    if n > self.floor:
+                        self.overtaken = True
+                elif n == 1:
+                    self.frequent.discard(key)
+
+    def _set(self, p, m, c):
+        """Give term m the coefficient c (0: remove it), keeping the pair counts right."""
+        if m in p:
+            self._pairs(p, m, p[m], -1)
+            del p[m]
+        if abs(c) > 0.0:
+            p[m] = c
+            self._pairs(p, m, c, +1)
+
+    @staticmethod
+    def occurrences(p, key):
+        """Non-overlapping (g, m1, m2, c1) with c1 x^g (x^k1 + r x^k2) among p's terms."""
+        k1, k2, r = key
+        out, used = [], set()
+        for m1, c1 in p.items():
+            if m1 in used:
+                continue
+            g = _times(m1, k1, -1)
+            d1 = dict(m1)
+            if any(e < 0 and d1.get(a, 0) >= 0 for a, e in g):  # k1 must divide x^m1
+                continue
+            m2 = _times(g, k2)
+            c2 = p.get(m2)
+            if m2 == m1 or m2 in used or c2 is None or abs(c2 - r * c1) > 1e-11 * abs(c2):
+                continue
+            used.update((m1, m2))
+            out.append((g, m1, m2, c1))
+        return out
+
+    def run(self, batch=32):
+        """Extract kernels, the most frequent first, while one occurs twice or more:
+        [(k1, k2, r)] in order, kernel j being the atom ``n_atoms + j`` (and free to use the
+        earlier ones). The candidates are the ``batch`` most frequent kernels, taken again when
+        a count outside them may have overtaken (``self.floor``)."""
+        import heapq
+
+        kernels = []
+        while True:  # (the batch keeps the greedy order exact; it only saves full scans)
+            top = heapq.nlargest(batch, ((k, self.counts[k]) for k in self.frequent), key=_priority)
+            if not top or top[0][1] < 2:
+                return kernels
+            self.floor = top[-1][1] if len(top) == batch else 1
+            self.overtaken = False
+            for key, _ in top:
+                if self.overtaken or self.counts[key] < max(self.floor, 2):
+                    break
+                if max(self.counts[k] for k, _ in top) > self.counts[key]:
+                    break  # an earlier candidate's count changed: take the candidates again
+                kernel, found = self._exact(key)
+                if sum(len(o) for _, o in found) < 2:  # overlapping or roundoff-different pairs
+                    self.counts[key] = 0
+                    self.frequent.discard(key)
+                    continue
+                self._apply(found)
+                kernels.append(kernel)
+
+    def _exact(self, key):
+        """The kernel with the ratio of its first occurrence (the key's is rounded to 12 digits
+        to group pairs), and the occurrences that have that ratio to MATCH."""
+        found = [(p, self.occurrences(p, key)) for p in self.polys]
+        first = next((p, occ[0]) for p, occ in found if occ) if any(occ for _, occ in found) else None
+        if first is None:
+            return key, found
+        p, (_, _, m2, c1) = first
+        r = p[m2] / c1
+        exact = [(p, [o for o in occ if abs(p[o[2]] - r * o[3]) <= MATCH * abs(p[o[2]])]) for p, occ in found]
+        return (key[0], key[1], r), exact
+
+    def _apply(self, found):
+        atom = ((self.next_atom, 1),)
+        self.next_atom += 1
+        for p, occ in found:
+            for g, m1, m2, c1 in occ:
+                self._set(p, m1, 0.0)
+                self._set(p, m2, 0.0)
+                m = _times(g, atom)
+                self._set(p, m, p.get(m, 0.0) + c1)
+
+
+def _share_products(polys, n_atoms):
+    """Make the product of two atoms an atom while it occurs in two or more terms (the most
+    frequent first): [(a, b)], product j being the atom ``n_atoms + j``. Edits ``polys``."""
+    products = []
+    while True:
+        counts = {}
+        for p in polys:
+            for m in p:
+                pos = [(a, e) for a, e in m if e > 0]
+                for i, (a, e) in enumerate(pos):
+                    if e >= 2:
+                        counts[(a, a)] = counts.get((a, a), 0) + 1
+                    for b, _ in pos[i + 1:]:
+                        counts[(a, b)] = counts.get((a, b), 0) + 1
+        if not counts:
+            return products
+        (a, b), n = max(counts.items(), key=lambda kv: kv[1])
+        if n < 2:
+            return products
+        atom = n_atoms + len(products)
+        products.append((a, b))
+        pair = ((a, 1), (b, 1)) if a != b else ((a, 2),)
+        for p in polys:
+            for m in list(p):
+                d = dict(m)
+                if d.get(a, 0) > 0 and d.get(b, 0) > (a == b):
+                    c = p.pop(m)
+                    mm = _times(_times(m, pair, -1), ((atom, 1),))
+                    p[mm] = p.get(mm, 0.0) + c
+
+
+def emit_shared(program: Program, atoms: Atoms, expanded: dict) -> list:
+    """The outputs re-emitted after kernel and product extraction, once per Horner atom order
+    of :data:`RANKS` (a list of programs computing the same outputs)."""
+    entries, unique = {}, {}
+    for group, (shape, polys) in expanded.items():
+        row = []
+        for p in polys:
+            if not p:
+                row.append(None)
+                continue
+            s, g, rest = _normalize(_coefficients(p))
+            key = _key(rest)
+            unique.setdefault(key, {_sparse(m): c for m, c in rest.items()})
+            row.append((s, g, key))
+        entries[group] = (shape, row)
+    keys = list(unique)
+    polys = [unique[k] for k in keys]
+    n0 = len(atoms.list)
+    kernels = _SumSharing(polys, n0).run()
+    products = _share_products(polys, n0 + len(kernels))
+    n = n0 + len(kernels) + len(products)
+    out = []
+    for rank in RANKS.values():
+        tape = Tape()
+        values = _atom_values(tape, program, atoms)[1]
+        em = _Emitter(values, lambda k, r=rank: r(atoms.list[k]) if k < n0 else 0)
+        scale = {}  # kernel atom -> the factor left out of its value (it has coefficient 1 first)
+
+        def dense(p):  # coefficients times the factors left out of the kernels they contain
+            return {_dense(m, n): c * np.prod([scale.get(a, 1.0) ** e for a, e in m]) for m, c in p.items()}
+
+        for j, (k1, k2, r) in enumerate(kernels):
+            s, g, rest = _normalize(dense({k1: 1.0, k2: r}))
+            scale[n0 + j] = s
+            values.append(T.mul(em.monomial(g), em.normalized(rest)))
+        for a, b in products:
+            values.append(T.mul(values[a], values[b]))
+            if a in scale or b in scale:
+                scale[len(values) - 1] = scale.get(a, 1.0) * scale.get(b, 1.0)
+        value = {k: em.poly(dense(p)) for k, p in zip(keys, polys)}
+        outputs = {}
+        for group, (shape, row) in entries.items():
+            arr = np.empty(len(row), dtype=object)
+            for i, e in enumerate(row):
+                arr[i] = 0.0 if e is None else T.mul(e[0], T.mul(em.monomial(e[1]), value[e[2]]))
+            outputs[group] = arr.reshape(shape)
+        out.append(Program.from_tape(program.name, tape, program.inputs, outputs, program.doc))
+    return out
+
+
 MAX_EMIT = 2000  # output terms beyond which the outputs are not re-emitted whole (slow; never the cheapest)
 NODE_VARIANTS = ((0, False), (2, False), (2, True))  # (max_terms, collect): the ones that ever won
 
@@ -509,8 +769,11 @@ def reduce(program: Program) -> Program:
         return program
     rank = lambda k: RANKS["trigonometric first"](atoms.list[k])
     candidates = [program]
-    if sum(len(p) for _, polys in expanded.values() for p in polys) <= MAX_EMIT:
+    terms = sum(len(p) for _, polys in expanded.values() for p in polys)
+    if terms <= MAX_EMIT:
         candidates += _emissions(program, atoms, expanded)
+    if terms <= MAX_SHARE:
+        candidates += emit_shared(program, atoms, expanded)
     cache = {}
     candidates += [simplify_nodes(program, atoms, nodes, k, rank, collect, cache) for k, collect in NODE_VARIANTS]
     return min(candidates, key=total)
