@@ -29,6 +29,8 @@ cheapest of these.
 """
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
 from . import tracer as T
@@ -510,7 +512,8 @@ def _emissions(program, atoms, expanded) -> list:
 # polynomial CSE. Then products of two atoms that occur in several terms are made atoms too.
 # Monomials here are sparse: sorted ((atom, exponent), ...).
 MAX_SHARE = 4000  # expanded terms beyond which sums and products are not extracted (time)
-MATCH = 1e-13  # two occurrences of a kernel: their coefficient ratios agree to this (relative)
+GROUP = 1e-11  # a pair matches a kernel key (whose ratio is rounded to 12 digits) to this
+MATCH = 1e-13  # two occurrences of one kernel: their coefficient ratios agree to this (relative)
 
 
 def _sparse(m):
@@ -617,7 +620,7 @@ class _SumSharing:
                 continue
             m2 = _times(g, k2)
             c2 = p.get(m2)
-            if m2 == m1 or m2 in used or c2 is None or abs(c2 - r * c1) > 1e-11 * abs(c2):
+            if m2 == m1 or m2 in used or c2 is None or abs(c2 - r * c1) > GROUP * abs(c2):
                 continue
             used.update((m1, m2))
             out.append((g, m1, m2, c1))
@@ -628,8 +631,6 @@ class _SumSharing:
         [(k1, k2, r)] in order, kernel j being the atom ``n_atoms + j`` (and free to use the
         earlier ones). The candidates are the ``batch`` most frequent kernels, taken again when
         a count outside them may have overtaken (``self.floor``)."""
-        import heapq
-
         kernels = []
         while True:  # (the batch keeps the greedy order exact; it only saves full scans)
             top = heapq.nlargest(batch, ((k, self.counts[k]) for k in self.frequent), key=_priority)
@@ -654,10 +655,10 @@ class _SumSharing:
         """The kernel with the ratio of its first occurrence (the key's is rounded to 12 digits
         to group pairs), and the occurrences that have that ratio to MATCH."""
         found = [(p, self.occurrences(p, key)) for p in self.polys]
-        first = next((p, occ[0]) for p, occ in found if occ) if any(occ for _, occ in found) else None
-        if first is None:
+        first = [(p, occ[0]) for p, occ in found if occ]
+        if not first:
             return key, found
-        p, (_, _, m2, c1) = first
+        p, (_, _, m2, c1) = first[0]
         r = p[m2] / c1
         exact = [(p, [o for o in occ if abs(p[o[2]] - r * o[3]) <= MATCH * abs(p[o[2]])]) for p, occ in found]
         return (key[0], key[1], r), exact
