@@ -14,6 +14,7 @@ import pytest
 import flexman as fm
 from flexman import cli
 from flexman.model import io
+from test_closed_loop import rigid_three_link
 
 
 def pendulum() -> fm.Robot:
@@ -355,12 +356,3 @@ def test_document_tables_json_match_papers_and_independent_derivations(capsys):
     cheapest = min(c["mul"] + c["add"] for c in by_form.values())
     ours = by_form[rigid["ours_formulation"]]
     assert (rigid["ours_mul"], rigid["ours_add"]) == (ours["mul"], ours["add"]) and ours["mul"] + ours["add"] == cheapest
-
-
-def rigid_three_link() -> fm.Robot:
-    """The thesis arm with rigid links, built as tests/test_closed_loop.py does."""
-    robot = fm.examples.load("flx_three_link")
-    for link in robot.links:
-        if link.beam is not None:
-            link.beam.modes = {"y": 0, "z": 0, "torsion": 0}
-    return fm.Robot(links=robot.links, name="flx_three_link_rigid", gravity=robot.gravity, dh=robot.dh)

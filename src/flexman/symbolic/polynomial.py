@@ -106,11 +106,8 @@ def _const(c):
 def _add(p, q, sign=1.0):
     out = dict(p)
     for m, (c, b) in q.items():
-        if m in out:
-            c0, b0 = out[m]
-            out[m] = (c0 + sign * c, b0 + b)
-        else:
-            out[m] = (sign * c, b)
+        c0, b0 = out.get(m, (0.0, 0.0))
+        out[m] = (c0 + sign * c, b0 + b)
     return _prune(out)
 
 
@@ -143,11 +140,8 @@ def _mul(p, q, pairs, work):
         for m2, (c2, b2) in q.items():
             c, b = c1 * c2, b1 * b2
             for m, s in _reduce_trig(_clean(_mono_mul(m1, m2)), pairs):
-                if m in out:
-                    c0, b0 = out[m]
-                    out[m] = (c0 + s * c, b0 + b)
-                else:
-                    out[m] = (s * c, b)
+                c0, b0 = out.get(m, (0.0, 0.0))
+                out[m] = (c0 + s * c, b0 + b)
     return _prune(out)
 
 
@@ -574,14 +568,13 @@ class _SumSharing:
     def __init__(self, polys, n_atoms):
         self.polys, self.next_atom = polys, n_atoms
         self.counts: dict = {}
+        self.frequent: set = set()  # the candidates: kernels with two or more pairs
         self.floor, self.overtaken = 1, False
-        for p in polys:
+        for p in polys:  # the terms enter one by one, counted as any later term is
             items = list(p.items())
-            for i, (m1, c1) in enumerate(items):
-                for m2, c2 in items[i + 1:]:
-                    key = _pair_key(m1, c1, m2, c2)
-                    self.counts[key] = self.counts.get(key, 0) + 1
-        self.frequent = {key for key, n in self.counts.items() if n >= 2}  # the candidates
+            p.clear()
+            for m, c in items:
+                self._set(p, m, c)
 
     def _pairs(self, p, m, c, step):
         counts = self.counts

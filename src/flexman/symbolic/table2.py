@@ -205,14 +205,13 @@ def table2_rows(arms=ARMS, discretizations=DISCRETIZATIONS) -> list:
                 traced = _count(robot, form, reduce_mass_matrix=False)
                 if traced is None:
                     continue
-                best = min(((dh, _count(arm(name, disc, dh), form)) for dh in ("standard", "modified")),
-                           key=lambda t: total_operations(t[1]))
+                dh, _, counts = cheapest_mass_matrix(name, disc, (form,))
                 rows.append({
                     "arm": name, "discretization": disc, "formulation": form, "nq": robot.nq,
                     "paper_mul": pm, "paper_add": pa,
                     "traced_mul": traced["mul"], "traced_add": traced["add"],
-                    "ours_mul": best[1]["mul"], "ours_add": best[1]["add"], "ours_div": best[1]["div"],
-                    "ours_fn": best[1]["fn"], "ours_dh": best[0],
+                    "ours_mul": counts["mul"], "ours_add": counts["add"], "ours_div": counts["div"],
+                    "ours_fn": counts["fn"], "ours_dh": dh,
                     **{f"trunc{k}_{x}": trunc[k][x] for k in TRUNCATE for x in ("mul", "add")},
                     "source": SOURCE if name != "RR+payload" else "004 sec. 4.4 (RR with a payload)",
                 })
@@ -231,13 +230,14 @@ def versus_paper(paper: tuple, counts: dict) -> dict:
             "met_mul": counts["mul"] <= paper_mul, "met_add": counts["add"] <= paper_add}
 
 
-def cheapest_mass_matrix(name: str, discretization: str) -> tuple:
+def cheapest_mass_matrix(name: str, discretization: str, forms=None) -> tuple:
     """(dh, formulation, counts) of the fewest-operations inertia matrix of one arm, over both
-    DH placements and the formulations that apply (fallbacks to Book's recursion skipped)."""
+    DH placements and the given formulations (default: those that apply; fallbacks to Book's
+    recursion skipped)."""
     found = []
     for dh in ("standard", "modified"):
         robot = arm(name, discretization, dh)
-        found += [(dh, form, _count(robot, form)) for form in formulations(robot)]
+        found += [(dh, form, _count(robot, form)) for form in (forms or formulations(robot))]
     return min((f for f in found if f[2] is not None), key=lambda f: total_operations(f[2]))
 
 
