@@ -1,6 +1,6 @@
 """Rigid-arm evaluation speed on the Puma 560: flexman (rnea/crba) beside Pinocchio.
 
-Run: /tmp/venv0/bin/python bench/rigid.py   (or: make bench)
+Run: .venv/bin/python bench/rigid.py   (or: make bench)
 Times inverse dynamics, the mass matrix and forward dynamics for one state and for a batch
 of 10,000 states (flexman: one batched call; Pinocchio: a Python loop of single calls),
 checks that both agree on the batch, and prints per-state times and their ratios.

@@ -67,6 +67,23 @@ def test_shared_sums_recover_products_of_sums():
         assert np.allclose(run_program(shared, q)["y"], run_program(prog, q)["y"], rtol=1e-14)
 
 
+def test_shared_one_minus_sine_squared_is_cosine_squared():
+    # q2 cos^2 q1 + q3 and 3 q3 cos^2 q1 + q2 are q2 - q2 s^2 + q3 and 3 q3 - 3 q3 s^2 + q2 in
+    # the normal form (6 terms, 4 additions); the recurring kernel 1 - s^2 is emitted as c c, so
+    # only the two outer additions are left
+    names = ("q1", "q2", "q3")
+    tape = Tape()
+    a, b, c = tape.inputs(names)
+    ys = [b * a.cos() * a.cos() + c, 3.0 * c * a.cos() * a.cos() + b]
+    prog = Program.from_tape("t", tape, {"q": list(names)}, {"y": np.array(ys, dtype=object)})
+    atoms, expanded = P.expand(prog)
+    assert sum(len(p) for p in expanded["y"][1]) == 6
+    shared = min(P.emit_shared(prog, atoms, expanded), key=P.total)
+    assert shared.op_count()["add"] == 2
+    for q in np.random.default_rng(2).normal(size=(3, 3)):
+        assert np.allclose(run_program(shared, q)["y"], run_program(prog, q)["y"], rtol=1e-14)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_reduced_mass_matrix_of_random_arms(seed):
     rng = np.random.default_rng(100 + seed)

@@ -503,7 +503,8 @@ def _emissions(program, atoms, expanded) -> list:
 # new atom t: every occurrence c x^g (x^k1 + r x^k2) becomes the one term c x^g t, which saves
 # an addition per occurrence. Repeating this greedily (most frequent kernel first; kernels of
 # kernels recover longer sums and products of sums) is the two-term kernel extraction of
-# polynomial CSE. Then products of two atoms that occur in several terms are made atoms too.
+# polynomial CSE (a kernel 1 - sin^2 q is emitted as cos q cos q: a product instead of a sum).
+# Then products of two atoms that occur in several terms are made atoms too.
 # Monomials here are sparse: sorted ((atom, exponent), ...).
 MAX_SHARE = 4000  # expanded terms beyond which sums and products are not extracted (time)
 GROUP = 1e-11  # a pair matches a kernel key (whose ratio is rounded to 12 digits) to this
@@ -719,6 +720,7 @@ def emit_shared(program: Program, atoms: Atoms, expanded: dict) -> list:
     kernels = _SumSharing(polys, n0).run()
     products = _share_products(polys, n0 + len(kernels))
     n = n0 + len(kernels) + len(products)
+    squared_sines = {((s, 2),): ((c, 2),) for s, c in atoms.trig_pairs()}
     out = []
     for rank in RANKS.values():
         tape = Tape()
@@ -730,6 +732,9 @@ def emit_shared(program: Program, atoms: Atoms, expanded: dict) -> list:
             return {_dense(m, n): c * np.prod([scale.get(a, 1.0) ** e for a, e in m]) for m, c in p.items()}
 
         for j, (k1, k2, r) in enumerate(kernels):
+            if k1 == () and k2 in squared_sines and abs(r + 1.0) <= MATCH:  # 1 - sin^2 q is cos^2 q
+                values.append(em.monomial(_dense(squared_sines[k2], n)))
+                continue
             s, g, rest = _normalize(dense({k1: 1.0, k2: r}))
             scale[n0 + j] = s
             values.append(T.mul(em.monomial(g), em.normalized(rest)))

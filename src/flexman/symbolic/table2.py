@@ -25,6 +25,17 @@ finite elements (FEM). The model choices behind those counts, as we read 004 (se
   x axis (l = a); a prismatic link has a = 0 and slides along its joint axis, so it is
   perpendicular to the revolute beam carrying it. The prismatic beam is a translating beam
   of total length l0 whose outside part (the joint variable) deflects (eq. 19).
+* Where the RP / RRP rows cannot be the same model: 004 prints the sliding beam in a spatial
+  description. Its points sit at fixed distances x from the hub (eq. 5: r = p_(j-1) +
+  R_j (u, v, x); eq. 19: the inside part at fixed x), the mass matrix is built from partials at
+  fixed x (Algorithm 1) and the mode shapes stretch with l = d (eq. 7). Neither p_(j-1) nor R_j
+  depends on d, so the only d-velocity left is the stretching of the shapes: the beam's axial
+  motion (the material moving out at d') and the convected slope (d' du/dx) are not in it, and
+  at zero deflection the d row of M is zero (M singular without a payload, against 004's own
+  Appendix). That model is not physical and is not what 004 simulated, and the one they counted
+  is not described. flexman's sliding beam is the material one (``beams.SlidingBeam``: axial
+  transport and stretched shapes), with more terms in M, so the RP / RRP counts compare
+  different models. The revolute rows (RR, RRR) have no such gap.
 
 Numbers are 004 Table 3 where it has them: rigid link 1 (3.7051 kg, 0.1 m column); flexible
 links 0.331 kg/m, EI = 1165.4916 N m^2; first flexible link 1.0 m (Table 3's link 2); second
