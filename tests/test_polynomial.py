@@ -111,3 +111,15 @@ def test_stanford_arm_mass_matrix_shrinks():
     q = np.random.default_rng(3).normal(size=robot.nq)
     assert np.allclose(run_program(fm.derive(robot).program("mass_matrix"), q)["M"], robot.mass_matrix(q),
                        rtol=1e-12, atol=1e-12)
+
+
+def test_mass_matrix_of_an_arm_whose_first_link_is_a_sliding_beam():
+    # its M depends on q1 (the outside length), so it is not traced in link 1's frame
+    EI = 1165.4916
+    beam = lambda length: fm.Beam(length, 0.331, (EI, EI), modes={"y": 1, "z": 0, "torsion": 0})
+    robot = fm.Robot(links=[fm.Link("prismatic", d=0.3, limits=(0.0, 1.0), beam=beam(1.3)),
+                            fm.Link("revolute", a=0.5, beam=beam(0.5))])
+    q = np.array([0.4, 0.3, 0.01, -0.02])
+    for formulation in ("book", "newton_euler"):
+        M = fm.derive(robot, formulation=formulation).compile("numpy").mass_matrix(q)
+        assert np.abs(M - robot.mass_matrix(q)).max() < 1e-10 * np.abs(M).max()

@@ -26,3 +26,10 @@ def test_symbolic_parameters_name_the_wrenches():
     eom = fm.derive(fm.examples.load("dynaman_2r"), parameters="symbolic")
     names = {str(s) for s in eom.b.free_symbols}
     assert {"F2x", "F2y", "T1z", "T2z"} <= names
+
+
+@pytest.mark.parametrize("formulation", ["book", "newton_euler"])
+def test_inverse_dynamics_passes_count_the_wrenches(formulation):
+    # each pass traces only the inverse dynamics: its last step is the program op_count reports
+    eom = fm.derive(fm.examples.load("dynaman_2r"), formulation=formulation, parameters="symbolic")
+    assert eom.passes("inverse_dynamics")[-1][1] == eom.op_count("inverse_dynamics")

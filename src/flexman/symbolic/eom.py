@@ -39,8 +39,8 @@ def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", 
            truncate=None, zero_q1=False):
     """Trace the requested terms into a fresh tape: (tape, inputs, values, param values, notes).
     ``truncate=k`` (Book's recursion only): the M output keeps its terms of degree <= k in q_f.
-    ``zero_q1``: trace with q1 = 0, i.e. in link 1's frame (right for M only: M does not depend
-    on q1, which moves the whole arm rigidly; the program keeps q1 as an unused input)."""
+    ``zero_q1``: trace in link 1's frame (``trace.in_link1_frame``: q1 = 0 where M does not
+    depend on q1; right for M only; the program keeps q1 as an unused input)."""
     if formulation not in FORMULATIONS:
         raise ValueError(f"formulation: unknown {formulation!r}; use one of {', '.join(FORMULATIONS)}")
     if truncate is not None and (formulation != "book" or int(truncate) != truncate or truncate < 0):
@@ -50,10 +50,6 @@ def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", 
     need = set(need) | ({"M", "b"} if "qdd" in need else set())
     tape = Tape(fold=fold, cse=cse)
     x_inputs = tr.coordinate_inputs(tape, robot.nq, robot.n_joints)
-    x = x_inputs
-    if zero_q1:
-        x = dict(x_inputs, q=x_inputs["q"].copy())
-        x["q"][0] = 0.0
     notes = []
     if parameters == "symbolic":
         from .params import symbolic_model
@@ -62,6 +58,7 @@ def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", 
         notes += pnotes
     else:
         model, pvals = build(robot), {}
+    x = dict(x_inputs, q=tr.in_link1_frame(model, x_inputs["q"])) if zero_q1 else x_inputs
     if any(lk.coulomb for lk in robot.links):
         notes.append("Coulomb friction is not traced (it branches on the sign of qd)")
     terms = None
@@ -89,7 +86,7 @@ def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", 
         tau = M @ x["qdd"] + b
     if external is None:
         external = parameters == "symbolic"
-    if external and b is not None:
+    if external and (b is not None or tau is not None):
         # DYNAMAN keeps external forces symbolic: a wrench (force, moment; base frame) at the
         # distal frame origin of every link, named F<i>x..F<i>z, T<i>x..T<i>z, entering as J^T w.
         # They travel with the parameter vector (default 0), so compiled code takes them too.
@@ -97,9 +94,8 @@ def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", 
         w = np.array(tape.inputs(names) + [None], dtype=object)[:-1].reshape(robot.n_joints, 6)
         pvals = {**pvals, **{n: 0.0 for n in names}}
         q_ext = tr.external_forces(model, x["q"], w)
-        b = b - q_ext
-        if tau is not None:
-            tau = tau - q_ext
+        b = None if b is None else b - q_ext
+        tau = None if tau is None else tau - q_ext
         notes.append("external wrenches F<i>, T<i> at each link's distal frame are inputs (default 0)")
     values = {k: v for k, v in (("M", M_out), ("b", b), ("tau", tau)) if k in need}
     if "qdd" in need:
@@ -114,9 +110,8 @@ class EOM:
     def __init__(self, robot, formulation="newton_euler", parameters="numeric", fold=True, cse=True, external=None,
                  truncate=None, reduce_mass_matrix=True):
         self.robot, self.formulation, self.parameters = robot, formulation, parameters
-        self.options = dict(fold=fold, cse=cse, external=external, reduce_mass_matrix=reduce_mass_matrix)
-        if truncate is not None:
-            self.options["truncate"] = truncate
+        self.options = dict(fold=fold, cse=cse, external=external, reduce_mass_matrix=reduce_mass_matrix,
+                            truncate=truncate)
         self.tape, self._x, self._values, self.param_values, self.notes = _trace(
             robot, formulation, parameters, fold, cse, external=external, truncate=truncate)
         self._programs = {}
@@ -137,7 +132,7 @@ class EOM:
             raise ValueError(f"what: unknown {what!r}; use one of {', '.join(WHATS)}")
         if what not in self._programs:
             if what == "mass_matrix" and self.options["reduce_mass_matrix"]:
-                program = self._reduced_mass_matrix()[2]
+                program = self._reduced_mass_matrix()[1]
             else:
                 program = _program(self.tape, self._x, self._values, what, self.robot)
             self._programs[what] = program
@@ -158,36 +153,32 @@ class EOM:
                                  ("+ repeated-subexpression sharing", True, True)):
             need = NEEDS[what]
             tape, x, values, _, _ = _trace(self.robot, self.formulation, self.parameters, fold, cse, need,
-                                           external=self.options["external"], truncate=self.options.get("truncate"))
+                                           external=self.options["external"], truncate=self.options["truncate"])
             out.append((label, tape.count()))
         program = _program(tape, x, values, what, self.robot)
         out.append(("+ dead-code elimination", program.op_count()))
         if what == "mass_matrix" and self.options["reduce_mass_matrix"]:
-            _, frame1, poly = self._reduced_mass_matrix()
+            frame1, poly = self._reduced_mass_matrix()
             out.append(("+ traced in link 1's frame (q1 = 0), if fewer", frame1.op_count()))
             out.append(("+ polynomial normal form (cos^2 = 1 - sin^2, like terms, roundoff zeros; shared sums), if fewer",
                         poly.op_count()))
         return out
 
     def _reduced_mass_matrix(self):
-        """(M traced alone, the cheaper of it and M traced with q1 = 0, the cheapest after
-        also the polynomial normal form): a step keeps its input where it does not lower the
-        count. Computed once (``program`` and ``passes`` both read it)."""
+        """(the cheaper of the tape's M and M traced in link 1's frame, the cheapest after also
+        the polynomial normal form): a step keeps its input where it does not lower the count.
+        Book's recursion already traces M in link 1's frame (``trace.book_terms``), so only the
+        other formulations are traced again. Computed once (``program`` and ``passes`` read it)."""
         if self._mass_matrix_steps is None:
             from .polynomial import reduce, total
 
             o = self.options
-            if o.get("truncate") is not None:  # graded traces are slow: reuse the truncated M of the tape
-                program = _program(self.tape, self._x, self._values, "mass_matrix", self.robot)
-                self._mass_matrix_steps = (program, program, reduce(program))
-            else:
-                programs = []
-                for zero_q1 in (False, True):
-                    tape, x, values, _, _ = _trace(self.robot, self.formulation, self.parameters, o["fold"],
-                                                   o["cse"], ("M",), external=o["external"], zero_q1=zero_q1)
-                    programs.append(_program(tape, x, values, "mass_matrix", self.robot))
-                frame1 = min(programs, key=total)
-                self._mass_matrix_steps = (programs[0], frame1, reduce(frame1))
+            frame1 = _program(self.tape, self._x, self._values, "mass_matrix", self.robot)
+            if self.formulation != "book":
+                tape, x, values, _, _ = _trace(self.robot, self.formulation, self.parameters, o["fold"], o["cse"],
+                                               ("M",), external=o["external"], zero_q1=True)
+                frame1 = min((frame1, _program(tape, x, values, "mass_matrix", self.robot)), key=total)
+            self._mass_matrix_steps = (frame1, reduce(frame1))
         return self._mass_matrix_steps
 
     # ----- SymPy and text ---------------------------------------------------------------

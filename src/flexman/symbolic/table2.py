@@ -169,20 +169,13 @@ def formulations(robot) -> tuple:
 
 
 def run_program(program, q):
-    """Evaluate a straight-line program at one state q (float vector): {group: array}."""
-    import math
+    """Evaluate a straight-line program at one state q (float vector): {group: array}, through
+    the NumPy code generator (the program has one input group, q)."""
+    from ..codegen.emit import function_source
 
-    env = {f"q{k + 1}": float(v) for k, v in enumerate(q)}
-    fns = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-           "div": lambda a, b: a / b, "neg": lambda a: -a, "pow": lambda a, b: a ** b,
-           "sin": math.sin, "cos": math.cos, "sqrt": math.sqrt}
-    val = lambda a: env[a] if isinstance(a, str) else a
-    for target, op, args in program.body:
-        env[target] = fns[op](*[val(a) for a in args])
-    out = {}
-    for group, (shape, entries) in program.outputs.items():
-        out[group] = np.array([(-val(a) if negd else val(a)) for _, negd, a in entries]).reshape(shape)
-    return out
+    env = {"np": np}
+    exec(compile(function_source("numpy", program, "f"), "<flexman program>", "exec"), env)  # our own code
+    return dict(zip(program.outputs, env["f"](np.asarray(q, dtype=float))))
 
 
 TRUNCATE = (1, 0)  # orders of the truncated mass matrices in table2_rows

@@ -37,6 +37,18 @@ def symmetric_from_columns(cols):
     return M
 
 
+def in_link1_frame(model, q):
+    """q with q1 = 0, where the mass matrix does not depend on q1: moving joint 1 moves the
+    whole arm rigidly, which leaves the kinetic energy unchanged, unless link 1 is a sliding
+    beam (its shape changes with q1; q is returned as it is). Tracing M at q1 = 0 keeps
+    sin q1 and cos q1 out of every entry."""
+    if model.links[0].beam is not None and model.links[0].beam.sliding:
+        return q
+    q = q.copy()
+    q[0] = 0.0
+    return q
+
+
 def book_terms(model, x, need=("M", "b", "tau"), truncate=None):
     """(M, b, inverse dynamics) by the 4x4 recursion on tracer inputs x (None where not needed).
     ``truncate=k``: M keeps only its terms of degree <= k in the flexible coordinates."""
@@ -46,12 +58,7 @@ def book_terms(model, x, need=("M", "b", "tau"), truncate=None):
     if "tau" in need:
         tau = l4.inverse_dynamics(model, q, qd, qdd)
     if "M" in need:
-        # M does not depend on q1: moving joint 1 moves the whole arm rigidly, which leaves the
-        # kinetic energy unchanged (unless link 1 is a sliding beam, whose shape changes with q1).
-        # Tracing M at q1 = 0 keeps sin q1 and cos q1 out of every entry.
-        qm = q.copy()
-        if not (model.links[0].beam is not None and model.links[0].beam.sliding):
-            qm[0] = 0.0
+        qm = in_link1_frame(model, q)
         if truncate is not None:  # graded inputs (see .graded): q_f of degree 1, the rest degree 0
             from .graded import seed
 
