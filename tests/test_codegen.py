@@ -1,6 +1,5 @@
 """Generated code: compiled C and NumPy equal the numeric API (rigid and flexible arms, batched),
 the content-hash cache, exported sources in every language, the stand-alone RK4 simulator."""
-import os
 import shutil
 import subprocess
 

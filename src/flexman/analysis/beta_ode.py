@@ -173,7 +173,7 @@ class SlidingLinkShapes:
     """
 
     def __init__(self, robot, link):
-        from ..dynamics.structure import AXES, _distal_loads
+        from ..dynamics.structure import _distal_loads
 
         lk = robot.links[link]
         if lk.joint != "prismatic" or not lk.is_flexible or lk.beam.shapes != "clamped_mass":
@@ -182,7 +182,6 @@ class SlidingLinkShapes:
         self.robot, self.link, self.beam = robot, link, bm
         self.base = robot._model
         self.offset = float(self.base.links[link].offset)
-        self.axes = AXES["prismatic"]
         self.mu = bm.mass_per_length
         L0 = lk.d  # the length _distal_loads scales by
         loads = _distal_loads(robot, link)
@@ -243,13 +242,9 @@ class SlidingLinkShapes:
 
     def robot_with_sets(self, sets):
         """A copy of the robot whose sliding link uses the given shape sets (direction -> set)."""
-        from ..dynamics.beams import SlidingBeam
-        from ..dynamics.structure import shortening_matrix
+        from ..dynamics.structure import sliding_beam
 
-        dirs = [d for d, ss in sets.items() for _ in range(ss.n)]
-        bm = self.beam
-        beam = SlidingBeam(sets, dirs, self.axes, bm.mass_per_length, bm.length, bm.EI, bm.damping, self.offset)
-        beam.Sbar = shortening_matrix(sets, 1.0)
+        beam = sliding_beam(self.beam, sets, self.offset)
         links = list(self.base.links)
         links[self.link] = dataclasses.replace(links[self.link], beam=beam)
         proxy = copy.copy(self.robot)

@@ -56,7 +56,7 @@ def mass_matrix(robot, q):
     q = _as_float(q)
     if robot.is_rigid:
         return crba.mass_matrix(robot, q)
-    return mass_matrix_and_bias(robot, q, np.zeros_like(q))[0]
+    return _flexible_mass_and_bias(robot, q, None)[0]
 
 
 def bias_forces(robot, q, qd):
@@ -73,20 +73,28 @@ def mass_matrix_and_bias(robot, q, qd):
     q, qd = _as_float(q), _as_float(qd)
     if robot.is_rigid:
         return crba.mass_matrix(robot, q), crba.bias_forces(robot, q, qd)
-    q, qd = np.broadcast_arrays(q, qd)
+    return _flexible_mass_and_bias(robot, q, qd)
+
+
+def _flexible_mass_and_bias(robot, q, qd):
+    """(M, b) of a flexible arm from one vectorized recursion: nq samples with unit
+    accelerations (the columns of M), and with ``qd`` one more with the actual velocities,
+    gravity and elasticity (b); b is None without ``qd``."""
+    if qd is not None:
+        q, qd = np.broadcast_arrays(q, qd)
     nq = q.shape[-1]
+    n = nq + (qd is not None)
     batch = q.shape[:-1]
-    qb = np.broadcast_to(q[..., None, :], batch + (nq + 1, nq))
-    qdb = np.zeros(batch + (nq + 1, nq), dtype=qd.dtype)
-    qdb[..., nq, :] = qd
-    qddb = np.zeros(batch + (nq + 1, nq))
+    qb = np.broadcast_to(q[..., None, :], batch + (n, nq))
+    qdb = np.zeros(batch + (n, nq), dtype=float if qd is None else qd.dtype)
+    qddb = np.zeros(batch + (n, nq))
     qddb[..., :nq, :] = np.eye(nq)
-    grav = np.zeros((nq + 1, 3))
-    grav[nq] = robot.gravity
-    elastic = np.zeros(nq + 1)
-    elastic[nq] = 1.0
+    grav, elastic = np.zeros((n, 3)), np.zeros(n)
+    if qd is not None:
+        qdb[..., nq, :] = qd
+        grav[nq], elastic[nq] = robot.gravity, 1.0
     out = l4.inverse_dynamics(_model(robot), qb, qdb, qddb, gravity=grav, elastic=elastic)
-    return np.swapaxes(out[..., :nq, :], -1, -2), out[..., nq, :]
+    return np.swapaxes(out[..., :nq, :], -1, -2), (None if qd is None else out[..., nq, :])
 
 
 def selection(robot):

@@ -18,6 +18,8 @@ rigidly; its local coordinates are (d, modal coordinates).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..discretize.shapes import integral
@@ -102,6 +104,14 @@ class RevoluteBeam:
 
     def tip_partials(self, p):
         return np.broadcast_to(self.Dk, p.shape[:-1] + self.Dk.shape)
+
+    @functools.cached_property
+    def Sbar(self):
+        """Shortening matrix at unit length (built on first use: only second-order kinematics
+        reads it)."""
+        from .structure import shortening_matrix
+
+        return shortening_matrix(self.shapes, 1.0)
 
     def shortening(self, p, pd):
         """Axial tip shift -1/2 p^T S p and its rate (foreshortening; kinematics only)."""
@@ -251,7 +261,7 @@ class SlidingBeam:
     # psi_k, g1_k = s psi + (1 - eta) psi' (= d/dd at fixed material) and g2_k (= d2/dd2),
     # each scaled by a power of d: the integrals are constants times powers of d, computed once.
     def _precompute_moments(self, sets, ax):
-        n, mu, l0 = self.n, self.mu, self.l0
+        mu, l0 = self.mu, self.l0
         eta, w = self.eta, self.w
         psi = np.concatenate([ss(eta) for ss in sets.values()])
         dpsi = np.concatenate([ss(eta, deriv=1) for ss in sets.values()])

@@ -18,10 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dh, ops
-
-
 from .beams import identity as _identity
-from .beams import lincomb as _lincomb
 
 
 def _col(x):

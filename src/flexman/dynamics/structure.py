@@ -15,7 +15,7 @@ same tensors, so no special case remains in the recursion.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -279,6 +279,14 @@ def _distal_loads(robot, i):
     return out
 
 
+def sliding_beam(beam, sets, offset) -> SlidingBeam:
+    """The translating-beam model of the Beam data ``beam`` with the given shape sets
+    (direction -> set) and DH offset (the outside length at q = 0)."""
+    dirs = [k for k, ss in sets.items() for _ in range(ss.n)]
+    return SlidingBeam(sets, dirs, AXES["prismatic"], beam.mass_per_length, beam.length, beam.EI, beam.damping,
+                       offset)
+
+
 def build(robot) -> Model:
     """Constants for the recursive algorithms."""
     links = []
@@ -298,11 +306,7 @@ def build(robot) -> Model:
         if link.beam is not None:
             loads = _distal_loads(robot, i) if link.beam.shapes == "clamped_mass" else {}
             if link.is_flexible and link.joint == "prismatic":
-                bm = link.beam
-                sets = _shape_sets(bm, loads)
-                dirs = [k for k, ss in sets.items() for _ in range(ss.n)]
-                beam = SlidingBeam(sets, dirs, AXES["prismatic"], bm.mass_per_length, bm.length, bm.EI, bm.damping, offset)
-                beam.Sbar = shortening_matrix(sets, 1.0)
+                beam = sliding_beam(link.beam, _shape_sets(link.beam, loads), offset)
             elif link.is_flexible:
                 beam = _beam_model(link, robot.dh, loads)
             else:  # a beam with no modes is a rigid rod on the undeformed frame

@@ -2,8 +2,6 @@
 from the same frame derivatives as :func:`flexman.dynamics.api.jacobian`."""
 from __future__ import annotations
 
-import numpy as np
-
 from ..dynamics import lagrange4 as l4
 from ..dynamics.structure import build
 from .program import Program

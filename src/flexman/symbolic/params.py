@@ -30,7 +30,6 @@ them).
 from __future__ import annotations
 
 import copy
-import itertools
 
 import numpy as np
 
