@@ -38,25 +38,13 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from ..discretize import beta_rate, clamped_mass_roots
-from ..discretize.shapes import BendingModes, _oscillatory_rule
+from ..discretize.shapes import BendingModes
 from ..simulate import integrators
 from ..simulate.core import prepare
 from ..simulate.result import Result
 
 __all__ = ["BetaTrajectory", "BetaResult", "GivenRootModes", "SlidingLinkShapes", "beta_ode", "link_beta_ode",
            "clamped_mass_shapes", "simulate_with_beta"]
-
-
-_RULES = {}
-
-
-def _rule(beta_max):
-    """``_oscillatory_rule`` (the rule shape_set uses), cached by its number of panels: the
-    shapes are rebuilt at every right-hand-side evaluation of :func:`simulate_with_beta`."""
-    key = int(beta_max // 10)
-    if key not in _RULES:
-        _RULES[key] = _oscillatory_rule(beta_max)
-    return _RULES[key]
 
 
 class GivenRootModes(BendingModes):
@@ -70,13 +58,7 @@ class GivenRootModes(BendingModes):
 
     def __init__(self, beta, M=0.0, J=0.0, D=0.0):
         beta = np.atleast_1d(np.asarray(beta, dtype=float))
-        self.n = beta.size
-        self.scale = np.zeros(self.n, dtype=int)
-        self.M, self.J, self.D = float(M), float(J), float(D)
-        self.kind = "clamped_mass"
-        self.beta = beta.copy()
-        self._nodes, self._weights = _rule(beta.max() if self.n else 0.0)
-        self.coef = np.array([self._coefficients(b) for b in self.beta]).reshape(self.n, 4)
+        super().__init__(beta.size, M, J, D, beta=beta)
 
 
 def clamped_mass_shapes(beta, M=0.0, J=0.0, D=0.0) -> GivenRootModes:
@@ -98,7 +80,7 @@ class BetaTrajectory:
 
     def frequencies(self, EI, mass_per_length):
         """Natural frequencies (rad/s) of the clamped beam with its tip body: beta**2 sqrt(EI/(mu l**4))."""
-        return self.beta**2 * np.sqrt(EI / (mass_per_length * self.length[:, None] ** 4))
+        return _frequencies(self.beta, EI, mass_per_length, self.length[:, None])
 
     def shapes(self, k) -> GivenRootModes:
         """The clamped-mass mode shapes (004 eq. 9, in eta = x / l) at output time k, built from
@@ -107,7 +89,29 @@ class BetaTrajectory:
 
 
 def _loads(l, mu, m_p, J_p, s_p):
+    """Nondimensional tip loads (M, J, D) of 004 eq. 11 at free length l."""
     return m_p / (mu * l), J_p / (mu * l**3), s_p / (mu * l**2)
+
+
+def _beta_rate(beta, M, J, D, rate):
+    """004 eq. (40) with the loads of a tip body on a beam of changing length, rate = l'/l:
+    dM/dt = -M rate, dJ/dt = -3 J rate, dD/dt = -2 D rate."""
+    return beta_rate(beta, M, J, D, dM=-M * rate, dJ=-3.0 * J * rate, dD=-2.0 * D * rate)
+
+
+def _frequencies(beta, EI, mu, l):
+    """Clamped-mass beam frequencies (rad/s): beta**2 sqrt(EI/(mu l**4))."""
+    return beta**2 * np.sqrt(EI / (mu * l**4))
+
+
+def _tip_bodies(robot, link):
+    """direction -> (mass, inertia about the bending axis, first moment) of the body beyond
+    the tip of a prismatic link (the one the model uses at q = 0; constant along a move)."""
+    from ..dynamics.structure import _distal_loads
+
+    mu, L0 = robot.links[link].beam.mass_per_length, robot.links[link].d  # the length _distal_loads scales by
+    loads = _distal_loads(robot, link)
+    return {d: (M0 * mu * L0, J0 * mu * L0**3, D0 * mu * L0**2) for d in ("y", "z") for M0, J0, D0 in [loads[d]]}
 
 
 def beta_ode(length, times, n=2, mass_per_length=1.0, payload_mass=0.0, payload_inertia=0.0,
@@ -122,9 +126,7 @@ def beta_ode(length, times, n=2, mass_per_length=1.0, payload_mass=0.0, payload_
 
     def rhs(t, beta):
         l, dl = (float(v) for v in length(t))
-        M, J, D = _loads(l, mu, m_p, J_p, s_p)
-        rate = dl / l
-        return beta_rate(beta, M, J, D, dM=-M * rate, dJ=-3.0 * J * rate, dD=-2.0 * D * rate)
+        return _beta_rate(beta, *_loads(l, mu, m_p, J_p, s_p), dl / l)
 
     l0 = float(length(times[0])[0])
     beta0 = clamped_mass_roots(n, *_loads(l0, mu, m_p, J_p, s_p))
@@ -143,21 +145,17 @@ def link_beta_ode(robot, link, traj, times, direction="y", **kwargs):
     model uses for its clamped-mass shapes at q = 0 (everything beyond the tip: distal links,
     payload), scaled with the length. ``traj(t) -> (q, qd, qdd)`` of all joints.
     """
-    from ..dynamics.structure import _distal_loads
-
     lk = robot.links[link]
     if lk.joint != "prismatic" or lk.beam is None:
         raise ValueError(f"link_beta_ode: link {link} is not a flexible prismatic link")
-    mu, L0 = lk.beam.mass_per_length, lk.d
-    M0, J0, D0 = _distal_loads(robot, link)[direction]
-    n = lk.beam.modes[direction]
+    m, j, s = _tip_bodies(robot, link)[direction]
 
     def length(t):
         q, qd, _ = traj(t)
         return lk.d + q[link], qd[link]
 
-    return beta_ode(length, times, n=n, mass_per_length=mu, payload_mass=M0 * mu * L0,
-                    payload_inertia=J0 * mu * L0**3, payload_first_moment=D0 * mu * L0**2, **kwargs)
+    return beta_ode(length, times, n=lk.beam.modes[direction], mass_per_length=lk.beam.mass_per_length,
+                    payload_mass=m, payload_inertia=j, payload_first_moment=s, **kwargs)
 
 
 # ----- 004 sec. 4.2: beta integrated with the equations of motion ---------------------------
@@ -173,8 +171,6 @@ class SlidingLinkShapes:
     """
 
     def __init__(self, robot, link):
-        from ..dynamics.structure import _distal_loads
-
         lk = robot.links[link]
         if lk.joint != "prismatic" or not lk.is_flexible or lk.beam.shapes != "clamped_mass":
             raise ValueError(f"link {link}: not a flexible prismatic link with clamped_mass shapes")
@@ -183,14 +179,10 @@ class SlidingLinkShapes:
         self.base = robot._model
         self.offset = float(self.base.links[link].offset)
         self.mu = bm.mass_per_length
-        L0 = lk.d  # the length _distal_loads scales by
-        loads = _distal_loads(robot, link)
         self.directions = [d for d in ("y", "z") if bm.modes[d]]
         self.counts = [bm.modes[d] for d in self.directions]
-        self.tip = {}  # direction -> (mass, inertia about the bending axis, first moment)
-        for d in self.directions:
-            M0, J0, D0 = loads[d]
-            self.tip[d] = (M0 * self.mu * L0, J0 * self.mu * L0**3, D0 * self.mu * L0**2)
+        bodies = _tip_bodies(robot, link)
+        self.tip = {d: bodies[d] for d in self.directions}  # (mass, inertia about the bending axis, first moment)
         self.EI = {"y": bm.EI[0], "z": bm.EI[1]}
         self.n = sum(self.counts)
 
@@ -208,8 +200,7 @@ class SlidingLinkShapes:
 
     def loads(self, l):
         """direction -> (M, J, D) at free length l."""
-        mu = self.mu
-        return {d: (m / (mu * l), j / (mu * l**3), s / (mu * l**2)) for d, (m, j, s) in self.tip.items()}
+        return {d: _loads(l, self.mu, *body) for d, body in self.tip.items()}
 
     def initial_beta(self, l):
         loads = self.loads(l)
@@ -218,17 +209,15 @@ class SlidingLinkShapes:
     def beta_rate(self, beta, l, ldot):
         """004 eq. (40) with dM/dt = -M l'/l, dJ/dt = -3 J l'/l, dD/dt = -2 D l'/l."""
         out = np.empty_like(beta)
-        rate = ldot / l
         loads = self.loads(l)
         for d, sl in self._slices():
-            M, J, D = loads[d]
-            out[sl] = beta_rate(beta[sl], M, J, D, dM=-M * rate, dJ=-3.0 * J * rate, dD=-2.0 * D * rate)
+            out[sl] = _beta_rate(beta[sl], *loads[d], ldot / l)
         return out
 
     def frequencies(self, beta, l):
         """Clamped-mass beam frequencies (rad/s) beta**2 sqrt(EI/(mu l**4)), per mode."""
         ei = np.concatenate([np.full(n, self.EI[d]) for d, n in zip(self.directions, self.counts)])
-        return beta**2 * np.sqrt(ei / (self.mu * l**4))
+        return _frequencies(beta, ei, self.mu, l)
 
     def shapes(self, beta, l):
         """direction -> clamped-mass shape set built from beta at the loads of length l."""

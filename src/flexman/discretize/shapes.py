@@ -8,6 +8,8 @@ and linear finite elements.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .frequencies import _check_loads, clamped_mass_roots, torsion_roots
@@ -51,8 +53,16 @@ def _gauss(points: int, panels: int = 1):
 
 def _oscillatory_rule(beta_max: float):
     """Rule for products of modes with wavenumbers up to beta_max (frequency up to 2 beta_max):
-    32 Gauss points per panel, one panel per 10 units of beta (error far below 1e-14)."""
-    return _gauss(32, 1 + int(beta_max // 10))
+    32 Gauss points per panel, one panel per 10 units of beta (error far below 1e-14). Cached
+    (shape sets are rebuilt at every step of a beta-ODE simulation); read-only arrays."""
+    return _panels_rule(1 + int(beta_max // 10))
+
+
+@functools.lru_cache(maxsize=None)
+def _panels_rule(panels: int):
+    nodes, weights = _gauss(32, panels)
+    nodes.flags.writeable = weights.flags.writeable = False
+    return nodes, weights
 
 
 class ShapeSet:
@@ -97,12 +107,17 @@ class BendingModes(ShapeSet):
 
     direction = "bending"
 
-    def __init__(self, n, M=0.0, J=0.0, D=0.0):
+    def __init__(self, n, M=0.0, J=0.0, D=0.0, beta=None):
+        """``beta``: the eigenvalues, when the caller already has them (roots of the frequency
+        equation at these loads, e.g. kept there by integrating 004 eq. 40); else they are found."""
         super().__init__(n)
         _check_loads(M, J, D)
         self.M, self.J, self.D = float(M), float(J), float(D)
         self.kind = "clamped_free" if M == J == D == 0.0 else "clamped_mass"
-        self.beta = clamped_mass_roots(n, M, J, D) if n else np.zeros(0)
+        if beta is not None:
+            self.beta = np.array(beta, dtype=float).reshape(n)
+        else:
+            self.beta = clamped_mass_roots(n, M, J, D) if n else np.zeros(0)
         self._nodes, self._weights = _oscillatory_rule(self.beta.max() if n else 0.0)
         self.coef = np.array([self._coefficients(b) for b in self.beta]).reshape(self.n, 4)
 

@@ -73,8 +73,9 @@ def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", 
         from .lagrange import lagrange_terms
 
         terms = lagrange_terms(robot, model, x, notes)  # None: too large, noted
-    if terms is None:
-        terms = tr.book_terms(model, x, need)
+    if terms is None:  # the exact M is needed with truncate only for qdd (its M output is the truncated one)
+        exact = need - {"M"} if truncate is not None and "qdd" not in need else need
+        terms = tr.book_terms(model, x, exact)
     M, b, tau = terms
     M_out = M
     if truncate is not None and "M" in need:

@@ -65,61 +65,29 @@ class Graded:
                              "(only degree-0 values are supported)")
         return self.c[0]
 
-    # arithmetic ----------------------------------------------------------------------
-    def __add__(self, other):
-        o = self._lift(other)
-        if o is None:  # let NumPy broadcast over the array
-            return NotImplemented
-        return Graded(tc.add(a, b) for a, b in zip(self.c, o))
+    # arithmetic on the component tuples (an ndarray operand is left to NumPy, which
+    # broadcasts over it) -------------------------------------------------------------
+    def _binary(fn, reflected=False):
+        def op(self, other):
+            o = self._lift(other)
+            if o is None:
+                return NotImplemented
+            return fn(o, self.c) if reflected else fn(self.c, o)
+        return op
 
-    __radd__ = __add__
+    __add__ = __radd__ = _binary(lambda a, b: _sum(a, b))
+    __sub__ = _binary(lambda a, b: _difference(a, b))
+    __rsub__ = _binary(lambda a, b: _difference(a, b), reflected=True)
+    __mul__ = __rmul__ = _binary(lambda a, b: _product(a, b))
+    __truediv__ = _binary(lambda a, b: _quotient(a, b))
+    __rtruediv__ = _binary(lambda a, b: _quotient(a, b), reflected=True)
+    del _binary
 
     def __neg__(self):
         return Graded(tc.neg(a) for a in self.c)
 
     def __pos__(self):
         return self
-
-    def __sub__(self, other):
-        o = self._lift(other)
-        if o is None:
-            return NotImplemented
-        return Graded(tc.add(a, tc.neg(b)) for a, b in zip(self.c, o))
-
-    def __rsub__(self, other):
-        o = self._lift(other)
-        if o is None:
-            return NotImplemented
-        return Graded(tc.add(b, tc.neg(a)) for a, b in zip(self.c, o))
-
-    def __mul__(self, other):
-        o = self._lift(other)
-        if o is None:
-            return NotImplemented
-        a, out = self.c, []
-        for n in range(len(a)):  # truncated convolution: degrees above k are dropped
-            s = 0.0
-            for i in range(n + 1):
-                if not (_zero(a[i]) or _zero(o[n - i])):
-                    s = tc.add(s, tc.mul(a[i], o[n - i]))
-            out.append(s)
-        return Graded(out)
-
-    __rmul__ = __mul__
-
-    def __truediv__(self, other):
-        o = self._lift(other)
-        if o is None:
-            return NotImplemented
-        d = Graded(o)._degree0("division")
-        return Graded(tc.div(a, d) for a in self.c)
-
-    def __rtruediv__(self, other):
-        o = self._lift(other)
-        if o is None:
-            return NotImplemented
-        d = self._degree0("division")
-        return Graded(tc.div(a, d) for a in o)
 
     def __pow__(self, n):
         n = tc._num(n)
@@ -137,6 +105,31 @@ class Graded:
 
     def cos(self):
         return Graded((tc.cos(self._degree0("cos")),) + self.c[1:])
+
+
+def _sum(a, b):
+    return Graded(tc.add(x, y) for x, y in zip(a, b))
+
+
+def _difference(a, b):
+    return Graded(tc.add(x, tc.neg(y)) for x, y in zip(a, b))
+
+
+def _product(a, b):
+    """Truncated convolution: degrees above k are dropped."""
+    out = []
+    for n in range(len(a)):
+        s = 0.0
+        for i in range(n + 1):
+            if not (_zero(a[i]) or _zero(b[n - i])):
+                s = tc.add(s, tc.mul(a[i], b[n - i]))
+        out.append(s)
+    return Graded(out)
+
+
+def _quotient(a, b):
+    d = Graded(b)._degree0("division")
+    return Graded(tc.div(x, d) for x in a)
 
 
 def seed(values, flexible, order: int):

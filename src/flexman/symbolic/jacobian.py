@@ -9,10 +9,6 @@ from .trace import coordinate_inputs
 from .tracer import Tape
 
 
-def jacobian_values(model, q, link, point=None):
-    return l4.point_jacobian(model, q, link, point)
-
-
 def jacobian_program(eom, link=-1, point=None) -> Program:
     robot = eom.robot
     tape = Tape(fold=eom.options["fold"], cse=eom.options["cse"])
@@ -23,6 +19,6 @@ def jacobian_program(eom, link=-1, point=None) -> Program:
         model, pvals, _ = symbolic_model(robot, tape)
     else:
         model, pvals = build(robot), {}
-    J = jacobian_values(model, x["q"], link % robot.n_joints, point)
+    J = l4.point_jacobian(model, x["q"], link % robot.n_joints, point)
     inputs = {"q": [f"q{k + 1}" for k in range(robot.nq)], "p": list(pvals)}
     return Program.from_tape("jacobian", tape, inputs, {"J": J}, doc={"J": "geometric Jacobian [v; w], 6 x nq"})

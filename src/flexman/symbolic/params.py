@@ -51,22 +51,6 @@ class Params:
         self.values[name] = value
         return self.tape.input(name)
 
-    def tensor(self, name, arr, perm=None):
-        """Object array of symbols for the non-zero entries; entries equal under the axis
-        permutation ``perm`` (a symmetry) share one name."""
-        arr = np.asarray(arr, dtype=float)
-        out = np.zeros(arr.shape, dtype=object)
-        out[...] = 0.0
-        for idx in np.ndindex(arr.shape):
-            key = idx
-            if perm is not None:
-                other = tuple(idx[p] for p in perm)
-                if other < idx and np.isclose(arr[other], arr[idx], rtol=1e-12, atol=0):
-                    key = other
-            tag = "".join(str(k + 1) for k in key)
-            out[idx] = self.sym(f"{name}_{tag}", arr[key])
-        return out
-
 
 def _obj_trans(x=0.0, y=0.0, z=0.0):
     out = np.eye(4).astype(object)
@@ -113,7 +97,7 @@ def _beam_exponents(beam, link):
     docstring). Bending coordinates scale with their shape exponent s_k; torsion angles too."""
     from ..dynamics.structure import AXES
 
-    ax, t1, t2 = AXES[link.joint]
+    _, t1, t2 = AXES[link.joint]
     s = np.concatenate([np.asarray(ss.scale, int) for ss in beam.shapes.values()])
     tors = [d == "torsion" for d in beam.directions]
     ei = {"y": "EIy", "z": "EIz", "torsion": "GJ"}
@@ -218,10 +202,9 @@ def symbolic_model(robot, tape):
         lk.armature = P.sym(f"Ia{i + 1}", lk.armature)
         if lk.viscous or lk.coulomb:
             notes.append(f"link {i + 1}: joint friction kept numeric")
-        if lk.beam is not None and not lk.beam.sliding:
-            lk.beam = _symbolic_beam(lk.beam, link, i, P, _beam_exponents(lk.beam, link))
-        elif lk.beam is not None:
-            lk.beam = _symbolic_beam(lk.beam, link, i, P, _sliding_exponents(lk.beam))
+        if lk.beam is not None:
+            rules = _sliding_exponents(lk.beam) if lk.beam.sliding else _beam_exponents(lk.beam, link)
+            lk.beam = _symbolic_beam(lk.beam, link, i, P, rules)
         links.append(lk)
     model.links = links
     model.gravity = np.array([P.sym(n, g) for n, g in zip(("gx", "gy", "gz"), robot.gravity)] + [None], dtype=object)[:-1]

@@ -153,11 +153,9 @@ def ldlt_solve(M, rhs):
 def external_forces(model, q, w):
     """Generalized forces sum_i J_i^T w_i of wrenches w (n_links, 6: force, moment; base frame)
     applied at the distal frame origin of each link (Piedboeuf, Q = J^T f)."""
-    from .jacobian import jacobian_values
-
     out = 0.0
     for i in range(w.shape[0]):
-        out = out + np.swapaxes(jacobian_values(model, q, i), -1, -2) @ w[i]
+        out = out + np.swapaxes(l4.point_jacobian(model, q, i), -1, -2) @ w[i]
     return out
 
 
