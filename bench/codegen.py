@@ -17,6 +17,7 @@ import numpy as np
 
 import flexman as fm
 from flexman import Beam, Link, RigidBody, Robot
+from rigid import best_of, pinocchio_model  # bench/rigid.py, beside this file
 
 TUBE = dict(length=4.0, mass_per_length=10.955 / 4.0, EI=[2.0e11 * 1.476e-7] * 2)
 
@@ -65,24 +66,6 @@ def op_counts():
             print(f"{what}: " + "; ".join(f"{name} {c['mul']}*/{c['add']}+" for name, c in steps))
 
 
-def pinocchio_model(robot):
-    """Pinocchio model from the same DH table (offsets, prismatic joints): bench/rigid.py's."""
-    from rigid import pinocchio_model as build
-
-    return build(robot)
-
-
-def per_call(f, reps=20000, repeat=5):
-    """Best-of-``repeat`` mean time of one call of ``f()`` (seconds)."""
-    best = np.inf
-    for _ in range(repeat):
-        t = time.perf_counter()
-        for _ in range(reps):
-            f()
-        best = min(best, (time.perf_counter() - t) / reps)
-    return best
-
-
 REPS, ROUNDS = 100_000, 7
 
 
@@ -94,17 +77,7 @@ def interleaved(funcs, reps=REPS, rounds=ROUNDS):
     for _ in range(rounds):
         for label, fs in funcs.items():
             for k, f in fs.items():
-                best[label][k] = min(best[label][k], per_call(f, reps, repeat=1))
-    return best
-
-
-def once(f, repeat=5):
-    """Best-of-``repeat`` wall time of ``f()`` (seconds)."""
-    best = np.inf
-    for _ in range(repeat):
-        t = time.perf_counter()
-        f()
-        best = min(best, time.perf_counter() - t)
+                best[label][k] = min(best[label][k], best_of(f, repeat=1, number=reps))
     return best
 
 
@@ -160,9 +133,9 @@ def timing(robot, n_batch=100_000):
 
     print(f"\n== batched, {n_batch} states (microseconds per state, best of 5) ==")
     rows = []
-    tb = {"ID": once(lambda: fast.inverse_dynamics(Q, QD, QDD)) / n_batch,
-          "M": once(lambda: fast.mass_matrix(Q)) / n_batch,
-          "FD": once(lambda: fast.forward_dynamics(Q, QD, QDD)) / n_batch}
+    tb = {"ID": best_of(lambda: fast.inverse_dynamics(Q, QD, QDD)) / n_batch,
+          "M": best_of(lambda: fast.mass_matrix(Q)) / n_batch,
+          "FD": best_of(lambda: fast.forward_dynamics(Q, QD, QDD)) / n_batch}
     rows.append(("flexman batched C (ctypes, loop in C)",) + tuple(us(v) for v in tb.values()))
     if pin is not None:
         qf, vf, af = (np.asfortranarray(X.T) for X in (Q, QD, QDD))
@@ -170,15 +143,15 @@ def timing(robot, n_batch=100_000):
         if hasattr(pin, "rneaInParallel") and hasattr(pin, "ModelPool"):
             pool = pin.ModelPool(model, 1)
             how = "Pinocchio rneaInParallel / abaInParallel, 1 thread"
-            tp = {"ID": once(lambda: pin.rneaInParallel(1, pool, qf, vf, af, out)) / n_batch, "M": np.nan}
+            tp = {"ID": best_of(lambda: pin.rneaInParallel(1, pool, qf, vf, af, out)) / n_batch, "M": np.nan}
             assert np.allclose(out.T, ref, rtol=1e-10, atol=1e-9)
-            tp["FD"] = once(lambda: pin.abaInParallel(1, pool, qf, vf, af, out)) / n_batch
+            tp["FD"] = best_of(lambda: pin.abaInParallel(1, pool, qf, vf, af, out)) / n_batch
         else:
             how = "Pinocchio rnea / crba / aba, Python loop"
             n_loop = min(n_batch, 20000)
-            tp = {"ID": once(lambda: [pin.rnea(model, data, Q[k], QD[k], QDD[k]) for k in range(n_loop)]) / n_loop,
-                  "M": once(lambda: [pin.crba(model, data, Q[k]) for k in range(n_loop)]) / n_loop,
-                  "FD": once(lambda: [pin.aba(model, data, Q[k], QD[k], QDD[k]) for k in range(n_loop)]) / n_loop}
+            tp = {"ID": best_of(lambda: [pin.rnea(model, data, Q[k], QD[k], QDD[k]) for k in range(n_loop)]) / n_loop,
+                  "M": best_of(lambda: [pin.crba(model, data, Q[k]) for k in range(n_loop)]) / n_loop,
+                  "FD": best_of(lambda: [pin.aba(model, data, Q[k], QD[k], QDD[k]) for k in range(n_loop)]) / n_loop}
         rows.append((how,) + tuple("-" if np.isnan(v) else us(v) for v in tp.values()))
     table(rows, ("", "ID", "M", "FD"))
     if pin is not None:
@@ -240,7 +213,7 @@ def roboticstoolbox_peer(ours_rne=None):
         return
     robot = rtb.models.DH.Puma560()
     q, qd, qdd = np.random.default_rng(1).uniform(-1, 1, (3, 6))
-    t_rne = per_call(lambda: robot.rne(q, qd, qdd), reps=2000, repeat=3)
+    t_rne = best_of(lambda: robot.rne(q, qd, qdd), repeat=3, number=2000)
     print(f"numeric rne, one state: {us(t_rne)} us" +
           (f"  (flexman extension ID is {t_rne / ours_rne:.0f}x faster)" if ours_rne else ""))
     sym = rtb.models.DH.Puma560(symbolic=True)

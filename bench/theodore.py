@@ -44,11 +44,7 @@ def move():
 
 def end_effector_error(robot, traj, t, q):
     """|p(q) - p(q_d, q_f = 0)| of the tip frame of the last link (m)."""
-    ref = np.zeros_like(q)
-    ref[:, robot.joint_index] = traj(t)[0]
-    p = robot.frame(q, -1)[..., :3, 3]
-    p_ref = robot.frame(ref, -1)[..., :3, 3]
-    return np.linalg.norm(p - p_ref, axis=-1)
+    return np.linalg.norm(fm.analysis.tip_offset(robot, q, traj(t)[0]), axis=-1)
 
 
 def run(name, compiled=True, t_final=1.0, dt=2e-3, method="DOP853", rtol=1e-7, atol=1e-10, lqr_at=0.5):

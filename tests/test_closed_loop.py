@@ -36,9 +36,7 @@ def rrp_lqr_weights(robot):
 
 def end_effector_error(robot, traj, t, q):
     """Distance of the last link's tip from its rigid desired position (q_d, q_f = 0)."""
-    ref = np.zeros_like(q)
-    ref[:, robot.joint_index] = traj(t)[0]
-    return np.linalg.norm(robot.frame(q, -1)[..., :3, 3] - robot.frame(ref, -1)[..., :3, 3], axis=-1)
+    return np.linalg.norm(fm.analysis.tip_offset(robot, q, traj(t)[0]), axis=-1)
 
 
 _RUNS = {}

@@ -219,10 +219,14 @@ def cmd_examples(args) -> int:
 
 
 # ----- simulate ---------------------------------------------------------------------------------
-def _energy_drift(energy) -> float:
+def _total_energy(energy) -> np.ndarray:
+    """Total energy per sample (the parts of each sample summed)."""
     e = np.asarray(energy, dtype=float)
-    if e.ndim > 1:
-        e = e.sum(axis=tuple(range(1, e.ndim)))
+    return e.sum(axis=tuple(range(1, e.ndim))) if e.ndim > 1 else e
+
+
+def _energy_drift(e) -> float:
+    """Largest change of the total energy e (per sample) relative to its largest magnitude."""
     if e.size == 0:
         return 0.0
     return float(np.max(np.abs(e - e[0])) / max(np.abs(e).max(), 1e-12))
@@ -291,13 +295,13 @@ def cmd_simulate(args) -> int:
             res.plot(out / "result.png")
             files.append(str(out / "result.png"))
     q_end = np.asarray(res.q)[-1]
+    energy = _total_energy(res.energy)
     summary = {
         "model": robot.name, "method": args.method, "t_final": float(np.asarray(res.t)[-1]),
         "samples": int(np.asarray(res.t).size), "wall_time_s": wall,
         "q_final": dict(zip(robot.coordinate_names, q_end.tolist())),
-        "energy_initial": float(np.asarray(res.energy).reshape(len(res.t), -1).sum(axis=1)[0]),
-        "energy_final": float(np.asarray(res.energy).reshape(len(res.t), -1).sum(axis=1)[-1]),
-        "energy_drift_relative": _energy_drift(res.energy), "files": files,
+        "energy_initial": float(energy[0]), "energy_final": float(energy[-1]),
+        "energy_drift_relative": _energy_drift(energy), "files": files,
     }
     summary["diverged"] = diverged
     status = 1 if diverged else 0
@@ -311,8 +315,7 @@ def cmd_simulate(args) -> int:
     con.print(f"[bold]{robot.name}[/bold]: simulated {summary['t_final']:.6g} s with {args.method} "
               f"({summary['samples']} samples, {wall:.3g} s wall time)")
     con.print("final q: " + ", ".join(f"{k}={v:.6g}" for k, v in summary["q_final"].items()))
-    forced = args.controller is not None or args.torque is not None
-    drift = "" if forced else f" (unforced: max change {summary['energy_drift_relative']:.3g} of max |E|)"
+    drift = "" if "torque" in kwargs or "controller" in kwargs else f" (unforced: max change {summary['energy_drift_relative']:.3g} of max |E|)"
     con.print(f"energy: {summary['energy_initial']:.6g} -> {summary['energy_final']:.6g} J{drift}")
     for path in files:
         con.print(f"wrote {path}")

@@ -6,6 +6,7 @@ from .closed_loop import closed_loop_eigenvalues, closed_loop_jacobian
 from .frequencies import linearize, natural_frequencies
 from .quasi_static import quasi_static_along, quasi_static_deflection
 from .stiffness import StiffnessMargin, stiffness_margin
+from .tip import tip_offset
 
 __all__ = [
     "linearize",
@@ -24,4 +25,5 @@ __all__ = [
     "SlidingLinkShapes",
     "clamped_mass_shapes",
     "simulate_with_beta",
+    "tip_offset",
 ]

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..analysis.tip import tip_offset
+
 
 def _figure(n_rows: int):
     # A bare Figure renders with Agg and leaves pyplot's global state (and backend) alone.
@@ -27,13 +29,10 @@ def _lines(ax, t, y, labels, ylabel: str) -> None:
 
 def _tip_deflections(robot, q):
     """Distance of each flexible link's tip from where the undeformed link would put it."""
-    nj = robot.n_joints
-    rigid = q.copy()
-    rigid[:, nj:] = 0.0
     cols, labels = [], []
     for i, link in enumerate(robot.links):
         if link.is_flexible:
-            cols.append(np.linalg.norm(robot.frame(q, i)[:, :3, 3] - robot.frame(rigid, i)[:, :3, 3], axis=-1))
+            cols.append(np.linalg.norm(tip_offset(robot, q, link=i), axis=-1))
             labels.append(f"tip {i + 1}")
     return (1e3 * np.stack(cols, axis=1), labels, "tip deflection [mm]")
 
@@ -67,9 +66,7 @@ def plot_result(result, path=None, robot=None):
     if traj is not None and robot is not None:
         q_ref = np.asarray(traj(t)[0], dtype=float).reshape(len(t), nj)
         panels.append((q[:, :nj] - q_ref, [f"e_{n}" for n in names[:nj]], "joint error [rad, m]"))
-        rigid = np.zeros_like(q)
-        rigid[:, :nj] = q_ref
-        ee = np.linalg.norm(robot.frame(q, -1)[:, :3, 3] - robot.frame(rigid, -1)[:, :3, 3], axis=-1)
+        ee = np.linalg.norm(tip_offset(robot, q, q_ref), axis=-1)
         panels.append((1e3 * ee[:, None], ["|p - p_d|"], "end-effector error [mm]"))
     fig, axes = _figure(len(panels))
     for ax, (y, labels, ylabel) in zip(axes, panels):
