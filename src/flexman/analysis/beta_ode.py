@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import time
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,8 +37,7 @@ from scipy.integrate import solve_ivp
 
 from ..discretize import beta_rate, clamped_mass_roots
 from ..discretize.shapes import BendingModes
-from ..simulate import integrators
-from ..simulate.core import prepare
+from ..simulate.core import integrate, prepare
 from ..simulate.result import Result
 
 __all__ = ["BetaTrajectory", "BetaResult", "GivenRootModes", "SlidingLinkShapes", "beta_ode", "link_beta_ode",
@@ -306,47 +303,22 @@ def simulate_with_beta(robot, t_final, link=None, dt=1e-3, method="rk4", control
         q, qd = x[:nq], x[nq:2 * nq]
         return applied(t, q, qd) + np.asarray(ctrl_torque(t, q, qd, x[iz]), dtype=float)
 
-    counter = {"rhs": 0, "tau": None}
-
-    def rhs(t, x):
-        counter["rhs"] += 1
+    def rates(t, x, tau):
         q, qd, beta = x[:nq], x[nq:2 * nq], x[ib]
         l = sliding.length(q)
-        tau = total_torque(t, x)
-        counter["tau"] = tau
-        out = np.empty_like(x)
-        out[:nq] = qd
-        out[nq:2 * nq] = sliding.robot_with(beta, l).forward_dynamics(q, qd, tau)
-        if n_z:
-            out[iz] = ctrl_deriv(t, q, qd, x[iz])
-        out[ib] = sliding.beta_rate(beta, l, float(qd[link]))
-        return out
+        z_rate = ctrl_deriv(t, q, qd, x[iz]) if n_z else x[iz]
+        return (sliding.robot_with(beta, l).forward_dynamics(q, qd, tau),
+                np.concatenate([z_rate, sliding.beta_rate(beta, l, float(qd[link]))]))
 
     x0 = np.concatenate([q0, qd0, z0, sliding.initial_beta(sliding.length(q0))])
-    start = time.perf_counter()
-    if method == "rk4":
-        taus = np.empty((len(t_grid), nj))
-
-        def record(k):
-            taus[k] = counter["tau"]
-
-        X, info = integrators.rk4(rhs, t_grid, x0, after_first_stage=record)
-        taus[-1] = total_torque(t_grid[-1], X[-1])
-        t_out = t_grid
-    else:
-        t_out, X, info = integrators.adaptive(rhs, t_grid, x0, method, rtol, atol, max_step)
-        if not info["success"]:
-            warnings.warn(f"simulate_with_beta: {method} stopped at t = {t_out[-1] if len(t_out) else 0.0:g} s: "
-                          f"{info['message']}", RuntimeWarning, stacklevel=2)
-        taus = np.array([total_torque(t, x) for t, x in zip(t_out, X)]).reshape(len(t_out), nj)
-    wall = time.perf_counter() - start
+    t_out, X, taus, stats = integrate("simulate_with_beta", rates, total_torque, x0, t_grid, nq, nj, method, rtol,
+                                      atol, max_step)
     q, qd, beta = X[:, :nq], X[:, nq:2 * nq], X[:, ib]
     length = sliding.offset + q[:, link]
     energy = np.array([float(r.kinetic_energy(qk, qdk) + r.potential_energy(qk))
                        for qk, qdk, r in ((q[k], qd[k], sliding.robot_with(beta[k], length[k]))
                                           for k in range(len(t_out)))])
     freqs = np.array([sliding.frequencies(b, l) for b, l in zip(beta, length)]).reshape(len(t_out), nb)
-    stats = {"rhs_evaluations": counter["rhs"], "wall_time": wall, **info}
     return BetaResult(t=np.asarray(t_out), q=q, qd=qd, tau=taus, energy=energy, robot=robot, method=method,
                       stats=stats, controller_state=X[:, iz], controller=controller, link=link, beta=beta,
                       length=length, frequencies=freqs, sliding=sliding)

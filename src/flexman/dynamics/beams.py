@@ -105,14 +105,6 @@ class RevoluteBeam:
     def tip_partials(self, p):
         return np.broadcast_to(self.Dk, p.shape[:-1] + self.Dk.shape)
 
-    @functools.cached_property
-    def Sbar(self):
-        """Shortening matrix at unit length (built on first use: only second-order kinematics
-        reads it)."""
-        from .structure import shortening_matrix
-
-        return shortening_matrix(self.shapes, 1.0)
-
     def shortening(self, p, pd):
         """Axial tip shift -1/2 p^T S p and its rate (foreshortening; kinematics only)."""
         Sp = p @ self.S
@@ -241,6 +233,14 @@ class SlidingBeam:
             + lincomb(xi, D2) * _scalar_field(v * v)[..., None, None]
         )
         return D, Dd, Ddd
+
+    @functools.cached_property
+    def Sbar(self):
+        """Shortening matrix at unit length (built on first use: only second-order kinematics
+        reads it)."""
+        from .structure import shortening_matrix
+
+        return shortening_matrix(self.shapes, 1.0)
 
     def shortening(self, p, pd):
         """Axial tip shift -1/2 xi^T S(d) xi and its rate (foreshortening; kinematics only)."""

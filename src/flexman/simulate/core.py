@@ -159,50 +159,60 @@ def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=No
         q, qd, z = x[:nq], x[nq:2 * nq], x[2 * nq:]
         return applied(t, q, qd) + np.asarray(ctrl_torque(t, q, qd, z), dtype=float)
 
-    counter = {"rhs": 0, "tau": None}
-
-    def rhs(t, x):
-        counter["rhs"] += 1
+    def rates(t, x, tau):
         q, qd, z = x[:nq], x[nq:2 * nq], x[2 * nq:]
-        tau = total_torque(t, x)
-        counter["tau"] = tau
-        out = np.empty_like(x)
-        out[:nq] = qd
-        out[nq:2 * nq] = robot.forward_dynamics(q, qd, tau)
-        if n_z:
-            out[2 * nq:] = ctrl_deriv(t, q, qd, z)
-        return out
+        return robot.forward_dynamics(q, qd, tau), (ctrl_deriv(t, q, qd, z) if n_z else z)
 
     x0 = np.concatenate([q0, qd0, z0])
     bar = _Progress(_show_progress(progress, robot, q0, qd0, len(t_grid) - 1), t_grid[-1],
                     f"simulate ({method})")
-    start = time.perf_counter()
     try:
-        if method == "rk4":
-            taus = np.empty((len(t_grid), nj))
-
-            def record(k):
-                taus[k] = counter["tau"]
-
-            X, info = integrators.rk4(rhs, t_grid, x0, after_first_stage=record, progress=bar)
-            taus[-1] = total_torque(t_grid[-1], X[-1])
-            t_out = t_grid
-        else:
-            def rhs_progress(t, x):
-                bar(t)
-                return rhs(t, x)
-
-            t_out, X, info = integrators.adaptive(rhs_progress, t_grid, x0, method, rtol, atol, max_step)
-            if not info["success"]:
-                warnings.warn(f"simulate: {method} stopped at t = {t_out[-1] if len(t_out) else 0.0:g} s: "
-                              f"{info['message']}", RuntimeWarning, stacklevel=2)
-            taus = np.array([total_torque(t, x) for t, x in zip(t_out, X)]).reshape(len(t_out), nj)
+        t_out, X, taus, stats = integrate("simulate", rates, total_torque, x0, t_grid, nq, nj, method, rtol, atol,
+                                          max_step, bar)
     finally:
         bar.close()
-    wall = time.perf_counter() - start
     q, qd = X[:, :nq], X[:, nq:2 * nq]
     energy = np.asarray(robot.kinetic_energy(q, qd) + robot.potential_energy(q), dtype=float)
-    stats = {"rhs_evaluations": counter["rhs"], "wall_time": wall, **info}
     return Result(t=np.asarray(t_out), q=q, qd=qd, tau=taus, energy=energy.reshape(len(t_out)),
                   robot=robot, method=method, stats=stats, controller_state=X[:, 2 * nq:],
                   controller=controller)
+
+
+def integrate(label, rates, total_torque, x0, t_grid, nq, nj, method, rtol, atol, max_step, progress=None):
+    """Integrate the state x = [q, qd, rest] (rest: controller states and whatever the caller
+    adds) over ``t_grid``: ``rates(t, x, tau) -> (qdd, rest')`` at the applied joint torques
+    ``total_torque(t, x)``. RK4 at the grid, or a ``solve_ivp`` method with its output on the
+    grid. Returns (t, X, torques (len(t), nj), stats); ``label`` names the caller in warnings."""
+    counter = {"rhs": 0, "tau": None}
+
+    def rhs(t, x):
+        counter["rhs"] += 1
+        tau = total_torque(t, x)
+        counter["tau"] = tau
+        out = np.empty_like(x)
+        out[:nq] = x[nq:2 * nq]
+        out[nq:2 * nq], out[2 * nq:] = rates(t, x, tau)
+        return out
+
+    start = time.perf_counter()
+    if method == "rk4":
+        taus = np.empty((len(t_grid), nj))
+
+        def record(k):
+            taus[k] = counter["tau"]
+
+        X, info = integrators.rk4(rhs, t_grid, x0, after_first_stage=record, progress=progress)
+        taus[-1] = total_torque(t_grid[-1], X[-1])
+        t_out = t_grid
+    else:
+        def rhs_progress(t, x):
+            progress(t)
+            return rhs(t, x)
+
+        f = rhs if progress is None else rhs_progress
+        t_out, X, info = integrators.adaptive(f, t_grid, x0, method, rtol, atol, max_step)
+        if not info["success"]:
+            warnings.warn(f"{label}: {method} stopped at t = {t_out[-1] if len(t_out) else 0.0:g} s: "
+                          f"{info['message']}", RuntimeWarning, stacklevel=3)
+        taus = np.array([total_torque(t, x) for t, x in zip(t_out, X)]).reshape(len(t_out), nj)
+    return t_out, X, taus, {"rhs_evaluations": counter["rhs"], "wall_time": time.perf_counter() - start, **info}
