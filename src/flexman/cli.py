@@ -127,11 +127,11 @@ def cmd_info(args) -> int:
     con = _console()
     con.print(f"[bold]{data['name']}[/bold]  ({robot.dh} DH, {robot.n_joints} joints, "
               f"{robot.nf} flexible coordinates, nq = {robot.nq})")
-    if data["description"]:
-        con.print(data["description"].strip().splitlines()[0])
+    if data["description"].strip():  # the file's own text: printed as is, never as markup
+        con.print(data["description"].strip().splitlines()[0], markup=False, highlight=False)
     if data["source"]:
         source = data["source"] if isinstance(data["source"], str) else "; ".join(data["source"])
-        con.print(f"source: {source}")
+        con.print(f"source: {source}", markup=False, highlight=False)
     con.print("coordinates: " + ", ".join(data["coordinate_names"]))
     con.print(f"total mass: {data['total_mass']:.6g} kg (payload {data['payload_mass']:.6g} kg)")
     named = any(item["name"] for item in data["links"])
@@ -182,12 +182,13 @@ def cmd_examples(args) -> int:
             _print_json([{"name": n, "description": d} for n, d in rows])
             return 0
         from rich.table import Table
+        from rich.text import Text
 
         table = Table(title="bundled examples")
         table.add_column("name")
         table.add_column("description")
-        for row in rows:
-            table.add_row(*row)
+        for name, description in rows:
+            table.add_row(name, Text(description))  # plain text, never markup
         _console().print(table)
         return 0
     if args.name not in names:

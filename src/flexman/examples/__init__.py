@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 from ..model.errors import ModelError
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -37,7 +35,9 @@ def path(name: str) -> Path:
 
 
 def _data(name: str) -> dict:
-    return yaml.safe_load(path(name).read_text(encoding="utf-8"))
+    from ..model.parse import parse
+
+    return parse(path(name).read_text(encoding="utf-8"), "yaml")
 
 
 def describe(name: str) -> str:

@@ -5,7 +5,7 @@
 
 Every problem in a file raises :class:`ModelError` with one line that names the field
 path (``links[1].mass: ...``) and says what to write instead. Nothing read from a file is
-ever executed: YAML is read with ``yaml.safe_load``, TOML with ``tomllib``, JSON with
+ever executed: YAML is read with the safe loader, TOML with ``tomllib``, JSON with
 ``json``; names are checked to be plain identifiers.
 """
 from __future__ import annotations
@@ -15,13 +15,14 @@ import difflib
 import json
 import math
 import re
-import tomllib
 from pathlib import Path
 
 import numpy as np
 import yaml
 
 from .errors import ModelError
+from .limits import MAX_DOCUMENT_BYTES
+from .parse import parse, plain_copy
 from .robot import DH_CONVENTIONS, JOINT_TYPES, SHAPE_KINDS, Beam, Link, RigidBody, Robot, inertia_matrix
 
 FORMATS = {".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".json": "json"}
@@ -270,7 +271,7 @@ def robot_from_dict(data) -> Robot:
     ``description`` (text) and ``source`` (text or a list of citations) as attributes.
     """
     try:
-        return _robot_from_dict(data)
+        return _robot_from_dict(plain_copy(data))
     except ModelError as exc:
         raise ModelError(" ".join(str(exc).split())) from None  # always one line
 
@@ -450,24 +451,8 @@ def _format(path: Path) -> str:
 
 
 def _parse(text: str, fmt: str):
-    """Parse text; syntax errors become one-line ModelErrors with line and column."""
-    if fmt == "yaml":
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            problem = getattr(exc, "problem", None) or str(exc)
-            raise ModelError(f"invalid YAML{where}: {problem}") from None
-    if fmt == "toml":
-        try:
-            return tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ModelError(f"invalid TOML: {exc}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ModelError(f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    """Parse text within the document limits; every problem is a one-line ModelError."""
+    return parse(text, fmt)
 
 
 def _example_module():
@@ -491,6 +476,9 @@ def load(path_or_name) -> Robot:
         raise ModelError(f"{path_or_name}: {what}{known}")
     fmt = _format(path)
     try:
+        if path.stat().st_size > MAX_DOCUMENT_BYTES:
+            raise ModelError(f"{path}: the file has {path.stat().st_size} bytes; model files are limited "
+                             f"to {MAX_DOCUMENT_BYTES}")
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ModelError(f"{path}: cannot read the file ({exc})") from None
