@@ -1,8 +1,19 @@
-"""Shared test fixtures: random but physically valid rigid arms."""
+"""Shared test fixtures: random but physically valid rigid arms; the evaluation backend.
+
+Simulations use the interpreted model unless a test opts in to the compiled one (the
+``compiled_backend`` fixture), so the suite does not compile C for every model it simulates;
+compiled artefacts go to a cache under the system's temporary folder, never ~/.cache.
+"""
 from __future__ import annotations
+
+import os
+import tempfile
 
 import numpy as np
 import pytest
+
+os.environ["FLEXMAN_BACKEND"] = "numeric"
+os.environ.setdefault("FLEXMAN_CACHE", os.path.join(tempfile.gettempdir(), f"flexman-test-cache-{getattr(os, 'getuid', lambda: 0)()}"))
 
 from flexman import Link, RigidBody, Robot
 
@@ -66,3 +77,9 @@ def random_rigid_robot(rng, n, dh="standard", extras=False, special_angles=True)
 def rigid_robot_factory():
     """The :func:`random_rigid_robot` factory, for tests that prefer fixtures."""
     return random_rigid_robot
+
+
+@pytest.fixture
+def compiled_backend(monkeypatch):
+    """Simulations in this test use the compiled model (FLEXMAN_BACKEND=auto)."""
+    monkeypatch.setenv("FLEXMAN_BACKEND", "auto")

@@ -88,6 +88,17 @@ def export(eom, lang, path, what=None):
     return path
 
 
+def calling_layout(eom) -> dict:
+    """{what: {"inputs": [[group, size], ...] (non-empty groups, in argument order),
+    "out_shape": [...]}}: all the compiled functions' calling convention needs."""
+    out = {}
+    for w in WHATS:
+        prog = eom.program(w)
+        out[w] = {"inputs": [[g, len(n)] for g, n in prog.inputs.items() if n],
+                  "out_shape": [int(k) for k in next(iter(prog.outputs.values()))[0]]}
+    return out
+
+
 class CompiledModel:
     """Generated code of an EOM with the numeric API of ``Robot`` (batched over leading dims).
 
@@ -96,16 +107,19 @@ class CompiledModel:
     slices) comes from the robot, so a compiled model can be simulated and controlled as is.
     """
 
-    def __init__(self, eom, backend, funcs, source, ext=None):
-        self.robot = eom.robot
-        self.nq, self.n_joints = eom.nq, eom.n_joints
-        self.coordinate_names = list(eom.robot.coordinate_names)
+    def __init__(self, eom, backend, funcs, source, ext=None, robot=None, layout=None, param_values=None):
+        """From an EOM, or (a model from the cache, see :mod:`.modelcache`) from the robot, the
+        :func:`calling_layout` of the code and the parameter values."""
+        self.robot = robot if robot is not None else eom.robot
+        self.nq, self.n_joints = self.robot.nq, self.robot.n_joints
+        self.coordinate_names = list(self.robot.coordinate_names)
         self.backend, self.source = backend, source
-        self.param_names = list(eom.param_values)
-        self._params = np.array(list(eom.param_values.values()), dtype=float)
-        self._progs = {w: eom.program(w) for w in WHATS}
+        values = eom.param_values if eom is not None else param_values
+        self.param_names = list(values)
+        self._params = np.array(list(values.values()), dtype=float)
+        self._layout = layout if layout is not None else calling_layout(eom)
         self._funcs = funcs
-        self._out_shape = {w: tuple(next(iter(p.outputs.values()))[0]) for w, p in self._progs.items()}
+        self._out_shape = {w: tuple(lay["out_shape"]) for w, lay in self._layout.items()}
         self.ext = ext  # the extension module (single-state fast path) or None
         if ext is not None:  # C functions shadowing the methods: one float64 state runs in C, else the method
             p = self._params if len(self._params) else None
@@ -124,12 +138,12 @@ class CompiledModel:
     def _run(self, what, out, **arrays):
         """The general path: any batch shape (broadcast), any array-like input; ``out`` (optional)
         an array of the result's shape to write into."""
-        prog = self._progs[what]
-        groups = [g for g in prog.inputs if prog.inputs[g]]
+        sizes = dict(self._layout[what]["inputs"])
+        groups = list(sizes)
         arrays = {g: np.asarray(a, dtype=np.float64) for g, a in arrays.items()}
         for g, a in arrays.items():
-            if a.shape[-1:] != (len(prog.inputs[g]),):
-                raise ValueError(f"{g}: expected last dimension {len(prog.inputs[g])}, got shape {a.shape}")
+            if a.shape[-1:] != (sizes[g],):
+                raise ValueError(f"{g}: expected last dimension {sizes[g]}, got shape {a.shape}")
         if self.backend == "numpy":
             return _into(out, self._funcs[what](*[arrays[g] if g != "p" else self.params for g in groups])[0])
         shapes = {a.shape[:-1] for a in arrays.values()}
@@ -217,6 +231,17 @@ def _build_ext(eom, source, flags):
         return None
 
 
+def ctypes_functions(lib, layout) -> dict:
+    """{what: the library's fm_<what>_batch(n, inputs..., out) entry point, typed for ctypes}."""
+    funcs = {}
+    for w in WHATS:
+        f = getattr(lib, f"fm_{w}_batch")
+        f.restype = None
+        f.argtypes = [ctypes.c_long] + [ctypes.c_void_p] * (len(layout[w]["inputs"]) + 1)
+        funcs[w] = f
+    return funcs
+
+
 def compile_eom(eom, backend="c", flags=None, ext=None):
     """Generate, build (C: compile and cache; NumPy: exec our own generated source) and load.
 
@@ -240,13 +265,7 @@ def compile_eom(eom, backend="c", flags=None, ext=None):
         lib, module, ext_source = built
     else:
         lib, module, ext_source = cbuild.load(cbuild.build_shared(source, flags)), None, None
-    funcs = {}
-    for w in WHATS:
-        f = getattr(lib, f"fm_{w}_batch")
-        f.restype = None
-        n_arrays = sum(1 for g in eom.program(w).inputs.values() if g) + 1
-        f.argtypes = [ctypes.c_long] + [ctypes.c_void_p] * n_arrays
-        funcs[w] = f
+    funcs = ctypes_functions(lib, calling_layout(eom))
     model = CompiledModel(eom, "c", funcs, source, module)
     model._lib, model.ext_source = lib, ext_source
     return model

@@ -3,9 +3,16 @@
 The cache lives in ``$FLEXMAN_CACHE``, else ``$XDG_CACHE_HOME/flexman``, else
 ``~/.cache/flexman``; a library is named by the SHA-256 of its source and compiler command,
 so regenerating identical code costs nothing and different models never collide.
+
+Every cache entry is written the same way (:func:`publish`): compiled under a temporary name,
+renamed into place (atomic: nobody sees a partial file), then its SHA-256 recorded beside it.
+An entry is used only when its file still has that digest (:func:`verified`); a truncated or
+corrupted one is rebuilt. Builders of one entry take turns (:func:`locked`, an advisory file
+lock), so concurrent processes compile it once.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import importlib.machinery
@@ -33,7 +40,13 @@ def cache_dir() -> Path:
 
 
 def compiler() -> str:
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    """The C compiler: ``$CC`` when set (it must exist), else cc, gcc or clang on the PATH."""
+    cc = os.environ.get("CC", "").strip()
+    if cc:
+        if not shutil.which(cc):
+            raise RuntimeError(f"no C compiler found: CC={cc!r} is not an executable on the PATH")
+        return cc
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if not cc:
         raise RuntimeError("no C compiler found (set CC, or use compile('numpy'))")
     return cc
@@ -55,30 +68,104 @@ def numpy_include() -> Path:
     return inc
 
 
-def build_shared(source: str, flags=None, extension=False) -> Path:
-    """Path of the compiled library of ``source`` (compiling it if it is not cached).
+def file_digest(path) -> str:
+    """SHA-256 (hex) of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
-    ``extension=True``: a CPython extension module (Python and NumPy headers, platform
-    suffix; the NumPy version is part of the cache key)."""
+
+_good = {}  # path -> (size, mtime_ns) of entries already verified by this process
+
+
+def _digest_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def verified(path) -> bool:
+    """True when the cache entry ``path`` exists and still has the digest recorded when it was
+    published (so it is complete and unchanged)."""
+    path = Path(path)
+    try:
+        st = path.stat()
+        if _good.get(path) == (st.st_size, st.st_mtime_ns):
+            return True
+        ok = _digest_path(path).read_text().strip() == file_digest(path)
+    except (OSError, ValueError):
+        return False
+    if ok:
+        _good[path] = (st.st_size, st.st_mtime_ns)
+    return ok
+
+
+def publish(tmp, path) -> Path:
+    """Move the finished file ``tmp`` to the cache entry ``path`` (atomic rename) and record
+    its digest (written under a temporary name, then renamed, too)."""
+    path = Path(path)
+    digest = file_digest(tmp)
+    os.replace(tmp, path)
+    side = _digest_path(path)
+    tmp_side = side.with_name(f".{side.name}.{os.getpid()}.tmp")
+    tmp_side.write_text(digest + "\n")
+    os.replace(tmp_side, side)
+    return path
+
+
+@contextlib.contextmanager
+def locked(path):
+    """Hold an exclusive advisory lock on ``<path>.lock`` (POSIX; elsewhere a no-op, and the
+    atomic renames alone keep entries whole)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with open(Path(str(path) + ".lock"), "a") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def compile_command(flags=None, extension=False) -> tuple:
+    """(compiler command without input and output, file suffix, cache tag) of a shared
+    library, or of a CPython extension module (Python and NumPy headers, platform suffix; the
+    NumPy version goes into the tag)."""
     cmd = [compiler()] + list(flags or CFLAGS)
-    suffix = ".so"
-    tag = ""
-    if extension:
-        cmd += [f"-I{python_include()}", f"-I{numpy_include()}"]
-        suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-        tag = "numpy " + numpy.__version__
+    if not extension:
+        return cmd, ".so", ""
+    cmd += [f"-I{python_include()}", f"-I{numpy_include()}"]
+    return cmd, importlib.machinery.EXTENSION_SUFFIXES[0], "numpy " + numpy.__version__
+
+
+def compile_into(sources, out, cmd):
+    """Compile the C files ``sources`` with ``cmd`` into the library ``out``."""
+    res = subprocess.run(cmd + ["-o", str(out)] + [str(s) for s in sources] + ["-lm"], capture_output=True,
+                         text=True)
+    if res.returncode:
+        raise RuntimeError(f"C compilation failed ({' '.join(cmd)}):\n{res.stderr[-4000:]}")
+    return Path(out)
+
+
+def build_shared(source: str, flags=None, extension=False) -> Path:
+    """Path of the compiled library of ``source`` (compiling it if no verified copy is cached).
+
+    ``extension=True``: a CPython extension module (see :func:`compile_command`)."""
+    cmd, suffix, tag = compile_command(flags, extension)
     key = hashlib.sha256(("\0".join(cmd + [tag]) + "\0" + source).encode()).hexdigest()[:24]
     lib = cache_dir() / f"fm_{key}{suffix}"
-    if lib.exists():
+    if verified(lib):
         return lib
-    with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
-        src = Path(tmp) / "model.c"
-        src.write_text(source)
-        out = Path(tmp) / "model.so"
-        res = subprocess.run(cmd + ["-o", str(out), str(src), "-lm"], capture_output=True, text=True)
-        if res.returncode:
-            raise RuntimeError(f"C compilation failed ({' '.join(cmd)}):\n{res.stderr[-4000:]}")
-        os.replace(out, lib)  # atomic: concurrent builders never see a partial file
+    with locked(lib):
+        if verified(lib):  # another process built it while we waited
+            return lib
+        with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
+            src = Path(tmp) / "model.c"
+            src.write_text(source)
+            publish(compile_into([src], Path(tmp) / f"model{suffix}", cmd), lib)
     return lib
 
 

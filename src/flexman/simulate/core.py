@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from . import integrators
+from .backend import evaluator
 from .result import Result
 
 
@@ -141,7 +142,7 @@ def prepare(robot, t_final, dt, method, q0, qd0, torque, controller):
 
 
 def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=None, qd0=None,
-             controller=None, torque=None, progress=None, max_step=np.inf):
+             controller=None, torque=None, progress=None, max_step=np.inf, backend=None):
     """Simulate ``robot`` from (q0, qd0) over [0, t_final], output every ``dt`` seconds.
 
     method: ``'rk4'`` (fixed-step classic Runge-Kutta at ``dt``, as FLX) or one of
@@ -150,10 +151,13 @@ def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=No
     ``torque(t, q, qd)``, see :func:`torque_input`) plus the ``controller``'s output.
     A plain callable controller is called once per RK4 stage, in time order. ``progress``:
     True/False, or None to show a bar only on a terminal for runs longer than about 1 s.
+    ``backend``: ``"auto"`` (default, from ``FLEXMAN_BACKEND``), ``"compiled"`` or ``"numeric"``:
+    what evaluates the dynamics (see :mod:`flexman.simulate.backend`).
     """
     method, q0, qd0, t_grid, applied, (n_z, z0, ctrl_torque, ctrl_deriv) = prepare(
         robot, t_final, dt, method, q0, qd0, torque, controller)
     nq, nj = robot.nq, robot.n_joints
+    model = evaluator(robot, backend)
 
     def total_torque(t, x):
         q, qd, z = x[:nq], x[nq:2 * nq], x[2 * nq:]
@@ -161,16 +165,17 @@ def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=No
 
     def rates(t, x, tau):
         q, qd, z = x[:nq], x[nq:2 * nq], x[2 * nq:]
-        return robot.forward_dynamics(q, qd, tau), (ctrl_deriv(t, q, qd, z) if n_z else z)
+        return model.forward_dynamics(q, qd, tau), (ctrl_deriv(t, q, qd, z) if n_z else z)
 
     x0 = np.concatenate([q0, qd0, z0])
-    bar = _Progress(_show_progress(progress, robot, q0, qd0, len(t_grid) - 1), t_grid[-1],
+    bar = _Progress(_show_progress(progress, model, q0, qd0, len(t_grid) - 1), t_grid[-1],
                     f"simulate ({method})")
     try:
         t_out, X, taus, stats = integrate("simulate", rates, total_torque, x0, t_grid, nq, nj, method, rtol, atol,
                                           max_step, bar)
     finally:
         bar.close()
+    stats["backend"] = {"c": "compiled", "numpy": "generated NumPy"}.get(getattr(model, "backend", None), "numeric")
     q, qd = X[:, :nq], X[:, nq:2 * nq]
     energy = np.asarray(robot.kinetic_energy(q, qd) + robot.potential_energy(q), dtype=float)
     return Result(t=np.asarray(t_out), q=q, qd=qd, tau=taus, energy=energy.reshape(len(t_out)),

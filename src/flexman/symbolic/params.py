@@ -209,3 +209,13 @@ def symbolic_model(robot, tape):
     model.links = links
     model.gravity = np.array([P.sym(n, g) for n, g in zip(("gx", "gy", "gz"), robot.gravity)] + [None], dtype=object)[:-1]
     return model, P.values, notes
+
+
+def parameter_values(robot) -> dict:
+    """{name: value} of ``robot``'s parameters in the order ``parameters="symbolic"`` derives
+    them: the input vector ``p`` of a compiled symbolic-parameter model for this robot. Two
+    robots with the same names (and the same structure: see ``codegen.modelcache``) share one
+    compiled model; only this vector differs."""
+    from .tracer import Tape
+
+    return symbolic_model(robot, Tape())[1]
