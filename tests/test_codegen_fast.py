@@ -92,7 +92,7 @@ def test_bad_arguments_raise_one_line_errors():
         ext.mass_matrix(q, ro)
     # through the model: the general path names the argument as well
     fast = fm.derive(robot).compile("c")
-    with pytest.raises(ValueError, match="qd: expected last dimension 2"):
+    with pytest.raises(ValueError, match=r"qd: expected nq = 2 values per state \(last axis\), got shape \(3,\)"):
         fast.bias_forces(q, np.zeros(3))
 
 

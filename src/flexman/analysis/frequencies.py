@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import eigh
 
+from ..model import inputs
+
 STEP = 1e-30
 
 
@@ -26,7 +28,9 @@ def stiffness(robot, q, gravity=True):
 
 def linearize(robot, q=None):
     """(M, K) of the free arm about q at rest: M dq_dd + K dq = S dtau."""
-    q = np.zeros(robot.nq) if q is None else np.asarray(q, dtype=float)
+    q = np.zeros(robot.nq) if q is None else inputs.state(robot, q)
+    if q.ndim != 1:
+        raise ValueError(f"q: expected one configuration of nq = {robot.nq} values, got shape {q.shape}")
     return robot.mass_matrix(q), stiffness(robot, q)
 
 

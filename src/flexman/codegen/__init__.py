@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..model import inputs
 from . import cbuild, emit, pyext
 from .simulator import program, write_input  # noqa: F401
 
@@ -140,10 +141,9 @@ class CompiledModel:
         an array of the result's shape to write into."""
         sizes = dict(self._layout[what]["inputs"])
         groups = list(sizes)
-        arrays = {g: np.asarray(a, dtype=np.float64) for g, a in arrays.items()}
-        for g, a in arrays.items():
-            if a.shape[-1:] != (sizes[g],):
-                raise ValueError(f"{g}: expected last dimension {sizes[g]}, got shape {a.shape}")
+        arrays = {g: inputs.vector(a, sizes[g], g, "n_joints" if g == "tau" else "nq") for g, a in arrays.items()}
+        if any(a.dtype != np.float64 for a in arrays.values()):
+            raise ValueError(f"{what}: compiled models take real numbers (complex or symbolic input: use the robot)")
         if self.backend == "numpy":
             return _into(out, self._funcs[what](*[arrays[g] if g != "p" else self.params for g in groups])[0])
         shapes = {a.shape[:-1] for a in arrays.values()}

@@ -110,15 +110,20 @@ def clamped_mass_roots(n: int, M=0.0, J=0.0, D=0.0) -> np.ndarray:
     if M == 0.0 and J == 0.0 and D == 0.0:
         return clamped_free_roots(n)
     g = lambda b: frequency_equation(b, M, J, D, scaled=True)  # noqa: E731
+    if not all(np.isfinite([M, J, D])):
+        raise ValueError(f"tip loads must be finite (got M={M}, J={J}, D={D})")
     step = 0.005
     hi = (n + 2) * np.pi
-    while True:
+    for _ in range(8):  # root k lies below (k + 1) pi for finite loads; a few widenings at most
         grid = np.arange(1e-9, hi, step)
         val = g(grid)
         idx = np.flatnonzero(np.sign(val[:-1]) * np.sign(val[1:]) <= 0)
         if len(idx) >= n:
             break
         hi *= 1.5
+    else:
+        raise ValueError(f"found only {len(idx)} of {n} roots of the frequency equation below beta = {hi:g} "
+                         f"(tip loads M={M}, J={J}, D={D})")
     return np.array(
         [brentq(g, grid[i], grid[i + 1], xtol=1e-15, rtol=4 * np.finfo(float).eps) for i in idx[:n]]
     )

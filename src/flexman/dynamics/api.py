@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import crba, ops, rnea
+from ..model import inputs
+from . import crba, rnea
 from . import lagrange4 as l4
 
 
@@ -27,33 +28,35 @@ def _model(robot):
     return robot._model
 
 
-def _as_float(x):
-    return ops.asarray(x)
-
-
 def _wrench_forces(robot, q, f_ext):
-    if not f_ext:
+    if f_ext is None or (isinstance(f_ext, (list, tuple)) and not f_ext):
         return 0.0
+    if not isinstance(f_ext, (list, tuple)):
+        raise ValueError("f_ext: expected a list of (link, point, wrench) entries")
     total = 0.0
-    for link, point, wrench in f_ext:
+    for k, entry in enumerate(f_ext):
+        if not isinstance(entry, (list, tuple)) or len(entry) != 3:
+            raise ValueError(f"f_ext[{k}]: expected (link, point, wrench), got {entry!r:.60}")
+        link, point, wrench = entry
+        wrench = inputs.vector(wrench, 6, f"f_ext[{k}] wrench [fx, fy, fz, mx, my, mz]")
         J = jacobian(robot, q, link=link, point=point)
-        total = total + (np.swapaxes(J, -1, -2) @ np.asarray(wrench, float)[..., None])[..., 0]
+        total = total + (np.swapaxes(J, -1, -2) @ wrench[..., None])[..., 0]
     return total
 
 
 def inverse_dynamics(robot, q, qd, qdd, f_ext=None):
     """Generalized forces [tau; residuals] = M qdd + b - J^T w."""
-    q = _as_float(q)
+    q, qd, qdd = inputs.states(robot, q=q, qd=qd, qdd=qdd)
     if robot.is_rigid:
-        out = rnea.inverse_dynamics(robot, q, _as_float(qd), _as_float(qdd))
+        out = rnea.inverse_dynamics(robot, q, qd, qdd)
     else:
-        out = l4.inverse_dynamics(_model(robot), q, _as_float(qd), _as_float(qdd))
+        out = l4.inverse_dynamics(_model(robot), q, qd, qdd)
     return out - _wrench_forces(robot, q, f_ext)
 
 
 def mass_matrix(robot, q):
     """M(q) (..., nq, nq), from the inverse-dynamics recursion with unit accelerations."""
-    q = _as_float(q)
+    q = inputs.state(robot, q)
     if robot.is_rigid:
         return crba.mass_matrix(robot, q)
     return _flexible_mass_and_bias(robot, q, None)[0]
@@ -61,7 +64,7 @@ def mass_matrix(robot, q):
 
 def bias_forces(robot, q, qd):
     """b(q, qd): Coriolis/centrifugal, gravity, elastic K q_f, damping and joint friction."""
-    q, qd = _as_float(q), _as_float(qd)
+    q, qd = inputs.states(robot, q=q, qd=qd)
     if robot.is_rigid:
         return crba.bias_forces(robot, q, qd)
     return l4.inverse_dynamics(_model(robot), q, qd, np.zeros(np.broadcast_shapes(q.shape, qd.shape)))
@@ -70,7 +73,7 @@ def bias_forces(robot, q, qd):
 def mass_matrix_and_bias(robot, q, qd):
     """(M, b) together; for flexible arms from one vectorized recursion over nq + 1 samples
     (unit accelerations for the columns of M, the actual velocities with gravity for b)."""
-    q, qd = _as_float(q), _as_float(qd)
+    q, qd = inputs.states(robot, q=q, qd=qd)
     if robot.is_rigid:
         return crba.mass_matrix(robot, q), crba.bias_forces(robot, q, qd)
     return _flexible_mass_and_bias(robot, q, qd)
@@ -106,7 +109,7 @@ def selection(robot):
 
 def generalized_force(robot, tau):
     """S tau for tau (..., n_joints)."""
-    tau = np.asarray(tau, dtype=float)
+    tau = inputs.joint_values(robot, tau)
     out = np.zeros(tau.shape[:-1] + (robot.nq,))
     out[..., : robot.n_joints] = tau
     return out
@@ -114,36 +117,38 @@ def generalized_force(robot, tau):
 
 def forward_dynamics(robot, q, qd, tau, f_ext=None):
     """qdd solving M qdd = S tau - b + J^T w (tau has one entry per joint)."""
-    q, qd = _as_float(q), _as_float(qd)
-    tau = np.asarray(tau, dtype=float)
-    if tau.shape[-1:] != (robot.n_joints,):
-        raise ValueError(f"tau: expected {robot.n_joints} joint torques, got shape {tau.shape}")
+    q, qd, tau = inputs.states(robot, q=q, qd=qd, tau=tau)
     M, b = mass_matrix_and_bias(robot, q, qd)
     rhs = generalized_force(robot, tau) - b + _wrench_forces(robot, q, f_ext)
     rhs, M = np.broadcast_to(rhs, np.broadcast_shapes(rhs.shape, M.shape[:-1])), M
     M = np.broadcast_to(M, rhs.shape[:-1] + M.shape[-2:])
-    return np.linalg.solve(M, rhs[..., None])[..., 0]
+    try:
+        return np.linalg.solve(M, rhs[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        raise ValueError("forward_dynamics: the mass matrix is singular at this state (a joint that "
+                         "moves no mass?); flexman.model.checks.mass_matrix_problem(robot, q) names it") from None
 
 
 def kinetic_energy(robot, q, qd):
-    return l4.kinetic_energy(_model(robot), _as_float(q), _as_float(qd))
+    q, qd = inputs.states(robot, q=q, qd=qd)
+    return l4.kinetic_energy(_model(robot), q, qd)
 
 
 def potential_energy(robot, q):
-    return l4.potential_energy(_model(robot), _as_float(q))
+    return l4.potential_energy(_model(robot), inputs.state(robot, q))
 
 
-def _link_index(robot, link):
-    n = robot.n_joints
-    if not -n <= link < n:
-        raise ValueError(f"link: {link} out of range for {n} links")
-    return link % n
+def _order(order):
+    if isinstance(order, bool) or order not in (1, 2):
+        raise ValueError(f"order: must be 1 or 2 (got {order!r})")
+    return order
 
 
 def frame(robot, q, link=-1, order=1):
     """Distal frame (..., 4, 4) of a link in the base frame, deflection included
     (order=2 adds foreshortening, as in :func:`jacobian`)."""
-    return l4.frames(_model(robot), _as_float(q), second_order=(order == 2))[_link_index(robot, link)]
+    i, order = inputs.link_index(robot, link), _order(order)
+    return l4.frames(_model(robot), inputs.state(robot, q), second_order=(order == 2))[i]
 
 
 def jacobian(robot, q, link=-1, point=None, order=1):
@@ -155,8 +160,6 @@ def jacobian(robot, q, link=-1, point=None, order=1):
     1/2 int (w')^2 dx), so the Jacobian is exact to first order in the deflection (Piedboeuf,
     001 sec. 2-3: second-order kinematics).
     """
-    if order not in (1, 2):
-        raise ValueError("jacobian: order must be 1 or 2")
-    q = _as_float(q)
-    i = _link_index(robot, link)
+    order, i = _order(order), inputs.link_index(robot, link)
+    q, point = inputs.state(robot, q), inputs.point(point)
     return l4.point_jacobian(_model(robot), q, i, point, second_order=(order == 2))

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from .checks import check_mass_matrix
 from .errors import ModelError
 from .limits import MAX_DOCUMENT_BYTES
 from .parse import parse, plain_copy
@@ -271,7 +272,9 @@ def robot_from_dict(data) -> Robot:
     ``description`` (text) and ``source`` (text or a list of citations) as attributes.
     """
     try:
-        return _robot_from_dict(plain_copy(data))
+        robot = _robot_from_dict(plain_copy(data))
+        check_mass_matrix(robot, keep_model=False)
+        return robot
     except ModelError as exc:
         raise ModelError(" ".join(str(exc).split())) from None  # always one line
 

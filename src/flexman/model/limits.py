@@ -12,3 +12,27 @@ MAX_DOCUMENT_BYTES = 1_000_000   # a 100-link model file is under 50 kB
 MAX_DEPTH = 32                   # nesting of mappings and lists (a model file uses 5)
 MAX_NODES = 100_000              # values after expanding YAML aliases (alias bombs stop here)
 MAX_TEXT = 10_000                # characters of one text value (a description, a citation)
+
+# ----- model sizes ---------------------------------------------------------------------------
+MAX_LINKS = 100                  # joints in one chain
+MAX_NQ = 200                     # coordinates in all (M of a 200-coordinate arm: about 2 s)
+MAX_MODES = 50                   # eigenfunction modes per direction (cost grows as n^2)
+MAX_POLYNOMIAL_MODES = 6         # eta^k shapes: cond(M) is 1e9 at 6, 3e12 at 8, singular past 12
+MAX_ELEMENTS = 50                # finite elements per beam
+
+# ----- magnitudes (SI); beyond these, products in the dynamics overflow or lose all digits ---
+MAX_LENGTH = 1e3                 # m: DH lengths, centres of mass, beam lengths, prismatic limits
+MIN_BEAM_LENGTH = 1e-4           # m
+MAX_ANGLE = 1e3                  # rad: DH angles and joint limits (beyond, sin and cos lose digits)
+MAX_MASS = 1e6                   # kg: a body, a hub, the payload
+MAX_MASS_PER_LENGTH = 1e6        # kg/m
+MIN_MASS_PER_LENGTH = 1e-6       # kg/m
+MAX_INERTIA = 1e9                # kg m^2: an inertia entry, an armature
+MAX_STIFFNESS = 1e12             # N m^2: EI and GJ
+MAX_POLAR_INERTIA = 1e6          # kg m: polar mass moment per length
+MAX_DAMPING_RATIO = 10.0         # modal damping ratio of a beam
+MAX_FRICTION = 1e9               # viscous (N m s) and Coulomb (N m) joint friction
+MAX_GRAVITY = 1e3                # m/s^2
+
+# ----- the mass matrix of an accepted model --------------------------------------------------
+MAX_CONDITION = 1e12             # cond(M) at rest; past this solving M qdd = f loses most digits

@@ -11,6 +11,7 @@ from functools import cached_property
 
 import numpy as np
 
+from . import limits as lim
 from .errors import ModelError
 
 JOINT_TYPES = ("revolute", "prismatic")
@@ -25,6 +26,14 @@ def _vec3(value, where: str) -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         raise ModelError(f"{where}: all entries must be finite numbers")
     return arr
+
+
+def within(value, where: str, limit: float, unit: str = "") -> None:
+    """Refuse a finite but absurd magnitude (README "Limits"): |value| <= limit."""
+    worst = float(np.max(np.abs(value))) if np.size(value) else 0.0
+    if worst > limit:
+        raise ModelError(f"{where}: {worst:g} is beyond the supported magnitude {limit:g}{unit} "
+                         "(README, Limits)")
 
 
 def inertia_matrix(value, where: str) -> np.ndarray:
@@ -43,6 +52,7 @@ def inertia_matrix(value, where: str) -> np.ndarray:
         )
     if not np.all(np.isfinite(mat)):
         raise ModelError(f"{where}: all entries must be finite numbers")
+    within(mat, where, lim.MAX_INERTIA, " kg m^2")
     if not np.allclose(mat, mat.T, atol=1e-12 * max(1.0, np.abs(mat).max())):
         raise ModelError(f"{where}: inertia matrix must be symmetric")
     eig = np.linalg.eigvalsh(mat)
@@ -69,7 +79,9 @@ class RigidBody:
         self.mass = float(self.mass)
         if not np.isfinite(self.mass) or self.mass < 0:
             raise ModelError(f"mass: must be a finite number >= 0 (got {self.mass})")
+        within(self.mass, "mass", lim.MAX_MASS, " kg")
         self.com = _vec3(self.com, "com")
+        within(self.com, "com", lim.MAX_LENGTH, " m")
         self.inertia = inertia_matrix(self.inertia, "inertia")
 
     @property
@@ -133,16 +145,26 @@ class Beam:
             raise ModelError(f"beam.length: must be > 0 (got {self.length})")
         if not (np.isfinite(self.mass_per_length) and self.mass_per_length > 0):
             raise ModelError(f"beam.mass_per_length: must be > 0 (got {self.mass_per_length})")
+        if not lim.MIN_BEAM_LENGTH <= self.length <= lim.MAX_LENGTH:
+            raise ModelError(f"beam.length: {self.length:g} m is outside the supported range "
+                             f"[{lim.MIN_BEAM_LENGTH:g}, {lim.MAX_LENGTH:g}] m (README, Limits)")
+        if not lim.MIN_MASS_PER_LENGTH <= self.mass_per_length <= lim.MAX_MASS_PER_LENGTH:
+            raise ModelError(f"beam.mass_per_length: {self.mass_per_length:g} kg/m is outside the supported range "
+                             f"[{lim.MIN_MASS_PER_LENGTH:g}, {lim.MAX_MASS_PER_LENGTH:g}] kg/m (README, Limits)")
         ei = np.asarray(self.EI, dtype=float).reshape(-1)
         if ei.size == 1:
             ei = np.repeat(ei, 2)
         if ei.size != 2 or not np.all(np.isfinite(ei)) or np.any(ei < 0):
             raise ModelError("beam.EI: give two finite stiffnesses >= 0 [EI_y, EI_z]")
         self.EI = (float(ei[0]), float(ei[1]))
-        for name in ("GJ", "polar_inertia_per_length", "damping"):
+        within(ei, "beam.EI", lim.MAX_STIFFNESS, " N m^2")
+        bounds = {"GJ": (lim.MAX_STIFFNESS, " N m^2"), "polar_inertia_per_length": (lim.MAX_POLAR_INERTIA, " kg m"),
+                  "damping": (lim.MAX_DAMPING_RATIO, "")}
+        for name, (limit, unit) in bounds.items():
             val = float(getattr(self, name))
             if not np.isfinite(val) or val < 0:
                 raise ModelError(f"beam.{name}: must be a finite number >= 0 (got {val})")
+            within(val, f"beam.{name}", limit, unit)
             setattr(self, name, val)
         if self.shapes not in SHAPE_KINDS:
             raise ModelError(f"beam.shapes: unknown '{self.shapes}'; use one of {', '.join(SHAPE_KINDS)}")
@@ -152,12 +174,18 @@ class Beam:
                 raise ModelError(f"beam.modes: unknown key '{key}'; allowed: y, z, torsion")
             if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 0:
                 raise ModelError(f"beam.modes.{key}: must be an integer >= 0 (got {val!r})")
+            most = lim.MAX_POLYNOMIAL_MODES if self.shapes == "polynomial" else lim.MAX_MODES
+            if self.shapes != "finite_elements" and val > most:
+                why = " (polynomial shapes make M singular beyond that; use clamped_free)" if most < lim.MAX_MODES else ""
+                raise ModelError(f"beam.modes.{key}: {val} modes; {self.shapes} beams support at most {most}{why}")
             modes[key] = int(val)
         self.modes = modes
         self.elements = int(self.elements)
         if self.shapes == "finite_elements":
             if self.elements < 1:
                 raise ModelError("beam.elements: finite_elements needs elements >= 1")
+            if self.elements > lim.MAX_ELEMENTS:
+                raise ModelError(f"beam.elements: {self.elements} elements; at most {lim.MAX_ELEMENTS} are supported")
         for key, ei_val in (("y", self.EI[0]), ("z", self.EI[1])):
             if self.n_dofs(key) and ei_val <= 0:
                 raise ModelError(
@@ -213,10 +241,36 @@ class Link:
         for key in ("armature", "viscous", "coulomb"):
             if getattr(self, key) < 0:
                 raise ModelError(f"{key}: must be >= 0")
+        bounds = {"a": (lim.MAX_LENGTH, " m"), "d": (lim.MAX_LENGTH, " m"), "alpha": (lim.MAX_ANGLE, " rad"),
+                  "theta": (lim.MAX_ANGLE, " rad"), "armature": (lim.MAX_INERTIA, ""),
+                  "viscous": (lim.MAX_FRICTION, ""), "coulomb": (lim.MAX_FRICTION, "")}
+        for key, (limit, unit) in bounds.items():
+            within(getattr(self, key), key, limit, unit)
+        if self.limits is not None:
+            lo, hi = (float(v) for v in self.limits)
+            if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+                raise ModelError(f"limits: expected finite [lower, upper] with lower < upper (got {self.limits})")
+            if self.joint == "revolute":
+                within([lo, hi], "limits", lim.MAX_ANGLE, " rad")
+            else:
+                within([lo, hi], "limits", lim.MAX_LENGTH, " m")
+            self.limits = (lo, hi)
 
     @property
     def is_flexible(self) -> bool:
         return self.beam is not None and self.beam.nf > 0
+
+
+def _check_sliding_beam(link, where: str) -> None:
+    """A translating beam's outside length is q + d: it must stay in (0, length] over the joint
+    range (at 0 the beam has no flexible part and its mass matrix is singular)."""
+    lo, hi = link.limits if link.limits is not None else (0.0, 0.0)
+    if not 0.0 < link.d <= link.beam.length:
+        raise ModelError(f"{where}.d: a flexible prismatic link needs 0 < d <= beam.length = {link.beam.length:g} "
+                         f"(d is the beam's length outside its hub at q = 0; got {link.d:g})")
+    if link.limits is not None and not (lo + link.d > 0.0 and hi + link.d <= link.beam.length * (1 + 1e-12)):
+        raise ModelError(f"{where}.limits: the beam's outside length q + d must stay in (0, {link.beam.length:g}] m; "
+                         f"with d = {link.d:g} the limits must lie in ({-link.d:g}, {link.beam.length - link.d:g}]")
 
 
 @dataclass
@@ -234,7 +288,14 @@ class Robot:
             raise ModelError("links: a robot needs at least one link")
         if self.dh not in DH_CONVENTIONS:
             raise ModelError(f"dh: unknown convention '{self.dh}'; use standard or modified")
+        if len(self.links) > lim.MAX_LINKS:
+            raise ModelError(f"links: {len(self.links)} links; at most {lim.MAX_LINKS} are supported (README, Limits)")
         self.gravity = _vec3(self.gravity, "gravity")
+        within(self.gravity, "gravity", lim.MAX_GRAVITY, " m/s^2")
+        nq = len(self.links) + sum(link.beam.nf for link in self.links if link.beam is not None)
+        if nq > lim.MAX_NQ:
+            raise ModelError(f"links: {nq} coordinates in all; at most {lim.MAX_NQ} are supported "
+                             "(fewer modes or elements; README, Limits)")
         for i, link in enumerate(self.links):
             if link.beam is not None and link.joint == "prismatic" and link.beam.n_dofs("torsion"):
                 raise ModelError(f"links[{i}].beam.modes.torsion: a sliding (prismatic) beam bends only; set torsion: 0")
@@ -244,6 +305,8 @@ class Robot:
                         f"links[{i}].beam: a flexible prismatic link needs a = 0 and alpha = 0 "
                         "(standard DH) so that the beam slides along its frame's z axis"
                     )
+            if link.is_flexible and link.joint == "prismatic":
+                _check_sliding_beam(link, f"links[{i}]")
 
     # ----- coordinates -------------------------------------------------------------
     @property

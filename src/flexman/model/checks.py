@@ -1,0 +1,62 @@
+"""Checks on a whole model that no single field can see: is its mass matrix usable?
+
+A model whose mass matrix is singular (a joint that moves no mass) or so ill-conditioned
+that ``M qdd = f`` loses all its digits loads without complaint field by field, then fails
+inside a simulation. The loader and :func:`flexman.simulate` call :func:`check_mass_matrix`
+first, so the failure is one line that names the coordinate and its link.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import ModelError
+from .limits import MAX_CONDITION
+
+
+def coordinate_owner(robot, k: int) -> str:
+    """'links[i]' (a joint coordinate) or 'links[i].beam' (a flexible one) for coordinate k."""
+    if k < robot.n_joints:
+        return f"links[{k}]"
+    for i in range(robot.n_joints):
+        span = robot.link_flex_slice(i)
+        if span.start <= k < span.stop:
+            return f"links[{i}].beam"
+    return "the model"
+
+
+def mass_matrix_problem(robot, q=None) -> str | None:
+    """Why M(q) (default: q = 0) cannot be used, or None. Names the coordinate that carries
+    the smallest eigenvalue's direction."""
+    q = np.zeros(robot.nq) if q is None else np.asarray(q, dtype=float)
+    with np.errstate(all="ignore"):
+        M = np.asarray(robot.mass_matrix(q), dtype=float)
+    at = "at q = 0" if not np.any(q) else "at the initial state"
+    if not np.all(np.isfinite(M)):
+        return f"the mass matrix {at} has non-finite entries; check the magnitudes (README, Limits)"
+    M = 0.5 * (M + M.T)
+    eig, vec = np.linalg.eigh(M)
+    top = max(float(eig[-1]), 0.0)
+    if eig[0] > top / MAX_CONDITION and top > 0:
+        return None
+    k = int(np.argmax(np.abs(vec[:, 0])))
+    name, owner = robot.coordinate_names[k], coordinate_owner(robot, k)
+    cond = "singular" if eig[0] <= 0 or top == 0 else f"ill-conditioned (condition number {top / eig[0]:.2g})"
+    if owner.endswith(".beam"):
+        fix = "use fewer modes, clamped_free shapes or more beam mass"
+    else:
+        fix = f"give {owner} a mass and inertia, a hub or an armature"
+    return (f"{owner}: the mass matrix {at} is {cond}: coordinate {name} moves almost no mass "
+            f"(limit: condition number {MAX_CONDITION:g}); {fix}")
+
+
+def check_mass_matrix(robot, q=None, keep_model: bool = True) -> None:
+    """Raise :class:`ModelError` when M(q) is singular or ill-conditioned (see above).
+    ``keep_model=False`` drops the numeric model built for the check (the loader's robots may
+    still have their links edited before first use)."""
+    try:
+        problem = mass_matrix_problem(robot, q)
+    finally:
+        if not keep_model:
+            robot.__dict__.pop("_model", None)
+    if problem:
+        raise ModelError(problem)

@@ -1,0 +1,131 @@
+"""One input normalisation for every public function that takes states, torques or links.
+
+Accepted: NumPy arrays, lists and tuples (nested for batches), ints, and a plain number where
+a single value is expected (nq = 1). Every array gets the leading batch dimensions the
+dynamics accept, ``(..., n)``; a column vector ``(n, 1)`` is read as one state. Complex
+arrays are kept (complex-step derivatives) and so are arrays of symbols (symbolic tracing).
+
+Anything else is a ``ValueError`` with one line that names the argument and what it must be,
+e.g. ``q: expected nq = 7 values per state (last axis), got shape (8,)``.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = ["vector", "state", "joint_values", "states", "link_index", "point", "positive", "finite"]
+
+
+def _shape_text(arr) -> str:
+    return "a single number" if arr.ndim == 0 else f"shape {arr.shape}"
+
+
+def _is_symbol(x) -> bool:
+    return not isinstance(x, (numbers.Number, np.generic, str, bytes, bool, type(None), dict, list, tuple))
+
+
+def _array(value, name: str) -> np.ndarray:
+    """A float (or complex, or symbolic object) array of any shape; text, None, mappings,
+    booleans and ragged lists are refused."""
+    if isinstance(value, np.ndarray) and value.dtype.kind in "fc":
+        return value.astype(float) if value.dtype.kind == "f" and value.dtype != np.float64 else value
+    if value is None or isinstance(value, (str, bytes, dict, set)):
+        raise ValueError(f"{name}: expected numbers (a list or array), got {type(value).__name__}")
+    try:
+        arr = np.asarray(value)
+    except ValueError:  # ragged nesting
+        raise ValueError(f"{name}: expected a rectangular array of numbers (rows of equal length)") from None
+    kind = arr.dtype.kind
+    if kind in "iuf":
+        return arr.astype(float)
+    if kind == "c":
+        return arr
+    if kind == "b":
+        raise ValueError(f"{name}: expected numbers, got booleans")
+    if kind == "O":
+        flat = arr.reshape(-1)
+        if all(isinstance(x, numbers.Real) and not isinstance(x, bool) for x in flat):
+            return arr.astype(float)
+        if any(_is_symbol(x) for x in flat) and not any(isinstance(x, (str, bytes, dict, list, tuple)) for x in flat):
+            return arr  # symbols: traced by the same algorithms
+    found = {"U": "text", "S": "text", "O": "other objects"}.get(kind, arr.dtype.name)
+    raise ValueError(f"{name}: expected numbers, got {found}")
+
+
+def vector(value, n: int, name: str, what: str = "") -> np.ndarray:
+    """``value`` as an array (..., n): ``what`` names n in the message ("nq", "n_joints")."""
+    arr = _array(value, name)
+    what = f"{what} = " if what else ""
+    if arr.ndim == 0:
+        if n != 1:
+            raise ValueError(f"{name}: expected {what}{n} values per state, got a single number")
+        return arr.reshape(1)
+    if arr.shape[-1] != n:
+        if arr.ndim == 2 and arr.shape == (n, 1):
+            return arr.reshape(n)  # a column vector: one state
+        raise ValueError(f"{name}: expected {what}{n} values per state (last axis), got {_shape_text(arr)}")
+    return arr
+
+
+def state(robot, value, name: str = "q") -> np.ndarray:
+    """Coordinates (..., nq): q, qd or qdd."""
+    return vector(value, robot.nq, name, "nq")
+
+
+def joint_values(robot, value, name: str = "tau") -> np.ndarray:
+    """One value per joint (..., n_joints): joint torques and forces."""
+    return vector(value, robot.n_joints, name, "n_joints")
+
+
+def states(robot, **named) -> list:
+    """Several coordinate arrays at once, checked to share a batch shape (broadcasting).
+    ``tau`` is read per joint, everything else per coordinate."""
+    out = [joint_values(robot, v, k) if k == "tau" else state(robot, v, k) for k, v in named.items()]
+    try:
+        np.broadcast_shapes(*(a.shape[:-1] for a in out))
+    except ValueError:
+        shapes = ", ".join(f"{k} {a.shape}" for k, a in zip(named, out))
+        raise ValueError(f"batch shapes do not match: {shapes}; give one state or equal batches") from None
+    return out
+
+
+def link_index(robot, link) -> int:
+    """A link number in [-n, n) (negative counts from the end), as a Python int."""
+    n = robot.n_joints
+    if isinstance(link, bool) or not isinstance(link, (numbers.Integral,)):
+        raise ValueError(f"link: expected a link number from {-n} to {n - 1}, got {link!r}")
+    if not -n <= int(link) < n:
+        raise ValueError(f"link: {link} out of range for {n} links (use {-n} to {n - 1})")
+    return int(link) % n
+
+
+def point(value, name: str = "point"):
+    """A point (3,) in a link frame, or None."""
+    if value is None:
+        return None
+    arr = _array(value, name)
+    if arr.shape != (3,):
+        raise ValueError(f"{name}: expected 3 numbers [x, y, z], got {_shape_text(arr)}")
+    return arr
+
+
+def positive(value, name: str, allow_zero: bool = False) -> float:
+    """A finite number > 0 (or >= 0): step sizes, tolerances, times."""
+    bound = ">= 0" if allow_zero else "> 0"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name}: expected a number {bound}, got {type(value).__name__}")
+    value = float(value)
+    if not np.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise ValueError(f"{name}: expected a finite number {bound}, got {value!r}")
+    return value
+
+
+def finite(arr, name: str) -> np.ndarray:
+    """``arr`` when every entry is finite; else say which entry is not."""
+    arr = np.asarray(arr)
+    if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
+        index = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
+        at = f"[{', '.join(map(str, index))}]" if index else ""
+        raise ValueError(f"{name}{at} is {arr[index]!r}; every entry must be a finite number")
+    return arr
