@@ -1,6 +1,6 @@
 """flexman: dynamics, code generation and simulation of manipulators with rigid and flexible links."""
 from .model import Beam, Link, ModelError, RigidBody, Robot
-from .simulate import Result, simulate
+from .simulate import Result, simulate, simulate_batch
 
 __version__ = "0.1.0"
 
@@ -35,4 +35,4 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
-__all__ = ["Beam", "Link", "ModelError", "RigidBody", "Result", "Robot", "load", "save", "simulate", "derive"]
+__all__ = ["Beam", "Link", "ModelError", "RigidBody", "Result", "Robot", "load", "save", "simulate", "simulate_batch", "derive"]

@@ -136,16 +136,37 @@ class CompiledModel:
     def params(self, values):
         self._params[:] = values  # in place: the compiled code keeps reading this buffer
 
-    def _run(self, what, out, **arrays):
+    def evaluate(self, what, params, *arrays, out=None):
+        """``what`` ("forward_dynamics", "mass_matrix", ...) for a batch of states, each with its
+        own parameter vector: ``params`` of shape (..., len(param_names)) broadcast with the
+        states' batch shape (e.g. one robot variant per state of a parameter sweep)."""
+        if what not in WHATS:
+            raise ValueError(f"what: unknown {what!r}; use one of {', '.join(WHATS)}")
+        names = [g for g, _ in self._layout[what]["inputs"] if g != "p"]
+        if len(arrays) != len(names):
+            raise TypeError(f"evaluate({what!r}): expected params and {', '.join(names)}")
+        return self._run(what, out, p_each=params, **dict(zip(names, arrays)))
+
+    def _run(self, what, out, p_each=None, **arrays):
         """The general path: any batch shape (broadcast), any array-like input; ``out`` (optional)
-        an array of the result's shape to write into."""
+        an array of the result's shape to write into; ``p_each``: one parameter vector per state."""
         sizes = dict(self._layout[what]["inputs"])
         groups = list(sizes)
         arrays = {g: inputs.vector(a, sizes[g], g, "n_joints" if g == "tau" else "nq") for g, a in arrays.items()}
         if any(a.dtype != np.float64 for a in arrays.values()):
             raise ValueError(f"{what}: compiled models take real numbers (complex or symbolic input: use the robot)")
+        if p_each is not None:
+            p_each = np.asarray(p_each, dtype=np.float64)
+            if p_each.shape[-1:] != (len(self.param_names),):
+                raise ValueError(f"params: expected last dimension {len(self.param_names)} "
+                                 f"({', '.join(self.param_names)}), got shape {p_each.shape}")
+            if "p" not in groups:  # a model without parameters: nothing to vary
+                p_each = None
+            else:
+                arrays["p"] = p_each
         if self.backend == "numpy":
-            return _into(out, self._funcs[what](*[arrays[g] if g != "p" else self.params for g in groups])[0])
+            return _into(out, self._funcs[what](*[arrays[g] if g != "p" or p_each is not None else self.params
+                                                  for g in groups])[0])
         shapes = {a.shape[:-1] for a in arrays.values()}
         batch = shapes.pop() if len(shapes) == 1 else np.broadcast_shapes(*(a.shape[:-1] for a in arrays.values()))
         n = 1
@@ -154,8 +175,8 @@ class CompiledModel:
         args = [n]
         keep = []
         for g in groups:
-            a = self.params if g == "p" else arrays[g]
-            if g != "p" and a.shape[:-1] != batch:
+            a = self.params if g == "p" and p_each is None else arrays[g]
+            if (g != "p" or p_each is not None) and a.shape[:-1] != batch:
                 a = np.broadcast_to(a, batch + a.shape[-1:])
             a = np.ascontiguousarray(a)
             keep.append(a)
@@ -164,7 +185,7 @@ class CompiledModel:
         direct = out is not None and _check_out(out, shape).dtype == np.float64 and out.flags.c_contiguous
         res = out if direct else np.empty(shape)
         args.append(res.ctypes.data)
-        self._funcs[what](*args)
+        (self._funcs[what] if p_each is None else self._funcs[what + "/p"])(*args)
         return _into(out, res)
 
     # With the extension, CompiledModel.__init__ shadows these by C functions of the same
@@ -239,6 +260,11 @@ def ctypes_functions(lib, layout) -> dict:
         f.restype = None
         f.argtypes = [ctypes.c_long] + [ctypes.c_void_p] * (len(layout[w]["inputs"]) + 1)
         funcs[w] = f
+        if any(g == "p" for g, _ in layout[w]["inputs"]):
+            f = getattr(lib, f"fm_{w}_pbatch")
+            f.restype = None
+            f.argtypes = [ctypes.c_long] + [ctypes.c_void_p] * (len(layout[w]["inputs"]) + 1)
+            funcs[w + "/p"] = f
     return funcs
 
 

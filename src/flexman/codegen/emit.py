@@ -171,15 +171,22 @@ def function_source(lang, program, fname) -> str:
 
 
 def c_batch_source(program, fname) -> str:
-    """A C entry point looping over n states (contiguous, row-major) around ``fname``."""
+    """C entry points looping over n states (contiguous, row-major) around ``fname``:
+    ``<fname>_batch`` shares one parameter vector ``p`` among the states; when the program has
+    parameters, ``<fname>_pbatch`` takes one parameter vector per state (parameter sweeps)."""
     ins = [g for g in program.inputs if program.inputs[g]]
     outs = list(program.outputs)
     sig = ", ".join(["long n"] + [f"const double *{g}" for g in ins] + [f"double *{g}" for g in outs])
-    call = []
-    for g in ins:
-        call.append(g if g in UNBATCHED else f"{g} + i*{len(program.inputs[g])}")
-    for g in outs:
-        size = int(np.prod(program.outputs[g][0], dtype=int))
-        call.append(f"{g} + i*{size}")
-    return (f"void {fname}_batch({sig})\n{{\n    for (long i = 0; i < n; ++i)\n"
-            f"        {fname}({', '.join(call)});\n}}\n")
+    text = ""
+    for suffix, shared in (("batch", UNBATCHED), ("pbatch", ())):
+        if suffix == "pbatch" and "p" not in ins:
+            break
+        call = []
+        for g in ins:
+            call.append(g if g in shared else f"{g} + i*{len(program.inputs[g])}")
+        for g in outs:
+            size = int(np.prod(program.outputs[g][0], dtype=int))
+            call.append(f"{g} + i*{size}")
+        text += (f"void {fname}_{suffix}({sig})\n{{\n    for (long i = 0; i < n; ++i)\n"
+                 f"        {fname}({', '.join(call)});\n}}\n")
+    return text

@@ -6,11 +6,12 @@ attribute holds the function or (once this package is imported) the package itse
 import sys
 import types
 
+from .batch import BatchResult, simulate_batch
 from .core import simulate, torque_input
 from .integrators import METHODS
 from .result import Result
 
-__all__ = ["simulate", "Result", "METHODS", "torque_input"]
+__all__ = ["simulate", "simulate_batch", "Result", "BatchResult", "METHODS", "torque_input"]
 
 
 class _CallableModule(types.ModuleType):
