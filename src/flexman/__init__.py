@@ -27,6 +27,14 @@ def derive(robot, formulation="newton_euler", parameters="numeric", **options):
     return _derive(robot, formulation=formulation, parameters=parameters, **options)
 
 
+def sweep(robot, parameters, run=None, scheduler=None, **options):
+    """Simulate variants of ``robot`` on Dask and collect figures in one Parquet file; see
+    :mod:`flexman.sweeps` (options: sampling, samples, seed, figures, out, n_workers, progress)."""
+    from .sweeps import sweep as _sweep
+
+    return _sweep(robot, parameters, run=run, scheduler=scheduler, **options)
+
+
 def __getattr__(name):
     import importlib
 
@@ -35,4 +43,4 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
-__all__ = ["Beam", "Link", "ModelError", "RigidBody", "Result", "Robot", "load", "save", "simulate", "simulate_batch", "derive"]
+__all__ = ["Beam", "Link", "ModelError", "RigidBody", "Result", "Robot", "load", "save", "simulate", "simulate_batch", "derive", "sweep"]

@@ -329,6 +329,52 @@ def cmd_simulate(args) -> int:
     return status
 
 
+# ----- sweep ------------------------------------------------------------------------------------
+def cmd_sweep(args) -> int:
+    """Run a parameter sweep (Dask) from a YAML specification; one Parquet file of figures."""
+    from .sweeps import SweepError, load_spec, plot, sweep
+
+    robot = _load(args.model)
+    try:
+        spec = load_spec(args.spec)
+    except FileNotFoundError:
+        raise UsageError(f"SPEC: no such file '{args.spec}'") from None
+    out = args.out or spec.get("out") or str(Path(args.spec).with_suffix(".parquet"))
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers: must be >= 1 (got {args.workers})")
+    try:
+        res = sweep(robot, spec["parameters"], run=spec.get("run"), scheduler=args.scheduler,
+                    sampling=spec.get("sampling", "grid"), samples=spec.get("samples"), seed=spec.get("seed", 0),
+                    figures=spec.get("figures", None) or ("peak_tip_deflection", "settling_time", "torque_peaks",
+                                                           "lowest_frequency"),
+                    out=out, n_workers=args.workers, settle_fraction=spec.get("settle_fraction", 0.02))
+    except SweepError as exc:
+        raise UsageError(str(exc)) from None
+    errors = [e for e in res.table.column("error").to_pylist() if e]
+    files = [str(res.path)]
+    if args.plot:
+        figure, x, y = args.plot
+        path = res.path.with_suffix(".png")
+        try:
+            plot(res.table, figure, x, y, path)
+        except SweepError as exc:
+            raise UsageError(f"--plot: {exc}") from None
+        files.append(str(path))
+    summary = {"model": robot.name, "points": len(res), "computed": res.computed, "reused": res.reused,
+               "failed": len(errors), "columns": res.table.column_names, "files": files}
+    if args.json:
+        _print_json(summary)
+        return 0
+    con = _console()
+    con.print(f"[bold]{robot.name}[/bold]: sweep of {len(res)} points ({res.computed} computed, {res.reused} "
+              f"reused from an earlier run, {len(errors)} failed)", markup=True)
+    if errors:
+        con.print(f"first failure: {errors[0]}", markup=False)
+    for path in files:
+        con.print(f"wrote {path}", markup=False)
+    return 0
+
+
 # ----- frequencies ------------------------------------------------------------------------------
 def cmd_frequencies(args) -> int:
     """Natural frequencies of the linearized free system at q (rad/s and Hz)."""
@@ -668,6 +714,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="joint controller: the model file's controller section (no value) or a YAML file")
     p.add_argument("--backend", choices=BACKENDS, default=None,
                    help="auto (default: compiled C when a compiler is available, cached), compiled or numeric")
+
+    p = _subcommand(sub, "sweep", cmd_sweep, "simulate variants of a model on Dask; figures in one Parquet file")
+    p.add_argument("spec", metavar="SPEC", help="sweep specification (YAML: parameters, sampling, samples, run, ...)")
+    p.add_argument("--out", metavar="FILE", help="Parquet file (default: the spec's out, else SPEC with .parquet)")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler (default: a LocalCluster here)")
+    p.add_argument("--workers", type=int, metavar="N", help="LocalCluster worker processes")
+    p.add_argument("--plot", nargs=3, metavar=("FIGURE", "X", "Y"), help="plot a figure over two parameters (PNG)")
 
     p = _subcommand(sub, "frequencies", cmd_frequencies, "natural frequencies of the linearized system")
     p.add_argument("--q", type=float, nargs="+", metavar="Q", help="configuration (joint or all coordinates)")

@@ -1,0 +1,403 @@
+"""Parameter sweeps on Dask: many simulations of variants of one robot, resumable, in one Parquet file.
+
+A sweep varies fields of the model-file data (paths like ``links.1.beam.EI``, ``payload.mass``,
+``controller.kp``, ``controller.trajectory.points.1.0``: model parameters, controller gains and
+the manoeuvre alike), builds each variant with the model-file validation, simulates it and keeps
+a few figures per point:
+
+* ``peak_tip_deflection`` (m): largest distance of the tip from its place on the undeformed arm;
+* ``settling_time`` (s): last time that distance exceeds ``settle_fraction`` of its peak;
+* ``torque_peak_<joint>`` (N m or N): largest applied |torque| per joint;
+* ``lowest_frequency`` (Hz): lowest natural frequency of the free arm at the initial state.
+
+Points are drawn as a full grid (lists of values), a Latin hypercube or Monte Carlo samples
+(ranges ``{min: .., max: ..}``). The points run as tasks on a ``dask.distributed`` cluster: a
+LocalCluster on this machine unless ``scheduler`` gives the address of a running scheduler.
+Dask reruns the tasks of a worker that dies on another worker; each finished point is written at
+once to ``<out>.parts/`` (atomic rename), so a sweep stopped by a crash or Ctrl-C resumes where
+it stopped: finished points are read back, not recomputed. The end result is one Parquet file
+with a column per parameter and per figure (and ``error`` for a point whose model or run failed).
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+SAMPLINGS = ("grid", "latin_hypercube", "monte_carlo")
+FIGURES = ("peak_tip_deflection", "settling_time", "torque_peaks", "lowest_frequency")
+RUN_KEYS = ("t_final", "dt", "method", "controller", "torque", "q0", "rtol", "atol", "backend")
+
+
+class SweepError(ValueError):
+    """A sweep specification that cannot run (the message names the field)."""
+
+
+# ----- points ------------------------------------------------------------------------------------
+def points(parameters, sampling="grid", samples=None, seed=0) -> list:
+    """[{path: value}] of the sweep: every combination (grid) or ``samples`` draws."""
+    if not isinstance(parameters, dict) or not parameters:
+        raise SweepError("parameters: give a mapping {path: [values] or {min: .., max: ..}}")
+    if sampling not in SAMPLINGS:
+        raise SweepError(f"sampling: unknown '{sampling}'; use one of {', '.join(SAMPLINGS)}")
+    names = list(parameters)
+    specs = [_axis(name, parameters[name]) for name in names]
+    if sampling == "grid":
+        for name, spec in zip(names, specs):
+            if spec[0] != "values":
+                raise SweepError(f"parameters.{name}: a grid needs a list of values (ranges are for "
+                                 "latin_hypercube and monte_carlo)")
+        return [dict(zip(names, combo)) for combo in itertools.product(*(s[1] for s in specs))]
+    if not samples or int(samples) != samples or samples < 1:
+        raise SweepError(f"samples: a whole number >= 1 for {sampling} (got {samples!r})")
+    n = int(samples)
+    if sampling == "latin_hypercube":
+        from scipy.stats import qmc
+
+        unit = qmc.LatinHypercube(d=len(names), seed=seed).random(n)
+    else:
+        unit = np.random.default_rng(seed).random((n, len(names)))
+    out = []
+    for row in unit:
+        point = {}
+        for name, spec, u in zip(names, specs, row):
+            if spec[0] == "range":
+                point[name] = float(spec[1] + u * (spec[2] - spec[1]))
+            else:
+                point[name] = spec[1][min(int(u * len(spec[1])), len(spec[1]) - 1)]
+        out.append(point)
+    return out
+
+
+def _axis(name, spec):
+    if isinstance(spec, dict):
+        unknown = set(spec) - {"min", "max"}
+        if unknown or not {"min", "max"} <= set(spec):
+            raise SweepError(f"parameters.{name}: a range is {{min: .., max: ..}}")
+        lo, hi = (_number(spec[k], f"parameters.{name}.{k}") for k in ("min", "max"))
+        if not hi >= lo:
+            raise SweepError(f"parameters.{name}: max must be >= min")
+        return ("range", lo, hi)
+    if isinstance(spec, (list, tuple)) and spec:
+        return ("values", [_plain(v, f"parameters.{name}") for v in spec])
+    raise SweepError(f"parameters.{name}: give a non-empty list of values or {{min: .., max: ..}}")
+
+
+def _number(v, where):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
+        raise SweepError(f"{where}: expected a finite number, got {v!r}")
+    return float(v)
+
+
+def _plain(v, where):
+    if isinstance(v, (list, tuple)):
+        return [_number(x, where) for x in v]
+    return _number(v, where)
+
+
+# ----- one point -------------------------------------------------------------------------------
+def apply(data, path, value):
+    """Set ``path`` (dot-separated keys and list indices) in the model data ``data`` (in place).
+    A scalar given for a list field sets every entry (e.g. ``controller.kp``, ``beam.EI``)."""
+    keys = path.split(".")
+    node = data
+    for depth, key in enumerate(keys):
+        last = depth == len(keys) - 1
+        where = ".".join(keys[:depth + 1])
+        if isinstance(node, list):
+            if not key.isdigit() or int(key) >= len(node):
+                raise SweepError(f"parameters.{path}: '{where}' is not an index of a list of {len(node)}")
+            key = int(key)
+        elif isinstance(node, dict):
+            if key not in node and not last:
+                raise SweepError(f"parameters.{path}: the model has no '{where}'")
+        else:
+            raise SweepError(f"parameters.{path}: '{'.'.join(keys[:depth])}' is a value, not a section")
+        if last:
+            old = node[key] if (isinstance(node, list) or key in node) else None
+            node[key] = [value] * len(old) if isinstance(old, list) and not isinstance(value, list) else value
+        else:
+            node = node[key]
+    return data
+
+
+def run_point(model_data, point, run, figures=FIGURES, settle_fraction=0.02):
+    """Simulate one variant and return its row {parameter paths..., figures..., error}."""
+    from .model.io import robot_from_dict
+
+    row = {name: (json.dumps(v) if isinstance(v, list) else v) for name, v in point.items()}
+    start = time.perf_counter()
+    try:
+        data = copy.deepcopy(model_data)
+        for path, value in point.items():
+            apply(data, path, value)
+        robot = robot_from_dict(data)
+        row.update(_figures(robot, run, figures, settle_fraction))
+        row["error"] = ""
+    except Exception as exc:  # a point that fails is a result too: the table says why
+        row["error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
+    row["wall_time_s"] = time.perf_counter() - start
+    return row
+
+
+def _figures(robot, run, figures, settle_fraction):
+    from .analysis.tip import tip_offset
+    from .simulate import simulate
+
+    kwargs = {k: v for k, v in run.items() if k in RUN_KEYS and k not in ("controller", "t_final")}
+    if run.get("controller"):
+        from .control import from_spec
+
+        spec = robot.controller if run["controller"] == "model" else run["controller"]
+        if not spec:
+            raise SweepError("run.controller: the model has no controller section")
+        kwargs["controller"] = from_spec(robot, spec)
+    if "q0" in kwargs:
+        q0 = np.zeros(robot.nq)
+        given = np.asarray(kwargs["q0"], dtype=float)
+        q0[:given.size] = given
+        kwargs["q0"] = q0
+    res = simulate(robot, float(run.get("t_final", 1.0)), progress=False, **kwargs)
+    out = {}
+    if not (np.all(np.isfinite(res.q)) and np.all(np.isfinite(res.qd))):
+        raise FloatingPointError("the run diverged (non-finite state); use a smaller dt or another method")
+    if "peak_tip_deflection" in figures or "settling_time" in figures:
+        dist = np.linalg.norm(tip_offset(robot, res.q), axis=-1)
+        peak = float(dist.max())
+        if "peak_tip_deflection" in figures:
+            out["peak_tip_deflection"] = peak
+        if "settling_time" in figures:
+            above = np.flatnonzero(dist > settle_fraction * peak) if peak > 0 else []
+            out["settling_time"] = float(res.t[above[-1]]) if len(above) else 0.0
+    if "torque_peaks" in figures:
+        for name, k in zip(res.joint_names, range(res.tau.shape[1])):
+            out[f"torque_peak_{name}"] = float(np.abs(res.tau[:, k]).max())
+    if "lowest_frequency" in figures:
+        w = np.asarray(robot.natural_frequencies(res.q[0]), dtype=float)
+        w = w[w > 1e-9]
+        out["lowest_frequency"] = float(w.min() / (2 * np.pi)) if w.size else float("nan")
+    return out
+
+
+# ----- the sweep ---------------------------------------------------------------------------------
+class SweepResult:
+    """The finished sweep: ``path`` of the Parquet file, ``table`` (pyarrow), ``computed`` (points
+    run in this call) and ``reused`` (points read back from an earlier, interrupted call)."""
+
+    def __init__(self, path, table, computed, reused):
+        self.path, self.table, self.computed, self.reused = Path(path), table, computed, reused
+
+    def column(self, name) -> np.ndarray:
+        return np.asarray(self.table.column(name).to_pylist())
+
+    def __len__(self):
+        return self.table.num_rows
+
+    def plot(self, figure, x, y, path=None):
+        """``figure`` over the parameters ``x`` and ``y`` (filled contours where the points
+        allow, the points coloured by value); returns the matplotlib figure."""
+        return plot(self.table, figure, x, y, path)
+
+    def __repr__(self):
+        return f"<SweepResult {len(self)} points -> {self.path} ({self.computed} computed, {self.reused} reused)>"
+
+
+def sweep(robot, parameters, run=None, scheduler=None, sampling="grid", samples=None, seed=0,
+          figures=FIGURES, out="sweep.parquet", n_workers=None, progress=None, settle_fraction=0.02):
+    """Run a sweep over ``parameters`` of ``robot`` (see the module docstring) and return a
+    :class:`SweepResult`. ``run``: simulation settings {t_final, dt, method, controller ("model"
+    or a controller spec), torque, q0, rtol, atol, backend}. ``scheduler``: None (a LocalCluster
+    of ``n_workers`` processes), a scheduler address ("tcp://host:8786") or a ``distributed.Client``."""
+    from .model.io import robot_to_dict
+
+    run = dict(run or {})
+    unknown = set(run) - set(RUN_KEYS)
+    if unknown:
+        raise SweepError(f"run: unknown field(s) {', '.join(sorted(unknown))}; use {', '.join(RUN_KEYS)}")
+    bad = set(figures) - set(FIGURES)
+    if bad:
+        raise SweepError(f"figures: unknown {', '.join(sorted(bad))}; use {', '.join(FIGURES)}")
+    data = robot_to_dict(robot)
+    pts = points(parameters, sampling, samples, seed)
+    for name in parameters:  # a wrong path fails here, once, not in every task
+        apply(copy.deepcopy(data), name, pts[0][name])
+    out = Path(out)
+    parts = Path(str(out) + ".parts")
+    ident = hashlib.sha256(json.dumps([data, pts, run, list(figures), settle_fraction], sort_keys=True,
+                                      default=str).encode()).hexdigest()[:16]
+    parts.mkdir(parents=True, exist_ok=True)
+    stamp = parts / "sweep.json"
+    if stamp.exists():
+        try:
+            same = json.loads(stamp.read_text()).get("id") == ident
+        except ValueError:
+            same = False
+        if not same:
+            raise SweepError(f"out: {parts} holds the parts of another sweep; remove it or choose another out")
+    else:
+        stamp.write_text(json.dumps({"id": ident, "points": len(pts)}))
+    done = {int(p.stem.split("_")[1]) for p in parts.glob("point_*.json")}
+    todo = [k for k in range(len(pts)) if k not in done]
+    if todo:
+        _run_tasks(data, pts, todo, run, tuple(figures), settle_fraction, parts, scheduler, n_workers, progress)
+    table = _collect(pts, parts, out)
+    return SweepResult(out, table, len(todo), len(pts) - len(todo))
+
+
+def _write_part(parts, k, row):
+    tmp = parts / f".point_{k}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(row))
+    os.replace(tmp, parts / f"point_{k}.json")
+
+
+def _run_tasks(data, pts, todo, run, figures, settle_fraction, parts, scheduler, n_workers, progress):
+    from distributed import Client, LocalCluster, as_completed
+
+    own = None
+    if scheduler is None:
+        own = LocalCluster(n_workers=n_workers or min(4, os.cpu_count() or 1), threads_per_worker=1,
+                           processes=True, dashboard_address=None)
+        client = Client(own)
+    elif isinstance(scheduler, str):
+        client = Client(scheduler)
+    else:
+        client = scheduler
+    bar = _bar(progress, len(todo))
+    try:
+        tag = f"{os.getpid()}-{time.time_ns()}"  # model data is small: it travels with each task
+        futures = {client.submit(run_point, data, pts[k], run, figures, settle_fraction,
+                                 key=f"flexman-point-{k}-{tag}", pure=False): k for k in todo}
+        for fut in as_completed(futures):
+            k = futures[fut]
+            try:
+                row = fut.result()
+            except Exception as exc:  # the task itself failed (e.g. its worker died too often)
+                row = {**{n: (json.dumps(v) if isinstance(v, list) else v) for n, v in pts[k].items()},
+                       "error": f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]}
+            _write_part(parts, k, row)
+            bar.advance()
+    finally:
+        bar.close()
+        if own is not None:
+            client.close()
+            own.close()
+        elif isinstance(scheduler, str):
+            client.close()
+
+
+class _bar:
+    def __init__(self, enabled, total):
+        import sys
+
+        if enabled is None:
+            enabled = hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
+        self.progress = None
+        if enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self.progress = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                                     console=Console(stderr=True), transient=True)
+            self.task = self.progress.add_task("sweep", total=total)
+            self.progress.start()
+
+    def advance(self):
+        if self.progress is not None:
+            self.progress.advance(self.task)
+
+    def close(self):
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def _collect(pts, parts, out):
+    """All parts as one table (point order), written to ``out`` (temporary name, then renamed)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = []
+    for k in range(len(pts)):
+        row = json.loads((parts / f"point_{k}.json").read_text())
+        rows.append({"point": k, **row})
+    columns = list(dict.fromkeys(c for row in rows for c in row))
+    arrays = {}
+    for c in columns:
+        values = [row.get(c) for row in rows]
+        if c == "point":
+            arrays[c] = pa.array(values, pa.int64())
+        elif all(v is None or isinstance(v, str) for v in values):
+            arrays[c] = pa.array([v if v is not None else "" for v in values], pa.string())
+        else:
+            arrays[c] = pa.array([float("nan") if v is None else float(v) for v in values], pa.float64())
+    table = pa.table(arrays)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, out)
+    return table
+
+
+def read(path):
+    """The table of a finished sweep (pyarrow)."""
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path)
+
+
+def plot(table, figure, x, y, path=None):
+    """``figure`` (a column) over the parameter columns ``x`` and ``y``; returns the figure."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    names = table.column_names
+    for name, what in ((figure, "figure"), (x, "x"), (y, "y")):
+        if name not in names:
+            raise SweepError(f"{what}: no column '{name}' in the sweep; columns: {', '.join(names)}")
+    cols = [np.asarray(table.column(c).to_pylist(), dtype=float) for c in (x, y, figure)]
+    ok = np.all([np.isfinite(c) for c in cols], axis=0)
+    X, Y, Z = (c[ok] for c in cols)
+    fig = Figure(figsize=(6, 4.5))
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    try:
+        if len(np.unique(X)) > 1 and len(np.unique(Y)) > 1 and len(X) >= 4:
+            cs = ax.tricontourf(X, Y, Z, levels=12, cmap="viridis")
+            fig.colorbar(cs, ax=ax, label=figure)
+    except (ValueError, RuntimeError):  # degenerate triangulation: the points alone
+        pass
+    sc = ax.scatter(X, Y, c=Z, cmap="viridis", edgecolors="k", linewidths=0.5)
+    if not ax.collections[:-1]:
+        fig.colorbar(sc, ax=ax, label=figure)
+    ax.set_xlabel(x)
+    ax.set_ylabel(y)
+    ax.set_title(f"{figure} ({len(Z)} points)")
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path)
+    return fig
+
+
+def load_spec(path) -> dict:
+    """A sweep specification file (YAML): parameters, sampling, samples, seed, run, figures, out."""
+    import yaml
+
+    text = Path(path).read_text()
+    try:
+        spec = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SweepError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(spec, dict):
+        raise SweepError(f"{path}: expected a mapping with 'parameters' (and run, sampling, samples, ...)")
+    allowed = {"parameters", "sampling", "samples", "seed", "run", "figures", "out", "settle_fraction"}
+    unknown = set(spec) - allowed
+    if unknown:
+        raise SweepError(f"{path}: unknown field(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(allowed))}")
+    if "parameters" not in spec:
+        raise SweepError(f"{path}: parameters: missing (a mapping of model paths to values or ranges)")
+    return spec

@@ -1,0 +1,154 @@
+"""Sweeps on Dask: a LocalCluster with two workers, a worker killed mid-sweep, resuming after an
+interruption, the figures against a direct simulation, the specification's errors."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import flexman as fm
+from flexman import sweeps
+from flexman.analysis.tip import tip_offset
+from flexman.model.io import robot_from_dict, robot_to_dict
+
+RUN = {"t_final": 0.3, "dt": 1e-3, "torque": [1.0]}
+GRID = {"links.0.beam.EI": [400.0, 800.0, 1600.0], "links.0.beam.mass_per_length": [0.5, 1.0]}
+
+
+@pytest.fixture(scope="module")
+def client():
+    """One LocalCluster of two worker processes for the tests that need to reach it."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def direct_figures(ei, mu):
+    """The figures of one point, computed here without the sweep machinery."""
+    data = robot_to_dict(fm.examples.load("flx_flexible_pendulum"))
+    data["links"][0]["beam"]["EI"] = [ei, ei]
+    data["links"][0]["beam"]["mass_per_length"] = mu
+    robot = robot_from_dict(data)
+    res = fm.simulate(robot, RUN["t_final"], dt=RUN["dt"], torque=RUN["torque"])
+    dist = np.linalg.norm(tip_offset(robot, res.q), axis=-1)
+    return dist.max(), np.abs(res.tau).max(), np.sort(robot.natural_frequencies(res.q[0]))
+
+
+def test_sweep_on_local_cluster(tmp_path):
+    """The default scheduler: a LocalCluster (two workers); a 3 x 2 grid in one Parquet file."""
+    robot = fm.examples.load("flx_flexible_pendulum")
+    res = fm.sweep(robot, parameters=GRID, run=RUN, out=tmp_path / "s.parquet", n_workers=2, progress=False)
+    assert res.computed == 6 and res.reused == 0 and len(res) == 6
+    table = sweeps.read(tmp_path / "s.parquet")
+    assert table.column("point").to_pylist() == list(range(6))
+    assert not any(table.column("error").to_pylist())
+    ei, mu = table.column("links.0.beam.EI").to_pylist(), table.column("links.0.beam.mass_per_length").to_pylist()
+    assert sorted(zip(ei, mu)) == sorted((a, b) for a in GRID["links.0.beam.EI"]
+                                         for b in GRID["links.0.beam.mass_per_length"])
+    peak = np.array(table.column("peak_tip_deflection").to_pylist())
+    k = ei.index(800.0) if mu[ei.index(800.0)] == 1.0 else ei.index(800.0) + 1
+    want_peak, want_tau, w = direct_figures(ei[k], mu[k])
+    assert abs(peak[k] - want_peak) <= 1e-12 * want_peak
+    assert table.column("torque_peak_q1").to_pylist()[k] == pytest.approx(want_tau, rel=1e-12)
+    assert table.column("lowest_frequency").to_pylist()[k] == pytest.approx(w[w > 1e-9][0] / (2 * np.pi), rel=1e-12)
+    for m in (0.5, 1.0):  # a stiffer beam deflects less under the same torque
+        sel = [i for i in range(6) if mu[i] == m]
+        order = np.argsort([ei[i] for i in sel])
+        assert np.all(np.diff(peak[np.array(sel)[order]]) < 0)
+    fig = res.plot("peak_tip_deflection", "links.0.beam.EI", "links.0.beam.mass_per_length", tmp_path / "p.png")
+    assert (tmp_path / "p.png").stat().st_size > 1000 and fig.axes
+
+
+def test_resume_reuses_finished_points(tmp_path, client):
+    """An interrupted sweep (its final file and two finished points missing) computes only the
+    missing points and gives the same table."""
+    robot = fm.examples.load("flx_flexible_pendulum")
+    out = tmp_path / "s.parquet"
+    first = fm.sweep(robot, parameters=GRID, run=RUN, out=out, scheduler=client, progress=False)
+    before = first.table.to_pydict()
+    out.unlink()
+    for k in (1, 4):
+        (tmp_path / "s.parquet.parts" / f"point_{k}.json").unlink()
+    again = fm.sweep(robot, parameters=GRID, run=RUN, out=out, scheduler=client, progress=False)
+    assert (again.computed, again.reused) == (2, 4)
+    after = again.table.to_pydict()
+    for name in ("links.0.beam.EI", "peak_tip_deflection", "settling_time", "lowest_frequency"):
+        assert after[name] == pytest.approx(before[name], rel=1e-12)
+    with pytest.raises(sweeps.SweepError, match="parts of another sweep"):
+        fm.sweep(robot, parameters={"links.0.beam.EI": [1.0e3]}, run=RUN, out=out, scheduler=client)
+
+
+def test_worker_killed_mid_sweep_loses_nothing(tmp_path, client):
+    """SIGKILL one worker once points have started to finish: Dask reruns its tasks elsewhere
+    (the nanny restarts it), and every point arrives with its correct figures."""
+    robot = fm.examples.load("flx_flexible_pendulum")
+    grid = {"links.0.beam.EI": [300.0, 500.0, 700.0, 900.0, 1100.0, 1300.0, 1500.0, 1700.0]}
+    run = {**RUN, "t_final": 0.6}
+    parts = tmp_path / "s.parquet.parts"
+    pids = client.run(os.getpid)
+    victim = next(iter(pids.values()))
+    killed = []
+
+    def killer():
+        deadline = time.time() + 120
+        while time.time() < deadline and not list(parts.glob("point_*.json")):
+            time.sleep(0.02)
+        os.kill(victim, signal.SIGKILL)
+        killed.append(victim)
+
+    thread = threading.Thread(target=killer)
+    thread.start()
+    res = fm.sweep(robot, parameters=grid, run=run, out=tmp_path / "s.parquet", scheduler=client, progress=False)
+    thread.join()
+    assert killed and len(res) == 8 and not any(res.table.column("error").to_pylist())
+    assert res.computed == 8
+    peaks = res.table.column("peak_tip_deflection").to_pylist()
+    assert all(np.isfinite(peaks)) and np.all(np.diff(peaks) < 0)
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_sampling_and_spec_errors(tmp_path):
+    lhs = sweeps.points({"a": {"min": 0.0, "max": 1.0}, "b": {"min": 10.0, "max": 20.0}}, "latin_hypercube", 8, seed=1)
+    a = np.sort([p["a"] for p in lhs])
+    assert len(lhs) == 8 and np.all((a >= np.arange(8) / 8) & (a < np.arange(1, 9) / 8))  # one per stratum
+    mc = sweeps.points({"a": {"min": 2.0, "max": 3.0}}, "monte_carlo", 50, seed=1)
+    assert all(2.0 <= p["a"] <= 3.0 for p in mc)
+    assert len(sweeps.points({"a": [1, 2], "b": [3, 4, 5]})) == 6
+    robot = fm.examples.load("flx_flexible_pendulum")
+    with pytest.raises(sweeps.SweepError, match=r"parameters.links.5.mass: 'links.5' is not an index"):
+        fm.sweep(robot, parameters={"links.5.mass": [1.0]}, out=tmp_path / "x.parquet")
+    with pytest.raises(sweeps.SweepError, match="grid needs a list"):
+        sweeps.points({"a": {"min": 0.0, "max": 1.0}})
+    with pytest.raises(sweeps.SweepError, match="run: unknown field"):
+        fm.sweep(robot, parameters={"links.0.mass": [1.0]}, run={"tfinal": 1}, out=tmp_path / "x.parquet")
+    data = robot_to_dict(robot)
+    sweeps.apply(data, "links.0.beam.EI", 5.0)  # a scalar for a list field sets every entry
+    assert data["links"][0]["beam"]["EI"] == [5.0, 5.0]
+    row = sweeps.run_point(robot_to_dict(robot), {"links.0.beam.length": -1.0}, RUN)
+    assert "length" in row["error"]  # a bad variant is a row with its reason, not a crash
+
+
+def test_cli_sweep(tmp_path, client, capsys):
+    from flexman.cli import main
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("parameters:\n  links.0.beam.EI: {min: 400, max: 1600}\n  links.0.beam.mass_per_length: "
+                    "{min: 0.5, max: 1.0}\nsampling: latin_hypercube\nsamples: 5\n"
+                    "run: {t_final: 0.1, dt: 0.001, torque: [1.0]}\n")
+    addr = client.scheduler.address
+    assert main(["sweep", "flx_flexible_pendulum", str(spec), "--scheduler", addr, "--json",
+                 "--plot", "peak_tip_deflection", "links.0.beam.EI", "links.0.beam.mass_per_length"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["points"] == 5 and summary["failed"] == 0 and len(summary["files"]) == 2
+    assert (tmp_path / "spec.parquet").exists() and (tmp_path / "spec.png").exists()
+    spec.write_text("parameters: {links.0.mass: [1.0]}\nsampling: sobol\n")
+    assert main(["sweep", "flx_flexible_pendulum", str(spec), "--scheduler", addr]) == 2
+    assert "sampling: unknown 'sobol'" in capsys.readouterr().err
