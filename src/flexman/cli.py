@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -227,13 +228,6 @@ def _total_energy(energy) -> np.ndarray:
     return e.sum(axis=tuple(range(1, e.ndim))) if e.ndim > 1 else e
 
 
-def _energy_drift(e) -> float:
-    """Largest change of the total energy e (per sample) relative to its largest magnitude."""
-    if e.size == 0:
-        return 0.0
-    return float(np.max(np.abs(e - e[0])) / max(np.abs(e).max(), 1e-12))
-
-
 def _controller(robot, source):
     """A controller from the model's `controller:` section or from a separate YAML file."""
     from .control import from_spec
@@ -286,10 +280,11 @@ def cmd_simulate(args) -> int:
     evaluator(robot, args.backend)  # compiled (or loaded from the cache) before the clock starts
 
     start = time.perf_counter()
-    with np.errstate(all="ignore"):  # divergence is reported below, once
+    with np.errstate(all="ignore"), warnings.catch_warnings():  # divergence is reported below, once
+        warnings.simplefilter("ignore", RuntimeWarning)
         res = simulate(robot, args.t_final, **kwargs)
     wall = time.perf_counter() - start
-    diverged = not (np.all(np.isfinite(res.q)) and np.all(np.isfinite(res.qd)))
+    diverged = bool(res.diverged)
     files = []
     if args.out:
         out = Path(args.out)
@@ -307,13 +302,15 @@ def cmd_simulate(args) -> int:
         "samples": int(np.asarray(res.t).size), "wall_time_s": wall,
         "q_final": dict(zip(robot.coordinate_names, q_end.tolist())),
         "energy_initial": float(energy[0]), "energy_final": float(energy[-1]),
-        "energy_drift_relative": _energy_drift(energy), "files": files,
+        "energy_drift_relative": res.energy_drift(), "files": files,
         "backend": res.stats.get("backend", "numeric"),
     }
     summary["diverged"] = diverged
+    summary["t_diverged"] = res.t_diverged
     status = 1 if diverged else 0
     if diverged:
-        print("flexman: warning: the solution diverged (non-finite values); use a smaller --dt "
+        print(f"flexman: warning: the run stopped at t = {res.t_diverged:.6g} s ({res.stats.get('message', '')}); "
+              f"the results up to t = {summary['t_final']:.6g} s are kept; use a smaller --dt "
               "or a stiff method (--method Radau or BDF)", file=sys.stderr)
     if args.json:
         _print_json(summary)
@@ -322,7 +319,7 @@ def cmd_simulate(args) -> int:
     con.print(f"[bold]{robot.name}[/bold]: simulated {summary['t_final']:.6g} s with {args.method} "
               f"({summary['samples']} samples, {wall:.3g} s wall time, {summary['backend']} model)")
     con.print("final q: " + ", ".join(f"{k}={v:.6g}" for k, v in summary["q_final"].items()))
-    drift = "" if "torque" in kwargs or "controller" in kwargs else f" (unforced: max change {summary['energy_drift_relative']:.3g} of max |E|)"
+    drift = "" if "torque" in kwargs or "controller" in kwargs else f" (unforced: max change {summary['energy_drift_relative']:.3g} of the energy exchanged)"
     con.print(f"energy: {summary['energy_initial']:.6g} -> {summary['energy_final']:.6g} J{drift}")
     for path in files:
         con.print(f"wrote {path}")

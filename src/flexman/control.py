@@ -12,10 +12,12 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import solve_continuous_are
 
+from .model import inputs
+
 
 def _gain_matrix(gain, n, name):
     """A scalar, per-joint vector or (n, n) matrix as an (n, n) gain matrix."""
-    g = np.asarray(gain, dtype=float)
+    g = inputs.finite(inputs.array(gain, name), name)
     if g.ndim == 2:
         if g.shape != (n, n):
             raise ValueError(f"{name}: expected an ({n}, {n}) matrix, got {g.shape}")

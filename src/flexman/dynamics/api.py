@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import inputs
+from ..model.errors import SingularMatrixError
 from . import crba, rnea
 from . import lagrange4 as l4
 
@@ -125,7 +126,7 @@ def forward_dynamics(robot, q, qd, tau, f_ext=None):
     try:
         return np.linalg.solve(M, rhs[..., None])[..., 0]
     except np.linalg.LinAlgError:
-        raise ValueError("forward_dynamics: the mass matrix is singular at this state (a joint that "
+        raise SingularMatrixError("forward_dynamics: the mass matrix is singular at this state (a joint that "
                          "moves no mass?); flexman.model.checks.mass_matrix_problem(robot, q) names it") from None
 
 

@@ -3,3 +3,8 @@
 
 class ModelError(ValueError):
     """A model description is invalid. The message names the field and what to do."""
+
+
+class SingularMatrixError(ValueError):
+    """A matrix the dynamics must solve with (the mass matrix) is singular at this state.
+    A simulation that meets it stops there and keeps what it computed."""

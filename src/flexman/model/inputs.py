@@ -14,7 +14,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["vector", "state", "joint_values", "states", "link_index", "point", "positive", "finite"]
+__all__ = ["array", "vector", "state", "joint_values", "states", "link_index", "point", "positive", "finite"]
 
 
 def _shape_text(arr) -> str:
@@ -25,7 +25,7 @@ def _is_symbol(x) -> bool:
     return not isinstance(x, (numbers.Number, np.generic, str, bytes, bool, type(None), dict, list, tuple))
 
 
-def _array(value, name: str) -> np.ndarray:
+def array(value, name: str) -> np.ndarray:
     """A float (or complex, or symbolic object) array of any shape; text, None, mappings,
     booleans and ragged lists are refused."""
     if isinstance(value, np.ndarray) and value.dtype.kind in "fc":
@@ -55,7 +55,7 @@ def _array(value, name: str) -> np.ndarray:
 
 def vector(value, n: int, name: str, what: str = "") -> np.ndarray:
     """``value`` as an array (..., n): ``what`` names n in the message ("nq", "n_joints")."""
-    arr = _array(value, name)
+    arr = array(value, name)
     what = f"{what} = " if what else ""
     if arr.ndim == 0:
         if n != 1:
@@ -104,7 +104,7 @@ def point(value, name: str = "point"):
     """A point (3,) in a link frame, or None."""
     if value is None:
         return None
-    arr = _array(value, name)
+    arr = array(value, name)
     if arr.shape != (3,):
         raise ValueError(f"{name}: expected 3 numbers [x, y, z], got {_shape_text(arr)}")
     return arr
@@ -127,5 +127,6 @@ def finite(arr, name: str) -> np.ndarray:
     if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
         index = tuple(int(i) for i in np.argwhere(~np.isfinite(arr))[0])
         at = f"[{', '.join(map(str, index))}]" if index else ""
-        raise ValueError(f"{name}{at} is {arr[index]!r}; every entry must be a finite number")
+        bad = arr[index].item()
+        raise ValueError(f"{name}{at} is {bad!r}; every entry must be a finite number")
     return arr

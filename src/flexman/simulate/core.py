@@ -13,6 +13,8 @@ import warnings
 
 import numpy as np
 
+from ..model import inputs
+from ..model.checks import check_mass_matrix
 from . import integrators
 from .backend import evaluator
 from .result import Result
@@ -114,10 +116,9 @@ def _show_progress(progress, robot, q0, qd0, n_steps):
 # ----- simulate ----------------------------------------------------------------------
 def output_times(t_final, dt):
     """0, dt, 2 dt, ... up to t_final (t_final itself is always the last time)."""
-    if not (np.isfinite(t_final) and t_final > 0):
-        raise ValueError(f"t_final: must be a finite number > 0 (got {t_final})")
-    if not (np.isfinite(dt) and dt > 0):
-        raise ValueError(f"dt: must be a finite number > 0 (got {dt})")
+    t_final, dt = inputs.positive(t_final, "t_final"), inputs.positive(dt, "dt")
+    if dt > t_final:
+        raise ValueError(f"dt: {dt:g} s is longer than t_final = {t_final:g} s; use dt <= t_final")
     n = int(np.floor(t_final / dt * (1 + 1e-12)))
     t = dt * np.arange(n + 1)
     if t_final - t[-1] > 1e-9 * dt:
@@ -133,12 +134,25 @@ def prepare(robot, t_final, dt, method, q0, qd0, torque, controller):
     if method not in integrators.METHODS:
         raise ValueError(f"method: unknown '{method}'; use one of {', '.join(integrators.METHODS)}")
     nq, nj = robot.nq, robot.n_joints
-    q0 = np.zeros(nq) if q0 is None else np.asarray(q0, dtype=float).reshape(-1)
-    qd0 = np.zeros(nq) if qd0 is None else np.asarray(qd0, dtype=float).reshape(-1)
+    q0, qd0 = (np.zeros(nq) if x is None else inputs.finite(inputs.state(robot, x, name), name)
+               for x, name in ((q0, "q0"), (qd0, "qd0")))
     if q0.shape != (nq,) or qd0.shape != (nq,):
-        raise ValueError(f"q0, qd0: expected {nq} entries each ({', '.join(robot.coordinate_names)})")
-    t_grid = output_times(float(t_final), float(dt))
+        raise ValueError(f"q0, qd0: expected one state of nq = {nq} values each ({', '.join(robot.coordinate_names)})")
+    t_grid = output_times(t_final, dt)
+    if torque is not None and not callable(torque):
+        inputs.finite(inputs.array(torque, "torque"), "torque")
     return method, q0, qd0, t_grid, torque_input(torque, t_grid, nj), controller_parts(controller, nj)
+
+
+def check_start(robot, q0, tolerances=None):
+    """Before a run: tolerances > 0 and a usable mass matrix at q0 (the coordinate that
+    carries no mass is named). The applied torque is checked at the first evaluation
+    (:func:`integrate`), so a torque function or controller is not called an extra time."""
+    for name, value in (tolerances or {}).items():
+        if name == "max_step" and value == np.inf:
+            continue
+        inputs.positive(value, name)
+    check_mass_matrix(robot, q0)
 
 
 def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=None, qd0=None,
@@ -168,6 +182,7 @@ def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=No
         return model.forward_dynamics(q, qd, tau), (ctrl_deriv(t, q, qd, z) if n_z else z)
 
     x0 = np.concatenate([q0, qd0, z0])
+    check_start(robot, q0, {"rtol": rtol, "atol": atol, "max_step": max_step})
     bar = _Progress(_show_progress(progress, model, q0, qd0, len(t_grid) - 1), t_grid[-1],
                     f"simulate ({method})")
     try:
@@ -180,7 +195,7 @@ def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=No
     energy = np.asarray(robot.kinetic_energy(q, qd) + robot.potential_energy(q), dtype=float)
     return Result(t=np.asarray(t_out), q=q, qd=qd, tau=taus, energy=energy.reshape(len(t_out)),
                   robot=robot, method=method, stats=stats, controller_state=X[:, 2 * nq:],
-                  controller=controller)
+                  controller=controller, diverged=stats["diverged"], t_diverged=stats["t_fault"])
 
 
 def integrate(label, rates, total_torque, x0, t_grid, nq, nj, method, rtol, atol, max_step, progress=None):
@@ -193,6 +208,11 @@ def integrate(label, rates, total_torque, x0, t_grid, nq, nj, method, rtol, atol
     def rhs(t, x):
         counter["rhs"] += 1
         tau = total_torque(t, x)
+        if not np.all(np.isfinite(tau)):
+            what = "torque argument plus controller output"
+            if counter["rhs"] == 1:  # at the initial state: bad input (NaN gains, a NaN torque), not divergence
+                inputs.finite(np.asarray(tau, dtype=float), f"torque at t = {t:g} s ({what})")
+            raise FloatingPointError(f"the applied torque is not finite at t = {t:g} s ({what})")
         counter["tau"] = tau
         out = np.empty_like(x)
         out[:nq] = x[nq:2 * nq]
@@ -207,8 +227,8 @@ def integrate(label, rates, total_torque, x0, t_grid, nq, nj, method, rtol, atol
             taus[k] = counter["tau"]
 
         X, info = integrators.rk4(rhs, t_grid, x0, after_first_stage=record, progress=progress)
-        taus[-1] = total_torque(t_grid[-1], X[-1])
-        t_out = t_grid
+        t_out, taus = t_grid[: len(X)], taus[: len(X)]
+        taus[-1] = total_torque(t_out[-1], X[-1])
     else:
         def rhs_progress(t, x):
             progress(t)
@@ -216,8 +236,10 @@ def integrate(label, rates, total_torque, x0, t_grid, nq, nj, method, rtol, atol
 
         f = rhs if progress is None else rhs_progress
         t_out, X, info = integrators.adaptive(f, t_grid, x0, method, rtol, atol, max_step)
-        if not info["success"]:
-            warnings.warn(f"{label}: {method} stopped at t = {t_out[-1] if len(t_out) else 0.0:g} s: "
-                          f"{info['message']}", RuntimeWarning, stacklevel=3)
         taus = np.array([total_torque(t, x) for t, x in zip(t_out, X)]).reshape(len(t_out), nj)
+    if not info["success"]:
+        hint = "use a smaller dt or a stiff method (Radau or BDF)" if method == "rk4" else "loosen the tolerances or check the model"
+        warnings.warn(f"{label}: {method} stopped at t = {info['t_fault']:g} s: {info['message']}; the result "
+                      f"holds the {len(t_out)} samples up to t = {t_out[-1]:g} s (result.diverged is True); {hint}",
+                      RuntimeWarning, stacklevel=3)
     return t_out, X, taus, {"rhs_evaluations": counter["rhs"], "wall_time": time.perf_counter() - start, **info}

@@ -15,6 +15,8 @@ class Result:
     joint torques applied at those times; ``energy``: (N,) kinetic + potential energy;
     ``controller_state``: (N, n_states) internal controller states (e.g. PID integrals).
     ``stats`` holds ``rhs_evaluations``, ``wall_time`` (s), ``steps`` and the solver message.
+    ``diverged``: the run stopped early (a non-finite state, a failed solver step or a
+    singular mass matrix) at time ``t_diverged``; the samples before it are kept.
     """
 
     t: np.ndarray
@@ -28,6 +30,8 @@ class Result:
     controller_state: np.ndarray | None = None
     coordinate_names: list | None = None
     controller: object = None  # the controller that drove the run (its reference trajectory is plotted)
+    diverged: bool = False
+    t_diverged: float | None = None
 
     def __post_init__(self):
         if self.coordinate_names is None:
@@ -41,6 +45,23 @@ class Result:
     @property
     def joint_names(self) -> list:
         return self.coordinate_names[: self.tau.shape[1]]
+
+    def energy_drift(self) -> float:
+        """Largest change of the total energy over the run, relative to the energy that changed
+        form: the larger of the highest kinetic energy and the largest change of potential
+        energy (the total itself has an arbitrary zero, so it is no scale). 0 when nothing
+        moved; without a robot, relative to the largest |E|."""
+        e = np.asarray(self.energy, dtype=float).reshape(len(self.t), -1).sum(axis=1)
+        if e.size < 2:
+            return 0.0
+        change = float(np.max(np.abs(e - e[0])))
+        if self.robot is not None:
+            kinetic = np.asarray(self.robot.kinetic_energy(self.q, self.qd), dtype=float).reshape(-1)
+            potential = e - kinetic
+            scale = max(float(kinetic.max()), float(np.max(np.abs(potential - potential[0]))))
+        else:
+            scale = float(np.abs(e).max())
+        return 0.0 if change == 0.0 else change / max(scale, np.finfo(float).tiny)
 
     def columns(self) -> list:
         """Column names of the CSV layout: t, q names, qd_..., tau_..., energy."""
@@ -59,6 +80,8 @@ class Result:
             np.savez(path, t=self.t, q=self.q, qd=self.qd, tau=self.tau, energy=self.energy,
                      controller_state=self.controller_state, method=np.array(self.method),
                      coordinate_names=np.array(self.coordinate_names),
+                     diverged=np.array(bool(self.diverged)),
+                     t_diverged=np.array(np.nan if self.t_diverged is None else float(self.t_diverged)),
                      stats_keys=np.array([str(k) for k in self.stats]),
                      stats_values=np.array([str(v) for v in self.stats.values()]))
         elif ext == ".csv":
@@ -72,7 +95,10 @@ class Result:
     def load(cls, path, robot=None):
         """Read a result written by :meth:`save` as ``.npz`` (stats come back as strings)."""
         with np.load(Path(path), allow_pickle=False) as data:
-            return cls(t=data["t"], q=data["q"], qd=data["qd"], tau=data["tau"],
+            t_div = float(data["t_diverged"]) if "t_diverged" in data else np.nan
+            return cls(diverged=bool(data["diverged"]) if "diverged" in data else False,
+                       t_diverged=None if np.isnan(t_div) else t_div,
+                       t=data["t"], q=data["q"], qd=data["qd"], tau=data["tau"],
                        energy=data["energy"], robot=robot, method=str(data["method"]),
                        stats=dict(zip(data["stats_keys"].tolist(), data["stats_values"].tolist())),
                        controller_state=data["controller_state"],
