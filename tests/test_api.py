@@ -57,4 +57,5 @@ def test_second_order_jacobian_is_the_derivative_of_second_order_kinematics():
         x[robot.flex_index] *= scale
         return np.abs(robot.jacobian(x, point=point, order=2) - robot.jacobian(x, point=point, order=1)).max()
 
-    assert gap(1.0) > 0 and abs(gap(0.01) / gap(0.005) - 2.0) < 1e-3
+    # (products with the other link's first-order terms add O(deflection^2) to the gap)
+    assert gap(1.0) > 0 and abs(gap(1e-4) / gap(5e-5) - 2.0) < 1e-3

@@ -1,11 +1,13 @@
 """Analyses of a robot model: natural frequencies, linearization, quasi-static deflection,
-closed-loop studies."""
+statics under endpoint loads and beam strain, closed-loop studies."""
 from .beta_ode import (BetaResult, BetaTrajectory, GivenRootModes, SlidingLinkShapes, beta_ode,
                        clamped_mass_shapes, link_beta_ode, simulate_with_beta)
 from .closed_loop import closed_loop_eigenvalues, closed_loop_jacobian
 from .frequencies import linearize, natural_frequencies
 from .quasi_static import quasi_static_along, quasi_static_deflection
+from .statics import BucklingError, StaticsResult, statics
 from .stiffness import StiffnessMargin, stiffness_margin
+from .strain import curvature, deflection, surface_strain
 from .tip import tip_offset
 
 __all__ = [
@@ -26,4 +28,10 @@ __all__ = [
     "clamped_mass_shapes",
     "simulate_with_beta",
     "tip_offset",
+    "statics",
+    "StaticsResult",
+    "BucklingError",
+    "curvature",
+    "deflection",
+    "surface_strain",
 ]

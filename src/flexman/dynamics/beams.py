@@ -110,6 +110,25 @@ class RevoluteBeam:
         Sp = p @ self.S
         return -0.5 * (Sp * p).sum(-1), -(Sp * pd).sum(-1)
 
+    @functools.cached_property
+    def Dkl(self):
+        """Second derivatives d2D/dp_k dp_l (n, n, 4, 4) of the tip transform: second-order
+        kinematics (:mod:`.second_order`; foreshortening, rotation to second order, torsion
+        coupling). Built on first use: only the second-order kinematics reads it."""
+        return self.kinematics.tip_tensor(self.tip_point)
+
+    @functools.cached_property
+    def mkl(self):
+        """Second derivatives (n, n, 4) of the beam's first moment int h dm (second-order kinematics)."""
+        m = self.kinematics.first_moment(self.mu)
+        return np.concatenate([m, np.zeros(m.shape[:2] + (1,))], axis=-1)
+
+    def second_order_tip(self, p, pd, pdd):
+        """The second-order parts of (D, D_dot, D_ddot): 1/2 p^T Dkl p and its time derivatives."""
+        Dp = contract(p, self.Dkl)  # sum_l p_l D_lk
+        Dpd = contract(pd, self.Dkl)
+        return 0.5 * lincomb(p, Dp), lincomb(pd, Dp), lincomb(pd, Dpd) + lincomb(pdd, Dp)
+
     def moments(self, p):
         """N = int h h^T and N0k = int h Phi_k^T at the current deflection."""
         Ck, Ckl = self.Ck, self.Ckl
@@ -241,6 +260,15 @@ class SlidingBeam:
         from .structure import shortening_matrix
 
         return shortening_matrix(self.shapes, 1.0)
+
+    def second_order_tip(self, p, pd, pdd):
+        """Second-order parts of (D, D_dot, D_ddot): the foreshortening of the tip only (the
+        rotation and its rate stay first order for a sliding beam)."""
+        shift, rate = self.shortening(p, pd)
+        dD = ops.zeros_like_batch(p.shape[:-1], (4, 4), p)
+        dDd = ops.zeros_like_batch(p.shape[:-1], (4, 4), p)
+        dD[..., self.axis, 3], dDd[..., self.axis, 3] = shift, rate
+        return dD, dDd, 0 * dD
 
     def shortening(self, p, pd):
         """Axial tip shift -1/2 xi^T S(d) xi and its rate (foreshortening; kinematics only)."""

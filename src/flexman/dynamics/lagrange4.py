@@ -62,10 +62,9 @@ def forward(model, q, qd, qdd, gravity=True, second_order=False):
         if lk.beam is not None:
             p, pd, pdd = lk.beam.local(q, qd, qdd, i, lk.flex, lk.offset)
             D, Dd, Ddd = lk.beam.tip(p, pd, pdd)
-            if second_order:  # foreshortening of the tip (kinematics only; D_ddot unchanged)
-                shift, rate = lk.beam.shortening(p, pd)
-                D[..., lk.beam.axis, 3] = D[..., lk.beam.axis, 3] + shift
-                Dd[..., lk.beam.axis, 3] = Dd[..., lk.beam.axis, 3] + rate
+            if second_order:  # second-order kinematics of the tip (foreshortening, rotation)
+                dD, dDd, dDdd = lk.beam.second_order_tip(p, pd, pdd)
+                D, Dd, Ddd = D + dD, Dd + dDd, Ddd + dDdd
             W = Wh @ D
             Wd = Whd @ D + Wh @ Dd
             Wdd = Whdd @ D + 2 * (Whd @ Dd) + Wh @ Ddd

@@ -22,6 +22,7 @@ import numpy as np
 from . import dh
 from ..discretize.shapes import integral
 from .beams import RevoluteBeam, SlidingBeam, common_rule
+from .second_order import BeamKinematics
 
 # beam axis and transverse directions (index into x, y, z of the link frame)
 AXES = {"revolute": (0, 1, 2), "prismatic": (2, 0, 1)}
@@ -163,6 +164,8 @@ def _beam_model(link, convention, loads) -> RevoluteBeam:
     beam_model = RevoluteBeam(C0, Ck, Ckl, Dk, K, Cd, Mb, dirs, sets, L)
     beam_model.S = shortening_matrix(sets, L)
     beam_model.axis = ax
+    beam_model.kinematics = BeamKinematics(sets, L, (ax, t1, t2))  # second order, on demand
+    beam_model.tip_point, beam_model.root, beam_model.mu = tip, root, mu
     return beam_model
 
 
