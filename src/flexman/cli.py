@@ -249,9 +249,8 @@ def _controller(robot, source):
     return from_spec(robot, spec)
 
 
-def cmd_simulate(args) -> int:
-    """Simulate a model, print a summary, and write results and a plot into --out."""
-    robot = _load(args.model)
+def _simulation_options(args, robot) -> dict:
+    """simulate() keyword arguments from the options shared by `simulate` and `report`."""
     if not args.t_final > 0:
         raise UsageError(f"--t-final: must be > 0 (got {args.t_final})")
     kwargs = {"method": args.method}
@@ -273,10 +272,17 @@ def cmd_simulate(args) -> int:
         kwargs["torque"] = torque
     if args.controller is not None:
         kwargs["controller"] = _controller(robot, args.controller)
+    kwargs["backend"] = args.backend
+    return kwargs
+
+
+def cmd_simulate(args) -> int:
+    """Simulate a model, print a summary, and write results and a plot into --out."""
+    robot = _load(args.model)
+    kwargs = _simulation_options(args, robot)
     from .simulate import simulate
     from .simulate.backend import evaluator
 
-    kwargs["backend"] = args.backend
     evaluator(robot, args.backend)  # compiled (or loaded from the cache) before the clock starts
 
     start = time.perf_counter()
@@ -370,6 +376,49 @@ def cmd_sweep(args) -> int:
     for path in files:
         con.print(f"wrote {path}", markup=False)
     return 0
+
+
+# ----- report -----------------------------------------------------------------------------------
+def _drive_note(kwargs) -> str:
+    """How the run was driven, in words, for the report's heading."""
+    ctrl = kwargs.get("controller")
+    if ctrl is not None:
+        return f"Driven by a {type(ctrl).__name__} controller; integrator {kwargs['method']}."
+    if "torque" in kwargs:
+        return f"Constant joint torques {_fmt(kwargs['torque'])}; integrator {kwargs['method']}."
+    return f"Free motion (no torque); integrator {kwargs['method']}."
+
+
+def cmd_report(args) -> int:
+    """Simulate a model and write report.html (model, frequencies, equations, plots, 3D
+    animation; self-contained, works offline), result.png and result.npz into --out."""
+    robot = _load(args.model)
+    kwargs = _simulation_options(args, robot)
+    if args.magnify is not None and not (math.isfinite(args.magnify) and args.magnify >= 0):
+        raise UsageError(f"--magnify: must be a number >= 0 (got {args.magnify})")
+    from .simulate import simulate
+
+    with np.errstate(all="ignore"), warnings.catch_warnings():  # divergence is reported below, once
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = simulate(robot, args.t_final, **kwargs)
+    if res.diverged:
+        print(f"flexman: warning: the run stopped at t = {res.t_diverged:.6g} s; the report shows the samples "
+              "before it; use a smaller --dt or a stiff method (--method Radau or BDF)", file=sys.stderr)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    equations = None if args.equations == "none" else args.equations
+    page = res.report(out / "report.html", magnify=args.magnify, equations=equations, note=_drive_note(kwargs))
+    res.plot(out / "result.png")
+    files = [page, out / "result.png", res.save(out / "result.npz")]
+    status = 1 if res.diverged else 0
+    if args.json:
+        _print_json({"model": robot.name, "report": str(page.resolve()), "files": [str(f) for f in files],
+                     "diverged": bool(res.diverged)})
+        return status
+    for path in files[1:]:
+        print(f"wrote {path}")
+    print(f"report: {page.resolve()}  (open it in a browser; it works offline)")
+    return status
 
 
 # ----- frequencies ------------------------------------------------------------------------------
@@ -683,6 +732,21 @@ def _subcommand(sub, name: str, func, help: str, model: bool = True, optional_mo
     return parser
 
 
+def _simulation_arguments(p) -> None:
+    """The options of a run, shared by `simulate` and `report`."""
+    p.add_argument("--t-final", type=float, default=1.0, metavar="T", help="end time in s (default 1)")
+    p.add_argument("--dt", type=float, help="output (and rk4) step in s")
+    p.add_argument("--method", choices=SIM_METHODS, default="rk4", help="integrator (default rk4)")
+    p.add_argument("--rtol", type=float, help="relative tolerance (adaptive methods)")
+    p.add_argument("--atol", type=float, help="absolute tolerance (adaptive methods)")
+    p.add_argument("--q0", type=float, nargs="+", metavar="Q", help="initial joint (or all) coordinates")
+    p.add_argument("--torque", type=float, nargs="+", metavar="TAU", help="constant joint torques")
+    p.add_argument("--controller", nargs="?", const="model", metavar="YAML",
+                   help="joint controller: the model file's controller section (no value) or a YAML file")
+    p.add_argument("--backend", choices=BACKENDS, default=None,
+                   help="auto (default: compiled C when a compiler is available, cached), compiled or numeric")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
@@ -698,19 +762,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="overwrite DEST")
 
     p = _subcommand(sub, "simulate", cmd_simulate, "simulate a model and write results and a plot")
-    p.add_argument("--t-final", type=float, default=1.0, metavar="T", help="end time in s (default 1)")
-    p.add_argument("--dt", type=float, help="output (and rk4) step in s")
-    p.add_argument("--method", choices=SIM_METHODS, default="rk4", help="integrator (default rk4)")
-    p.add_argument("--rtol", type=float, help="relative tolerance (adaptive methods)")
-    p.add_argument("--atol", type=float, help="absolute tolerance (adaptive methods)")
-    p.add_argument("--q0", type=float, nargs="+", metavar="Q", help="initial joint (or all) coordinates")
-    p.add_argument("--torque", type=float, nargs="+", metavar="TAU", help="constant joint torques")
+    _simulation_arguments(p)
     p.add_argument("--out", metavar="DIR", help="folder for result.npz, result.csv and result.png")
     p.add_argument("--no-plot", action="store_true", help="do not write the plot")
-    p.add_argument("--controller", nargs="?", const="model", metavar="YAML",
-                   help="joint controller: the model file's controller section (no value) or a YAML file")
-    p.add_argument("--backend", choices=BACKENDS, default=None,
-                   help="auto (default: compiled C when a compiler is available, cached), compiled or numeric")
 
     p = _subcommand(sub, "sweep", cmd_sweep, "simulate variants of a model on Dask; figures in one Parquet file")
     p.add_argument("spec", metavar="SPEC", help="sweep specification (YAML: parameters, sampling, samples, run, ...)")
@@ -718,6 +772,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler (default: a LocalCluster here)")
     p.add_argument("--workers", type=int, metavar="N", help="LocalCluster worker processes")
     p.add_argument("--plot", nargs=3, metavar=("FIGURE", "X", "Y"), help="plot a figure over two parameters (PNG)")
+
+    p = _subcommand(sub, "report", cmd_report, "simulate a model and write an HTML report with a 3D animation")
+    _simulation_arguments(p)
+    p.add_argument("--out", required=True, metavar="DIR", help="folder for report.html, result.png and result.npz")
+    p.add_argument("--magnify", type=float, metavar="K", help="draw deflections K times their size (default: automatic)")
+    p.add_argument("--equations", choices=FORMULATIONS + ("none",), default="book",
+                   help="formulation of the equations shown (default book; none leaves them out)")
 
     p = _subcommand(sub, "frequencies", cmd_frequencies, "natural frequencies of the linearized system")
     p.add_argument("--q", type=float, nargs="+", metavar="Q", help="configuration (joint or all coordinates)")

@@ -105,6 +105,22 @@ class RevoluteBeam:
     def tip_partials(self, p):
         return np.broadcast_to(self.Dk, p.shape[:-1] + self.Dk.shape)
 
+    def centreline(self, p, eta):
+        """Points of the deflected centre line at stations ``eta`` (0 root, 1 tip): (..., G, 4)
+        homogeneous, in the undeformed link frame (torsion turns sections, not the line)."""
+        eta = np.asarray(eta, dtype=float)
+        pts = np.zeros(p.shape[:-1] + (len(eta), 4))
+        pts[..., :3] = self.root
+        pts[..., self.axis] += eta * self.length
+        pts[..., 3] = 1.0
+        pos = 0
+        for direction, ss in self.shapes.items():
+            a, pos = p[..., pos:pos + ss.n], pos + ss.n
+            if direction != "torsion":
+                phi = ss(eta) * (self.length ** np.asarray(ss.scale, float))[:, None]
+                pts[..., self.transverse[direction]] += a @ phi
+        return pts
+
     def shortening(self, p, pd):
         """Axial tip shift -1/2 p^T S p and its rate (foreshortening; kinematics only)."""
         Sp = p @ self.S
@@ -278,6 +294,21 @@ class SlidingBeam:
         Sx = (S @ xi[..., None])[..., 0]
         dSx = ((S * expo / d[..., None, None]) @ xi[..., None])[..., 0]
         return -0.5 * (Sx * xi).sum(-1), -(Sx * xid).sum(-1) - 0.5 * (dSx * xi).sum(-1) * v
+
+    def centreline(self, p, eta):
+        """The inner end (z = -l0, inside the hub) and the outside part at stations ``eta``
+        (0 at the hub, 1 at the tip) of the deflected centre line: (..., 1 + G, 4)
+        homogeneous, in the undeformed link frame."""
+        eta = np.asarray(eta, dtype=float)
+        (d, xi) = _first(p)
+        psi = np.concatenate([ss(eta) for ss in self.shapes.values()])  # (n, G)
+        amp = xi * d[..., None] ** self.s
+        pts = np.zeros(p.shape[:-1] + (1 + len(eta), 4))
+        pts[..., 0, self.ax] = -self.l0
+        pts[..., 1:, self.ax] = d[..., None] * (eta - 1.0)
+        pts[..., 1:, :] += np.einsum("...k,kg,ka->...ga", amp, psi, self.E)
+        pts[..., 3] = 1.0
+        return pts
 
     def tip_partials(self, p):
         (d, xi) = _first(p)

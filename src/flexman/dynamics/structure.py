@@ -166,6 +166,7 @@ def _beam_model(link, convention, loads) -> RevoluteBeam:
     beam_model.axis = ax
     beam_model.kinematics = BeamKinematics(sets, L, (ax, t1, t2))  # second order, on demand
     beam_model.tip_point, beam_model.root, beam_model.mu = tip, root, mu
+    beam_model.transverse = {"y": t1, "z": t2}  # the bending axes (drawing the centre line)
     return beam_model
 
 

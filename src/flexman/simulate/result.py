@@ -114,6 +114,14 @@ class Result:
             return plot_result(self, path, self.robot)
         return _minimal_plot(self, path)
 
+    def report(self, path, **options):
+        """Write the self-contained HTML report (model, frequencies, equations, plots, 3D
+        animation) to ``path`` (a folder gets ``report.html``); return its path. Options:
+        ``magnify``, ``equations``, ``title`` (see ``flexman.viz.report.report_html``)."""
+        from ..viz.report import write_report
+
+        return write_report(self, path, robot=self.robot, **options)
+
 
 def _minimal_plot(result, path=None):
     """Coordinates and energy against time, on the non-interactive Agg canvas."""

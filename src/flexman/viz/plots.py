@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..analysis.tip import tip_offset
+from . import series
 
 
 def _figure(n_rows: int):
@@ -27,16 +27,6 @@ def _lines(ax, t, y, labels, ylabel: str) -> None:
         ax.legend(fontsize="small", ncol=min(y.shape[1], 6), loc="upper right")
 
 
-def _tip_deflections(robot, q):
-    """Distance of each flexible link's tip from where the undeformed link would put it."""
-    cols, labels = [], []
-    for i, link in enumerate(robot.links):
-        if link.is_flexible:
-            cols.append(np.linalg.norm(tip_offset(robot, q, link=i), axis=-1))
-            labels.append(f"tip {i + 1}")
-    return (1e3 * np.stack(cols, axis=1), labels, "tip deflection [mm]")
-
-
 def plot_result(result, path=None, robot=None):
     """Plot joint angles, joint velocities, torques, energy and, for a flexible robot, the
     flexible coordinates and tip deflections, and under a tracking controller the joint errors
@@ -46,31 +36,13 @@ def plot_result(result, path=None, robot=None):
     given, and returns the matplotlib Figure."""
     robot = robot if robot is not None else getattr(result, "robot", None)
     t = np.asarray(result.t, dtype=float)
-    q = np.asarray(result.q, dtype=float).reshape(len(t), -1)
-    qd = np.asarray(result.qd, dtype=float).reshape(len(t), -1)
-    nj = robot.n_joints if robot is not None else q.shape[1]
-    names = getattr(result, "coordinate_names", None) or (
-        list(robot.coordinate_names) if robot is not None else [f"q{i + 1}" for i in range(q.shape[1])])
-    panels = [(q[:, :nj], names[:nj], "joint [rad, m]"), (qd[:, :nj], names[:nj], "velocity [/s]")]
-    tau = getattr(result, "tau", None)
-    if tau is not None and np.size(tau):
-        panels.append((tau, [f"tau_{n}" for n in names[:nj]], "torque [N m, N]"))
-    energy = getattr(result, "energy", None)
-    if energy is not None and np.size(energy):
-        panels.append((energy, ["energy"], "energy [J]"))
-    if q.shape[1] > nj:
-        panels.append((q[:, nj:], names[nj:], "flexible coord."))
-        if robot is not None:
-            panels.append(_tip_deflections(robot, q))
-    traj = getattr(getattr(result, "controller", None), "traj", None)
-    if traj is not None and robot is not None:
-        q_ref = np.asarray(traj(t)[0], dtype=float).reshape(len(t), nj)
-        panels.append((q[:, :nj] - q_ref, [f"e_{n}" for n in names[:nj]], "joint error [rad, m]"))
-        ee = np.linalg.norm(tip_offset(robot, q, q_ref), axis=-1)
-        panels.append((1e3 * ee[:, None], ["|p - p_d|"], "end-effector error [mm]"))
-    fig, axes = _figure(len(panels))
-    for ax, (y, labels, ylabel) in zip(axes, panels):
-        _lines(ax, t, y, labels, ylabel)
+    shown = series.panels(result, robot)
+    fig, axes = _figure(len(shown))
+    for ax, panel in zip(axes, shown):
+        _lines(ax, t, panel.y, panel.labels, panel.ylabel)
+        if panel.reference is not None:
+            ax.set_prop_cycle(None)
+            ax.plot(t, panel.reference, linestyle="--", linewidth=0.8)
     axes[-1].set_xlabel("time [s]")
     if robot is not None:
         axes[0].set_title(robot.name)

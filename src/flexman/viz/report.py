@@ -1,0 +1,245 @@
+"""One self-contained HTML report of a simulation: model, frequencies, equations, plots and a 3D
+animation of the deforming arm.
+
+Offline by construction: Plotly's JavaScript bundle (from the ``plotly`` Python package) is
+inlined, equations are MathML (rendered by the browser itself), data sit in JSON script
+blocks; the page loads nothing from the network. The animation is driven by a small script of
+ours (play/pause, frame steps, a scrubber, the time readout) that restyles the 3D traces, so
+it can be stepped and tested frame by frame (``window.flexmanAnimation``).
+"""
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+import numpy as np
+
+from . import series, summary
+from .animation import animation_data
+from .equations import eom_html
+
+COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf"]
+
+CSS = """
+body { font-family: system-ui, sans-serif; margin: 0 auto; max-width: 1200px; padding: 0 1em 3em; color: #222; }
+h1 { margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #ccc; padding-bottom: 0.2em; margin-top: 1.6em; }
+table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.92em; }
+th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; text-align: right; }
+th { background: #f4f4f4; } caption { text-align: left; font-weight: bold; padding: 0.3em 0; }
+table.program td { border: none; padding: 0.05em 0.3em; text-align: left; }
+#arm3d { width: 100%; height: 620px; }
+.controls { display: flex; align-items: center; gap: 0.6em; flex-wrap: wrap; margin: 0.4em 0; }
+.controls button { font-size: 1em; min-width: 2.6em; padding: 0.2em 0.6em; }
+#scrub { flex: 1; min-width: 200px; }
+#time-readout { font-family: monospace; font-size: 1.1em; min-width: 9em; }
+.grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(520px, 1fr)); gap: 0.5em; }
+.plot { height: 300px; }
+pre { background: #f7f7f7; padding: 0.6em; max-height: 40em; overflow: auto; font-size: 0.85em; }
+.muted { color: #666; }
+"""
+
+ANIMATION_JS = r"""
+(function () {
+  const A = JSON.parse(document.getElementById('animation-data').textContent);
+  const gd = document.getElementById('arm3d');
+  const PARTS = ['ghost_rigid', 'ghost_beams', 'rigid', 'beams', 'joints', 'tip'];
+  const STYLE = {
+    ghost_rigid: {mode: 'lines', line: {color: '#bbbbbb', width: 3}, name: 'undeformed'},
+    ghost_beams: {mode: 'lines', line: {color: '#bbbbbb', width: 3}, name: 'undeformed beams', showlegend: false},
+    rigid: {mode: 'lines', line: {color: '#444444', width: 9}, name: 'rigid links'},
+    beams: {mode: 'lines', line: {color: '#ff7f0e', width: 7}, name: 'beams (deflection x' + A.magnify + ')'},
+    joints: {mode: 'markers', marker: {color: '#1f77b4', size: 5}, name: 'joints'},
+    tip: {mode: 'markers', marker: {color: '#d62728', size: 6}, name: 'end-effector'},
+  };
+  const n = A.frames.length;
+  const slider = document.getElementById('scrub');
+  const readout = document.getElementById('time-readout');
+  const button = document.getElementById('play');
+  const plots = Array.from(document.querySelectorAll('.plot'));
+  slider.max = n - 1;
+  let frame = 0, playing = false, startWall = 0, startSim = 0, lastCursor = 0;
+  const tEnd = A.frames[n - 1].t;
+
+  function traces(f) {
+    return PARTS.map(p => Object.assign({type: 'scatter3d', x: f[p][0], y: f[p][1], z: f[p][2],
+                                         hoverinfo: 'skip'}, STYLE[p]));
+  }
+  const r = A.range;
+  const layout = {
+    margin: {l: 0, r: 0, t: 10, b: 0}, showlegend: true, legend: {x: 0, y: 1},
+    scene: {aspectmode: 'cube', xaxis: {range: r[0], title: {text: 'x [m]'}},
+            yaxis: {range: r[1], title: {text: 'y [m]'}}, zaxis: {range: r[2], title: {text: 'z [m]'}},
+            camera: {eye: {x: 1.4, y: -1.4, z: 0.9}}},
+    uirevision: 'keep',
+  };
+  function moveCursors(t) {
+    plots.forEach(p => { if (p.layout) Plotly.relayout(p, {'shapes[0].x0': t, 'shapes[0].x1': t}); });
+  }
+  function show(i, cursors) {
+    frame = Math.max(0, Math.min(n - 1, Math.round(i)));
+    const f = A.frames[frame];
+    Plotly.restyle(gd, {x: PARTS.map(p => f[p][0]), y: PARTS.map(p => f[p][1]), z: PARTS.map(p => f[p][2])},
+                   PARTS.map((_, k) => k));
+    slider.value = frame;
+    readout.textContent = 't = ' + f.t.toFixed(3) + ' s';
+    gd.dataset.frame = frame;
+    if (cursors !== false) moveCursors(f.t);
+  }
+  function tick(now) {
+    if (!playing) return;
+    const t = startSim + (now - startWall) / 1000 * parseFloat(document.getElementById('speed').value);
+    let i = frame;
+    while (i < n - 1 && A.frames[i + 1].t <= t) i++;
+    if (i !== frame) {
+      const cursors = now - lastCursor > 250;
+      if (cursors) lastCursor = now;
+      show(i, cursors);
+    }
+    if (frame >= n - 1) { pause(); return; }
+    requestAnimationFrame(tick);
+  }
+  function play() {
+    if (frame >= n - 1) show(0, false);
+    playing = true; button.textContent = 'Pause';
+    startWall = performance.now(); startSim = A.frames[frame].t;
+    requestAnimationFrame(tick);
+  }
+  function pause() { playing = false; button.textContent = 'Play'; moveCursors(A.frames[frame].t); }
+  button.addEventListener('click', () => playing ? pause() : play());
+  document.getElementById('back').addEventListener('click', () => { pause(); show(frame - 1); });
+  document.getElementById('forward').addEventListener('click', () => { pause(); show(frame + 1); });
+  slider.addEventListener('input', () => { pause(); show(parseInt(slider.value)); });
+  Plotly.newPlot(gd, traces(A.frames[0]), layout, {responsive: true, displaylogo: false}).then(() => {
+    show(0);
+    window.flexmanAnimation = {show: show, play: play, pause: pause, get frame() { return frame; },
+                               get playing() { return playing; }, frames: n, times: A.frames.map(f => f.t)};
+  });
+  plots.forEach(p => p.on && p.on('plotly_click', ev => {
+    const t = ev.points[0].x; let i = 0;
+    while (i < n - 1 && A.frames[i + 1].t <= t) i++;
+    pause(); show(i);
+  }));
+})();
+"""
+
+
+def _plotly_js() -> str:
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
+
+
+def _json_script(element_id: str, data) -> str:
+    """Data in a JSON script block (`</` escaped so no string can close the block)."""
+    text = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    return f"<script type='application/json' id='{element_id}'>{text}</script>"
+
+
+def _clean(values):
+    arr = np.asarray(values, dtype=float)
+    return [None if not np.isfinite(v) else float(v) for v in np.round(arr, 9)]
+
+
+def _panel_figure(panel, t) -> dict:
+    """A Plotly figure (plain data) of one panel; shapes[0] is the animation's time cursor."""
+    data = []
+    for k, label in enumerate(panel.labels):
+        colour = COLOURS[k % len(COLOURS)]
+        data.append({"type": "scatter", "mode": "lines", "x": _clean(t), "y": _clean(panel.y[:, k]), "name": label,
+                     "line": {"color": colour, "width": 1.6}})
+        if panel.reference is not None:
+            data.append({"type": "scatter", "mode": "lines", "x": _clean(t), "y": _clean(panel.reference[:, k]),
+                         "name": f"{label} desired", "line": {"color": colour, "width": 1, "dash": "dash"}})
+    layout = {"title": {"text": panel.title, "font": {"size": 14}}, "margin": {"l": 60, "r": 10, "t": 36, "b": 40},
+              "xaxis": {"title": {"text": "time [s]"}}, "yaxis": {"title": {"text": panel.ylabel}},
+              "legend": {"font": {"size": 10}},
+              "shapes": [{"type": "line", "xref": "x", "yref": "paper", "x0": float(t[0]), "x1": float(t[0]),
+                          "y0": 0, "y1": 1, "line": {"color": "#999", "width": 1}}]}
+    return {"data": data, "layout": layout}
+
+
+def key_numbers(result, robot) -> list:
+    """(what, value) rows that summarize a run: largest deflection, tracking errors, energy."""
+    t = np.asarray(result.t, dtype=float)
+    rows = [("simulated time", f"{t[-1]:.4g} s in {len(t)} samples ({result.method})")]
+    wall = (result.stats or {}).get("wall_time")
+    if wall is not None:
+        rows.append(("wall time", f"{float(wall):.3g} s"))
+    by_key = {p.key: p for p in series.panels(result, robot)}
+    if "tips" in by_key:
+        rows.append(("largest tip deflection", f"{np.nanmax(by_key['tips'].y):.4g} mm"))
+        rows.append(("tip deflection at the end", f"{np.nanmax(by_key['tips'].y[-1]):.4g} mm"))
+    if "joint_errors" in by_key:
+        e = np.abs(by_key["joint_errors"].y)
+        rows.append(("largest joint error", f"{np.nanmax(e):.4g} (rad or m)"))
+        rows.append(("joint error at the end", f"{np.nanmax(e[-1]):.3g} (rad or m)"))
+        ee = by_key["ee_error"].y[:, 0]
+        rows.append(("largest end-effector error", f"{np.nanmax(ee):.4g} mm"))
+        rows.append(("end-effector error at the end", f"{ee[-1]:.4g} mm"))
+    energy = np.asarray(result.energy, dtype=float).reshape(len(t), -1).sum(axis=1)
+    rows.append(("energy (start -> end)", f"{energy[0]:.6g} -> {energy[-1]:.6g} J"))
+    return rows
+
+
+def _section(title: str, body: str, anchor: str) -> str:
+    return f"<section id='{anchor}'><h2>{html.escape(title)}</h2>\n{body}\n</section>"
+
+
+def report_html(result, robot=None, title=None, magnify=None, equations="book", note: str = "") -> str:
+    """The report page as text (see the module docstring). ``equations``: a formulation whose
+    symbolic equations are shown, or None to leave them out; ``magnify``: deflection factor in the
+    animation (None: automatic); ``note``: a line under the title (e.g. how the run was driven)."""
+    robot = robot if robot is not None else getattr(result, "robot", None)
+    if robot is None:
+        raise ValueError("report: the result carries no robot; pass robot=")
+    t = np.asarray(result.t, dtype=float)
+    q = np.asarray(result.q, dtype=float).reshape(len(t), -1)
+    anim = animation_data(robot, t, q, magnify=magnify)
+    panels = series.panels(result, robot)
+    title = title or f"flexman report: {robot.name}"
+    mag = anim["magnify"]
+    controls = ("<div class='controls'><button id='play'>Play</button><button id='back' title='previous frame'>"
+                "&#9664;</button><button id='forward' title='next frame'>&#9654;</button>"
+                "<input id='scrub' type='range' min='0' max='0' step='1' value='0' aria-label='time'>"
+                "<span id='time-readout'>t = 0 s</span><label>speed <select id='speed'>"
+                "<option value='0.1'>0.1x</option><option value='0.25'>0.25x</option><option value='0.5'>0.5x</option>"
+                "<option value='1' selected>1x</option><option value='2'>2x</option></select></label></div>")
+    anim_body = (f"<p class='muted'>Deflections drawn {mag:g} times their size (largest tip deflection "
+                 f"{1e3 * anim['max_tip_deflection']:.3g} mm); grey: the same joints with undeformed links. "
+                 f"Click a point of any plot below to jump there.</p>{controls}<div id='arm3d'></div>")
+    plot_divs = "".join(f"<div class='plot' id='plot-{p.key}'></div>" for p in panels)
+    figures = {p.key: _panel_figure(p, t) for p in panels}
+    sections = [
+        _section("Arm in motion", anim_body, "animation"),
+        _section("Run", summary.table(["", ""], key_numbers(result, robot)), "run"),
+        _section("Time histories", f"<div class='grid'>{plot_divs}</div>", "plots"),
+        _section("Model", summary.model_html(robot), "model"),
+        _section("Natural frequencies", summary.frequencies_html(robot, q[0]), "frequencies"),
+    ]
+    if equations:
+        from ..symbolic import derive
+
+        sections.append(_section("Equations of motion", eom_html(derive(robot, formulation=equations)), "equations"))
+    plots_js = ("const F = JSON.parse(document.getElementById('plot-data').textContent);"
+                "for (const k in F) Plotly.newPlot('plot-' + k, F[k].data, F[k].layout,"
+                " {responsive: true, displaylogo: false});")
+    head = (f"<meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{CSS}</style>"
+            f"<script>{_plotly_js()}</script>")
+    lead = f"<p class='muted'>{html.escape(note)}</p>" if note else ""
+    body = (f"<h1>{html.escape(title)}</h1>{lead}" + "\n".join(sections)
+            + _json_script("plot-data", figures) + _json_script("animation-data", anim)
+            + f"<script>{plots_js}</script><script>{ANIMATION_JS}</script>")
+    return f"<!DOCTYPE html>\n<html lang='en'><head>{head}</head><body>{body}</body></html>\n"
+
+
+def write_report(result, path, robot=None, **options) -> Path:
+    """Write the report (:func:`report_html`) to ``path`` (a folder gets ``report.html``)."""
+    path = Path(path)
+    if path.suffix.lower() not in (".html", ".htm"):
+        path = path / "report.html"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(report_html(result, robot=robot, **options), encoding="utf-8")
+    return path

@@ -1,0 +1,79 @@
+"""The time series a simulation is shown with, computed once for the PNG plots and the HTML report.
+
+Each panel is one quantity against time: joint coordinates (with the reference, if a
+controller tracked one), joint velocities, torques, energies, flexible coordinates, tip
+deflections, joint errors and the end-effector error.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..analysis.tip import tip_offset
+
+
+@dataclass
+class Panel:
+    key: str  # stable name (used as an HTML id)
+    title: str
+    ylabel: str
+    labels: list
+    y: np.ndarray  # (N, k)
+    reference: np.ndarray | None = None  # (N, k) dashed beside y, e.g. the desired joints
+
+
+def reference(result, robot):
+    """The joint reference (N, n_joints) the run's controller tracked, or None."""
+    traj = getattr(getattr(result, "controller", None), "traj", None)
+    if traj is None or robot is None:
+        return None
+    t = np.asarray(result.t, dtype=float)
+    return np.asarray(traj(t)[0], dtype=float).reshape(len(t), robot.n_joints)
+
+
+def tip_deflections(robot, q):
+    """(mm (N, k), labels): each flexible link's tip against the undeformed arm."""
+    cols, labels = [], []
+    for i, link in enumerate(robot.links):
+        if link.is_flexible:
+            cols.append(np.linalg.norm(tip_offset(robot, q, link=i), axis=-1))
+            labels.append(f"tip {i + 1}")
+    return 1e3 * np.stack(cols, axis=-1), labels
+
+
+def panels(result, robot=None) -> list:
+    """The panels of a run, in display order (see the module docstring)."""
+    robot = robot if robot is not None else getattr(result, "robot", None)
+    t = np.asarray(result.t, dtype=float)
+    q = np.asarray(result.q, dtype=float).reshape(len(t), -1)
+    qd = np.asarray(result.qd, dtype=float).reshape(len(t), -1)
+    nj = robot.n_joints if robot is not None else q.shape[1]
+    names = list(getattr(result, "coordinate_names", None) or (
+        robot.coordinate_names if robot is not None else [f"q{i + 1}" for i in range(q.shape[1])]))
+    q_ref = reference(result, robot)
+    out = [Panel("joints", "Joint coordinates", "joint [rad, m]", names[:nj], q[:, :nj], q_ref),
+           Panel("velocities", "Joint velocities", "velocity [/s]", names[:nj], qd[:, :nj])]
+    tau = getattr(result, "tau", None)
+    if tau is not None and np.size(tau):
+        out.append(Panel("torques", "Joint torques", "torque [N m, N]", [f"tau_{n}" for n in names[:nj]],
+                         np.asarray(tau, float).reshape(len(t), -1)))
+    energy = getattr(result, "energy", None)
+    if energy is not None and np.size(energy):
+        y, labels = np.asarray(energy, float).reshape(len(t), -1), ["energy"]
+        if robot is not None:
+            kinetic = np.asarray(robot.kinetic_energy(q, qd), float).reshape(len(t), 1)
+            potential = np.asarray(robot.potential_energy(q), float).reshape(len(t), 1)
+            y, labels = np.hstack([kinetic, potential, y[:, :1]]), ["kinetic", "potential", "total"]
+        out.append(Panel("energy", "Energy", "energy [J]", labels, y))
+    if q.shape[1] > nj:
+        out.append(Panel("flexible", "Flexible coordinates", "flexible coord.", names[nj:], q[:, nj:]))
+        if robot is not None:
+            y, labels = tip_deflections(robot, q)
+            out.append(Panel("tips", "Tip deflections", "tip deflection [mm]", labels, y))
+    if q_ref is not None:
+        out.append(Panel("joint_errors", "Joint errors", "joint error [rad, m]", [f"e_{n}" for n in names[:nj]],
+                         q[:, :nj] - q_ref))
+        ee = 1e3 * np.linalg.norm(tip_offset(robot, q, q_ref), axis=-1)
+        out.append(Panel("ee_error", "End-effector error", "end-effector error [mm]", ["|p - p_d|"], ee[:, None]))
+    return out
