@@ -11,7 +11,6 @@ import argparse
 import json
 import math
 import os
-import shutil
 import sys
 import time
 import warnings
@@ -21,6 +20,7 @@ import numpy as np
 import yaml
 
 from .model.errors import ModelError
+from .outputs import output_file, output_folder, staged, write_text
 
 SIM_METHODS = ("rk4", "RK45", "DOP853", "Radau", "BDF", "LSODA")
 BACKENDS = ("auto", "compiled", "numeric")
@@ -196,14 +196,15 @@ def cmd_examples(args) -> int:
     if args.name not in names:
         raise UsageError(f"unknown example '{args.name}'; bundled examples: {', '.join(names)}")
     src = Path(module.path(args.name))
-    if args.copy:
-        dest = Path(args.copy)
-        if dest.is_dir():
+    if args.copy is not None:
+        dest = Path(args.copy) if str(args.copy).strip() else None
+        if dest is not None and dest.is_dir():
             dest = dest / src.name
-        if dest.exists() and not args.force:
+        if dest is not None and dest.exists() and not args.force:
             raise UsageError(f"{dest} exists; remove it or add --force")
+        dest = output_file(dest, "--copy", force=args.force)
         if dest.suffix.lower() == src.suffix.lower():
-            shutil.copyfile(src, dest)  # keeps comments and citations as written
+            write_text(dest, src.read_text(encoding="utf-8"))  # keeps comments and citations as written
         else:
             from .model.io import save
 
@@ -283,6 +284,7 @@ def cmd_simulate(args) -> int:
     from .simulate import simulate
     from .simulate.backend import evaluator
 
+    out = None if args.out is None else output_folder(args.out)  # a folder we cannot write fails now, not after the run
     evaluator(robot, args.backend)  # compiled (or loaded from the cache) before the clock starts
 
     start = time.perf_counter()
@@ -292,15 +294,16 @@ def cmd_simulate(args) -> int:
     wall = time.perf_counter() - start
     diverged = bool(res.diverged)
     files = []
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        for name in ("result.npz", "result.csv"):
-            res.save(out / name)
-            files.append(str(out / name))
-        if not args.no_plot:
-            res.plot(out / "result.png")
-            files.append(str(out / "result.png"))
+    if out is not None:
+        names = ("result.npz", "result.csv") + (() if args.no_plot else ("result.png",))
+        with staged() as staging:  # all three replace the old ones together, or none does (Ctrl-C)
+            for name in names:
+                target = staging.path(out / name)
+                if name.endswith(".png"):
+                    res.plot(target)
+                else:
+                    res.save(target)
+        files = [str(out / name) for name in names]
     q_end = np.asarray(res.q)[-1]
     energy = _total_energy(res.energy)
     summary = {
@@ -342,7 +345,8 @@ def cmd_sweep(args) -> int:
         spec = load_spec(args.spec)
     except FileNotFoundError:
         raise UsageError(f"SPEC: no such file '{args.spec}'") from None
-    out = args.out or spec.get("out") or str(Path(args.spec).with_suffix(".parquet"))
+    out = args.out if args.out is not None else (spec.get("out") or str(Path(args.spec).with_suffix(".parquet")))
+    output_file(out, "--out", force=True)  # resumed from when it exists; its folder must be writable
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers: must be >= 1 (got {args.workers})")
     try:
@@ -396,6 +400,7 @@ def cmd_report(args) -> int:
     kwargs = _simulation_options(args, robot)
     if args.magnify is not None and not (math.isfinite(args.magnify) and args.magnify >= 0):
         raise UsageError(f"--magnify: must be a number >= 0 (got {args.magnify})")
+    out = output_folder(args.out)  # before the run
     from .simulate import simulate
 
     with np.errstate(all="ignore"), warnings.catch_warnings():  # divergence is reported below, once
@@ -404,12 +409,14 @@ def cmd_report(args) -> int:
     if res.diverged:
         print(f"flexman: warning: the run stopped at t = {res.t_diverged:.6g} s; the report shows the samples "
               "before it; use a smaller --dt or a stiff method (--method Radau or BDF)", file=sys.stderr)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     equations = None if args.equations == "none" else args.equations
-    page = res.report(out / "report.html", magnify=args.magnify, equations=equations, note=_drive_note(kwargs))
-    res.plot(out / "result.png")
-    files = [page, out / "result.png", res.save(out / "result.npz")]
+    with staged() as staging:  # the three files replace the old ones together, or none does
+        res.report(staging.path(out / "report.html"), magnify=args.magnify, equations=equations,
+                   note=_drive_note(kwargs))
+        res.plot(staging.path(out / "result.png"))
+        res.save(staging.path(out / "result.npz"))
+    page = out / "report.html"
+    files = [page, out / "result.png", out / "result.npz"]
     status = 1 if res.diverged else 0
     if args.json:
         _print_json({"model": robot.name, "report": str(page.resolve()), "files": [str(f) for f in files],
@@ -607,8 +614,8 @@ def cmd_codegen(args) -> int:
     from .symbolic import derive
 
     robot = _load(args.model)
+    out = output_file(args.out, "--out", force=args.force, protect=[args.model])  # before the derivation
     eom = derive(robot, formulation=args.formulation)
-    out = Path(args.out)
     if args.program:
         from .codegen.simulator import program
 
@@ -647,7 +654,12 @@ def cmd_closure(args) -> int:
     from .closure import closure_run
 
     robot = _load(args.model)
-    report = closure_run(robot, args.t_final, dt=args.dt or 1e-3, out=args.out)
+    if not args.t_final > 0 or not math.isfinite(args.t_final):
+        raise UsageError(f"--t-final: must be a finite number > 0 (got {args.t_final})")
+    if args.dt is not None and not (args.dt > 0 and math.isfinite(args.dt)):
+        raise UsageError(f"--dt: must be a finite number > 0 (got {args.dt})")
+    out = None if args.out is None else output_folder(args.out)
+    report = closure_run(robot, args.t_final, dt=1e-3 if args.dt is None else args.dt, out=out)
     if args.json:
         _print_json(report)
         return 0 if report["passed"] else 1
@@ -796,6 +808,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lang", choices=("c", "fortran", "python", "matlab", "julia"), default="c")
     p.add_argument("--formulation", choices=FORMULATIONS, default="newton_euler")
     p.add_argument("--out", required=True, metavar="PATH", help="output file")
+    p.add_argument("--force", action="store_true", help="overwrite PATH if it exists")
     p.add_argument("--program", action="store_true", help="a stand-alone C simulator (RK4) instead of functions")
 
     p = _subcommand(sub, "analyze", cmd_analyze, "structural analyses of the model")

@@ -6,7 +6,6 @@ torques that were applied. The flexible rows of the inverse dynamics must vanish
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 
@@ -37,11 +36,14 @@ def closure_run(robot, t_final, dt=1e-3, controller=None, out=None, tolerance=1e
         "passed": bool(diff.max() <= tolerance * scale), "files": [],
     }
     if out is not None:
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        np.savez(out / "closure.npz", t=res.t, tau_applied=res.tau, tau_inverse=tau_id[:, : robot.n_joints])
-        report["files"].append(str(out / "closure.npz"))
-        report["files"].append(str(_plot(res.t, res.tau, tau_id[:, : robot.n_joints], robot, out / "closure.png")))
+        from .outputs import output_folder, staged
+
+        out = output_folder(out, "out")
+        with staged() as files:  # both files replace the old ones together
+            np.savez(files.path(out / "closure.npz"), t=res.t, tau_applied=res.tau,
+                     tau_inverse=tau_id[:, : robot.n_joints])
+            _plot(res.t, res.tau, tau_id[:, : robot.n_joints], robot, files.path(out / "closure.png"))
+        report["files"] += [str(out / "closure.npz"), str(out / "closure.png")]
     return report
 
 

@@ -17,14 +17,14 @@ import ctypes
 import functools
 import hashlib
 import os
-import re
 import warnings
 import weakref
 from pathlib import Path
 
 import numpy as np
 
-from ..model import inputs
+from ..model import inputs, names
+from ..outputs import write_text
 from . import cbuild, emit, pyext
 from .simulator import program, write_input  # noqa: F401
 
@@ -33,7 +33,7 @@ WHATS = ("mass_matrix", "bias_forces", "inverse_dynamics", "forward_dynamics")
 
 def _header(eom, cm, what):
     r = eom.robot
-    lines = [f"flexman: equations of motion of '{r.name}' ({eom.formulation} formulation, "
+    lines = [f"flexman: equations of motion of '{names.comment(r.name)}' ({eom.formulation} formulation, "
              f"{eom.parameters} parameters), nq = {r.nq}, {r.n_joints} joints",
              "M(q) qdd + b(q, qd) = S tau;  generated code, do not edit",
              "inputs: q, qd, qdd (nq each), tau (one per joint)" + (", p (parameters)" if eom.param_values else "")]
@@ -45,7 +45,7 @@ def _header(eom, cm, what):
         c = prog.op_count()
         for g in prog.outputs:
             lines.append(f"{w}: {g} = {prog.doc.get(g, '')}  [{c['mul']} mul, {c['add']} add, {c['div']} div, {c['fn']} fn]")
-    lines += [f"note: {n}" for n in eom.notes]
+    lines += [f"note: {names.comment(n, 1000)}" for n in eom.notes]
     return "\n".join(f"{cm} {l}".rstrip() for l in lines) + "\n"
 
 
@@ -60,8 +60,8 @@ def c_source(eom, what=WHATS, prefix="fm", batch=True) -> str:
 
 
 def _ident(name):
-    s = re.sub(r"\W", "_", name)
-    return s if re.match(r"[A-Za-z]", s) else "fm_" + s
+    """Function-name prefix from a file name (made safe in the one place names are)."""
+    return names.mangle(name)
 
 
 def export(eom, lang, path, what=None):
@@ -85,8 +85,7 @@ def export(eom, lang, path, what=None):
             text += "\n" + emit.function_source(lang, eom.program(w), f"{pre}_{w}")
     else:
         raise ValueError(f"lang: unknown {lang!r}; use c, fortran, python, matlab or julia")
-    path.write_text(text)
-    return path
+    return write_text(path, text)
 
 
 def calling_layout(eom) -> dict:
@@ -278,7 +277,7 @@ def compile_eom(eom, backend="c", flags=None, ext=None):
         source = "import numpy as np\n\n" + "\n".join(
             emit.function_source("numpy", eom.program(w), f"fm_{w}") for w in WHATS)
         env = {}
-        exec(compile(source, f"<flexman generated {eom.robot.name}>", "exec"), env)  # our own generated code
+        exec(compile(source, f"<flexman generated {names.mangle(eom.robot.name)}>", "exec"), env)  # our own generated code
         return CompiledModel(eom, "numpy", {w: env[f"fm_{w}"] for w in WHATS}, source)
     if backend != "c":
         raise ValueError("backend: use 'c' or 'numpy'")

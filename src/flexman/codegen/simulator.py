@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..outputs import write_text
 from . import emit
 
 MAIN = r"""
@@ -100,9 +101,7 @@ def program(eom, path) -> Path:
     text += "#include <math.h>\n\n" + emit.function_source("c", prog, "fm_forward_dynamics")
     text += MAIN % dict(nq=eom.nq, nj=eom.n_joints, np=len(eom.param_values), pvals=pvals,
                         parg=", P" if eom.param_values else "")
-    path = Path(path)
-    path.write_text(text)
-    return path
+    return write_text(path, text)
 
 
 def write_input(path, q0, qd0=None, tau=None, dt=1e-3, steps=1000, every=1, p=None) -> Path:
@@ -115,6 +114,4 @@ def write_input(path, q0, qd0=None, tau=None, dt=1e-3, steps=1000, every=1, p=No
         lines.append(f"tau {fmt(tau)}")
     if p is not None and len(p):
         lines.append(f"p {fmt(p)}")
-    path = Path(path)
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return write_text(path, "\n".join(lines) + "\n")

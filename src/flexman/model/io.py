@@ -21,6 +21,7 @@ import numpy as np
 import yaml
 
 from .checks import check_mass_matrix
+from . import names
 from .errors import ModelError
 from .limits import MAX_DOCUMENT_BYTES
 from .parse import parse, plain_copy
@@ -43,7 +44,6 @@ ANGLE_HINT = "a number in radians, {deg: 90} or \"90 deg\""
 # PyYAML (YAML 1.1) reads an unquoted 1e-3 as a string; accept exactly that spelling as a number.
 _EXP_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 _ANGLE_TEXT = re.compile(r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(deg|degrees|rad|radians)")
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 # ----- small validators: each names its field path in the error ----------------------------
@@ -154,12 +154,7 @@ def _choice(value, where: str, choices, what: str) -> str:
 
 
 def _identifier(value, where: str) -> str:
-    if not isinstance(value, str) or not _IDENTIFIER.fullmatch(value):
-        raise ModelError(
-            f"{where}: must be an identifier (letters, digits and _, not starting with a digit; "
-            f"got {_describe(value)}); put free text in 'description'"
-        )
-    return value
+    return names.identifier(value, where)
 
 
 def _text(value, where: str, allow_list: bool = False):
@@ -531,7 +526,7 @@ def dumps(robot: Robot, fmt: str = "yaml") -> str:
 
 def save(robot: Robot, path) -> Path:
     """Write a robot to ``path`` (format from the extension); returns the path for ``load``."""
+    from ..outputs import write_text
+
     path = Path(path)
-    text = dumps(robot, _format(path))
-    path.write_text(text, encoding="utf-8")
-    return path
+    return write_text(path, dumps(robot, _format(path)))  # whole or not at all

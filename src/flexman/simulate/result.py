@@ -73,9 +73,19 @@ class Result:
         return np.column_stack([self.t, self.q, self.qd, self.tau, self.energy])
 
     def save(self, path):
-        """Write ``.npz`` (everything but the robot) or ``.csv`` (one row per output time)."""
-        path = Path(path)
-        ext = path.suffix.lower()
+        """Write ``.npz`` (everything but the robot) or ``.csv`` (one row per output time),
+        under a temporary name renamed into place (never half a file)."""
+        from ..outputs import staged
+
+        final = Path(path)
+        ext = final.suffix.lower()
+        if ext not in (".npz", ".csv"):
+            raise ValueError(f"save: unknown extension '{ext}'; use .npz or .csv")
+        with staged() as files:
+            self._write(files.path(final), ext)
+        return final
+
+    def _write(self, path, ext):
         if ext == ".npz":
             np.savez(path, t=self.t, q=self.q, qd=self.qd, tau=self.tau, energy=self.energy,
                      controller_state=self.controller_state, method=np.array(self.method),
@@ -84,12 +94,9 @@ class Result:
                      t_diverged=np.array(np.nan if self.t_diverged is None else float(self.t_diverged)),
                      stats_keys=np.array([str(k) for k in self.stats]),
                      stats_values=np.array([str(v) for v in self.stats.values()]))
-        elif ext == ".csv":
+        else:
             np.savetxt(path, self.table(), delimiter=",", header=",".join(self.columns()),
                        comments="", fmt="%.17g")
-        else:
-            raise ValueError(f"save: unknown extension '{ext}'; use .npz or .csv")
-        return path
 
     @classmethod
     def load(cls, path, robot=None):
@@ -110,9 +117,13 @@ class Result:
             from ..viz.plots import plot_result
         except ImportError:
             plot_result = None
-        if plot_result is not None:
-            return plot_result(self, path, self.robot)
-        return _minimal_plot(self, path)
+        from ..outputs import staged
+
+        with staged() as files:
+            target = None if path is None else files.path(path)
+            if plot_result is not None:
+                return plot_result(self, target, self.robot)
+            return _minimal_plot(self, target)
 
     def report(self, path, **options):
         """Write the self-contained HTML report (model, frequencies, equations, plots, 3D

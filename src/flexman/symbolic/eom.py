@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..model import names
 from ..dynamics.structure import build
 from . import trace as tr
 from .program import Program
@@ -206,7 +207,7 @@ class EOM:
         """Readable equations: intermediates Z### = ..., then M[i,j] = ..., b[i] = ..."""
         from .convert import program_text
 
-        head = [f"# {self.robot.name}: equations of motion M(q) qdd + b(q, qd) = S tau "
+        head = [f"# {names.comment(self.robot.name)}: equations of motion M(q) qdd + b(q, qd) = S tau "
                 f"({self.formulation}, {self.parameters} parameters)"]
         head += [f"# q{k + 1}: {n}" for k, n in enumerate(self.robot.coordinate_names)]
         head += [f"# note: {n}" for n in self.notes]

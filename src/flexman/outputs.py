@@ -1,0 +1,106 @@
+"""Files flexman writes: checked before the work, published whole or not at all.
+
+* :func:`output_folder` / :func:`output_file` check an output location before a long run or
+  derivation (an empty name, a file where a folder is wanted, a folder that cannot be
+  written, an existing file without ``force``), so the failure comes first, not last.
+* :class:`staged` writes files under temporary names in their own folders and renames them
+  into place together when the block ends without error; on an error or Ctrl-C the temporary
+  files are removed and the old files stay as they were. Renaming within a folder is atomic,
+  so a reader sees the old file or the new one, never half of one.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+
+def _nonempty(path, option: str) -> Path:
+    if path is None or not str(path).strip():
+        raise ValueError(f"{option}: empty path; give a file or folder name")
+    return Path(path)
+
+
+def _writable(folder: Path, option: str) -> None:
+    """Create and remove a probe file: the one test that covers permissions, read-only
+    mounts and full disks alike."""
+    probe = folder / f".flexman-probe-{secrets.token_hex(4)}"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ValueError(f"{option}: cannot write in {folder} ({exc.strerror or exc})") from None
+
+
+def output_folder(path, option: str = "--out") -> Path:
+    """A folder that exists (created here) and can be written."""
+    folder = _nonempty(path, option)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{option}: {folder} is a file; give a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"{option}: cannot create the folder {folder} ({exc.strerror or exc})") from None
+    _writable(folder, option)
+    return folder
+
+
+def output_file(path, option: str = "--out", force: bool = False, protect=()) -> Path:
+    """A file that may be written: its folder exists and is writable; an existing file is
+    replaced only with ``force``; the files in ``protect`` (the model being read) never."""
+    target = _nonempty(path, option)
+    if target.is_dir():
+        raise ValueError(f"{option}: {target} is a folder; give a file name")
+    for other in protect:
+        if other is not None and target.exists() and Path(other).exists() and target.samefile(other):
+            raise ValueError(f"{option}: {target} is the input file itself; choose another name")
+    if target.exists() and not force:
+        raise ValueError(f"{option}: {target} exists; remove it or add --force")
+    parent = target.parent
+    if not parent.is_dir():
+        raise ValueError(f"{option}: the folder {parent} does not exist")
+    _writable(parent, option)
+    return target
+
+
+class staged:
+    """Publish several files together (see the module doc)::
+
+        with staged() as files:
+            np.savez(files.path(out / "result.npz"), ...)
+            fig.savefig(files.path(out / "result.png"))
+    """
+
+    def __init__(self):
+        self.pending = []
+
+    def path(self, final) -> Path:
+        """The temporary name to write ``final`` under (same folder and extension)."""
+        final = Path(final)
+        tmp = final.with_name(f".{final.stem}.{secrets.token_hex(4)}.partial{final.suffix}")
+        self.pending.append((tmp, final))
+        return tmp
+
+    def write_text(self, final, text: str) -> Path:
+        self.path(final).write_text(text, encoding="utf-8")
+        return Path(final)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        try:
+            if kind is None:
+                for tmp, final in self.pending:
+                    os.replace(tmp, final)
+        finally:
+            for tmp, _ in self.pending:  # after an error (or a failed rename): no partial files left
+                tmp.unlink(missing_ok=True)
+        return False
+
+
+def write_text(path, text: str) -> Path:
+    """Write one text file atomically."""
+    with staged() as files:
+        files.write_text(path, text)
+    return Path(path)
