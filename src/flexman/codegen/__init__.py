@@ -50,10 +50,13 @@ def _header(eom, cm, what):
 
 
 def c_source(eom, what=WHATS, prefix="fm", batch=True) -> str:
-    parts = [_header(eom, "//", what), "#include <math.h>\n"]
+    parts = [_header(eom, "//", what), "#include <math.h>\n#include <stdlib.h>\n"]
     for w in what:
         prog = eom.program(w)
-        parts.append(emit.function_source("c", prog, f"{prefix}_{w}"))
+        if len(prog.body) > emit.SPLIT_ABOVE:  # large models: several small functions compile much faster
+            parts.append(emit.c_split_source(prog, f"{prefix}_{w}"))
+        else:
+            parts.append(emit.function_source("c", prog, f"{prefix}_{w}"))
         if batch:
             parts.append(emit.c_batch_source(prog, f"{prefix}_{w}"))
     return "\n".join(parts)

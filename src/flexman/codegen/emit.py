@@ -190,3 +190,77 @@ def c_batch_source(program, fname) -> str:
         text += (f"void {fname}_{suffix}({sig})\n{{\n    for (long i = 0; i < n; ++i)\n"
                  f"        {fname}({', '.join(call)});\n}}\n")
     return text
+
+
+SPLIT_ABOVE = 3000  # C functions with more instructions are split into parts of SPLIT_PART
+SPLIT_PART = 1500
+
+
+def c_split_source(program, fname, part=None) -> str:
+    """One C function computing ``program`` as a sequence of static part functions of about
+    ``part`` instructions each (same results, instruction for instruction). A C compiler's time
+    grows faster than linearly with the size of one function (register allocation and scheduling
+    over straight-line code); parts keep every function small, so compiling a large model takes
+    time proportional to its size. Values one part passes to a later one go through a scratch
+    array ``w`` allocated by the caller on the heap."""
+    part = part or SPLIT_PART
+    ins = [g for g in program.inputs if program.inputs[g]]
+    outs = list(program.outputs)
+    input_of = {n: (g, k) for g in ins for k, n in enumerate(program.inputs[g])}
+    body = program.body
+    chunks = [body[i:i + part] for i in range(0, len(body), part)]
+    out_atoms = [a for _, entries in program.outputs.values() for _, _, a in entries if isinstance(a, str)]
+    owner = {}
+    for j, chunk in enumerate(chunks):
+        for t, _, _ in chunk:
+            owner[t] = j
+    # names each part (and the final output part, index len(chunks)) reads from earlier parts
+    reads = []
+    for j, chunk in enumerate(chunks + [None]):
+        used = out_atoms if chunk is None else [a for _, _, args in chunk for a in args if isinstance(a, str)]
+        reads.append(list(dict.fromkeys(a for a in used if a in owner and owner[a] != j)))
+    slot = {}
+    for names in reads:
+        for a in names:
+            slot.setdefault(a, len(slot))
+    sig_in = ", ".join([f"const double *{g}" for g in ins])
+    # parts stay separate functions (a compiler would inline each into the caller: called once)
+    lines = ["#ifndef FM_NOINLINE\n#if defined(__GNUC__) || defined(__clang__)\n#define FM_NOINLINE __attribute__((noinline))\n"
+             "#else\n#define FM_NOINLINE\n#endif\n#endif"]
+    for j, chunk in enumerate(chunks + [None]):
+        used = out_atoms if chunk is None else [a for _, _, args in chunk for a in args if isinstance(a, str)]
+        head = f"FM_NOINLINE static void {fname}_part{j + 1}({sig_in}, double *w"
+        head += (", " + ", ".join(f"double *{g}" for g in outs) if chunk is None else "") + ")\n{"
+        lines.append(head)
+        for n in dict.fromkeys(a for a in used if a in input_of):
+            g, k = input_of[n]
+            lines.append(f"    const double {n} = {g}[{k}];")
+        for a in reads[j]:
+            lines.append(f"    const double {a} = w[{slot[a]}];")
+        if chunk is None:
+            for g in outs:
+                shape, entries = program.outputs[g]
+                for idx, (label, negd, a) in zip(np.ndindex(tuple(shape)), entries):
+                    rhs = ("-" if negd else "") + atom("c", a)
+                    lines.append(f"    {g}{_index('c', tuple(shape), idx)} = {rhs};  // {label}")
+        else:
+            for t, op, args in chunk:
+                lines.append(f"    const double {t} = {format_expr('c', op, args)};")
+            for t, _, _ in chunk:
+                if t in slot:
+                    lines.append(f"    w[{slot[t]}] = {t};")
+            lines.append("    (void)w;")
+        lines.append("}\n")
+    sig = ", ".join([f"const double *{g}" for g in ins] + [f"double *{g}" for g in outs])
+    args = ", ".join(ins)
+    lines.append(f"void {fname}({sig})\n{{")
+    for line in (f"{g}: {program.doc.get(g, '')}".rstrip(": ") for g in outs):
+        lines.append(f"    // {line}")
+    lines.append(f"    // {len(body)} instructions in {len(chunks)} parts; {len(slot)} values passed between parts")
+    lines.append(f"    double *w = (double *)malloc({max(len(slot), 1)} * sizeof(double));")
+    for j in range(len(chunks)):
+        lines.append(f"    {fname}_part{j + 1}({args}, w);")
+    lines.append(f"    {fname}_part{len(chunks) + 1}({args}, w, {', '.join(outs)});")
+    lines.append("    free(w);")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
