@@ -17,9 +17,11 @@ as ``J^T w`` (Piedboeuf, ``Q = J^T f``).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ..model import inputs
+from ..model import inputs, limits
 from ..model.errors import SingularMatrixError
 from . import crba, rnea
 from . import lagrange4 as l4
@@ -27,6 +29,30 @@ from . import lagrange4 as l4
 
 def _model(robot):
     return robot._model
+
+
+def _in_chunks(robot, fn, *arrays):
+    """``fn(*arrays)`` over the arrays' common batch, evaluated a chunk of states at a time so
+    that the recursions' intermediates stay near ``limits.BATCH_BYTES`` however large the
+    batch (1e5 mass matrices of a 7-coordinate arm: tens of MB, not GB). ``fn`` returns an
+    array or a tuple of arrays with the batch in front; symbolic arrays go through whole."""
+    if any(a.dtype == object for a in arrays):
+        return fn(*arrays)
+    batch = np.broadcast_shapes(*(a.shape[:-1] for a in arrays))
+    n, size = math.prod(batch), limits.chunk_states(robot.nq, robot.n_joints)
+    if n <= size:
+        return fn(*arrays)
+    flat = [np.broadcast_to(a, batch + a.shape[-1:]).reshape((n,) + a.shape[-1:]) for a in arrays]
+    outs = None
+    for start in range(0, n, size):
+        part = fn(*[f[start:start + size] for f in flat])
+        parts = part if isinstance(part, tuple) else (part,)
+        if outs is None:
+            outs = [np.empty((n,) + np.shape(p)[1:], dtype=np.result_type(p)) for p in parts]
+        for out, p in zip(outs, parts):
+            out[start:start + size] = p
+    outs = [out.reshape(batch + out.shape[1:]) for out in outs]
+    return tuple(outs) if isinstance(part, tuple) else outs[0]
 
 
 def _wrench_forces(robot, q, f_ext):
@@ -48,27 +74,32 @@ def _wrench_forces(robot, q, f_ext):
 def inverse_dynamics(robot, q, qd, qdd, f_ext=None):
     """Generalized forces [tau; residuals] = M qdd + b - J^T w."""
     q, qd, qdd = inputs.states(robot, q=q, qd=qd, qdd=qdd)
-    if robot.is_rigid:
-        out = rnea.inverse_dynamics(robot, q, qd, qdd)
-    else:
-        out = l4.inverse_dynamics(_model(robot), q, qd, qdd)
-    return out - _wrench_forces(robot, q, f_ext)
+
+    def one_chunk(q, qd, qdd):
+        if robot.is_rigid:
+            out = rnea.inverse_dynamics(robot, q, qd, qdd)
+        else:
+            out = l4.inverse_dynamics(_model(robot), q, qd, qdd)
+        return out - _wrench_forces(robot, q, f_ext)
+
+    return _in_chunks(robot, one_chunk, q, qd, qdd)
 
 
 def mass_matrix(robot, q):
     """M(q) (..., nq, nq), from the inverse-dynamics recursion with unit accelerations."""
     q = inputs.state(robot, q)
     if robot.is_rigid:
-        return crba.mass_matrix(robot, q)
-    return _flexible_mass_and_bias(robot, q, None)[0]
+        return _in_chunks(robot, lambda q: crba.mass_matrix(robot, q), q)
+    return _in_chunks(robot, lambda q: _flexible_mass_and_bias(robot, q, None)[0], q)
 
 
 def bias_forces(robot, q, qd):
     """b(q, qd): Coriolis/centrifugal, gravity, elastic K q_f, damping and joint friction."""
     q, qd = inputs.states(robot, q=q, qd=qd)
     if robot.is_rigid:
-        return crba.bias_forces(robot, q, qd)
-    return l4.inverse_dynamics(_model(robot), q, qd, np.zeros(np.broadcast_shapes(q.shape, qd.shape)))
+        return _in_chunks(robot, lambda q, qd: crba.bias_forces(robot, q, qd), q, qd)
+    return _in_chunks(robot, lambda q, qd: l4.inverse_dynamics(
+        _model(robot), q, qd, np.zeros(np.broadcast_shapes(q.shape, qd.shape))), q, qd)
 
 
 def mass_matrix_and_bias(robot, q, qd):
@@ -76,8 +107,8 @@ def mass_matrix_and_bias(robot, q, qd):
     (unit accelerations for the columns of M, the actual velocities with gravity for b)."""
     q, qd = inputs.states(robot, q=q, qd=qd)
     if robot.is_rigid:
-        return crba.mass_matrix(robot, q), crba.bias_forces(robot, q, qd)
-    return _flexible_mass_and_bias(robot, q, qd)
+        return _in_chunks(robot, lambda q, qd: (crba.mass_matrix(robot, q), crba.bias_forces(robot, q, qd)), q, qd)
+    return _in_chunks(robot, lambda q, qd: _flexible_mass_and_bias(robot, q, qd), q, qd)
 
 
 def _flexible_mass_and_bias(robot, q, qd):
@@ -119,24 +150,28 @@ def generalized_force(robot, tau):
 def forward_dynamics(robot, q, qd, tau, f_ext=None):
     """qdd solving M qdd = S tau - b + J^T w (tau has one entry per joint)."""
     q, qd, tau = inputs.states(robot, q=q, qd=qd, tau=tau)
-    M, b = mass_matrix_and_bias(robot, q, qd)
-    rhs = generalized_force(robot, tau) - b + _wrench_forces(robot, q, f_ext)
-    rhs, M = np.broadcast_to(rhs, np.broadcast_shapes(rhs.shape, M.shape[:-1])), M
-    M = np.broadcast_to(M, rhs.shape[:-1] + M.shape[-2:])
-    try:
-        return np.linalg.solve(M, rhs[..., None])[..., 0]
-    except np.linalg.LinAlgError:
-        raise SingularMatrixError("forward_dynamics: the mass matrix is singular at this state (a joint that "
-                         "moves no mass?); flexman.model.checks.mass_matrix_problem(robot, q) names it") from None
+
+    def one_chunk(q, qd, tau):
+        M, b = mass_matrix_and_bias(robot, q, qd)
+        rhs = generalized_force(robot, tau) - b + _wrench_forces(robot, q, f_ext)
+        rhs = np.broadcast_to(rhs, np.broadcast_shapes(rhs.shape, M.shape[:-1]))
+        M = np.broadcast_to(M, rhs.shape[:-1] + M.shape[-2:])
+        try:
+            return np.linalg.solve(M, rhs[..., None])[..., 0]
+        except np.linalg.LinAlgError:
+            raise SingularMatrixError("forward_dynamics: the mass matrix is singular at this state (a joint that "
+                                      "moves no mass?); flexman.model.checks.mass_matrix_problem(robot, q) names it") from None
+
+    return _in_chunks(robot, one_chunk, q, qd, tau)
 
 
 def kinetic_energy(robot, q, qd):
     q, qd = inputs.states(robot, q=q, qd=qd)
-    return l4.kinetic_energy(_model(robot), q, qd)
+    return _in_chunks(robot, lambda q, qd: l4.kinetic_energy(_model(robot), q, qd), q, qd)
 
 
 def potential_energy(robot, q):
-    return l4.potential_energy(_model(robot), inputs.state(robot, q))
+    return _in_chunks(robot, lambda q: l4.potential_energy(_model(robot), q), inputs.state(robot, q))
 
 
 def _order(order):
@@ -149,7 +184,8 @@ def frame(robot, q, link=-1, order=1):
     """Distal frame (..., 4, 4) of a link in the base frame, deflection included
     (order=2 adds foreshortening, as in :func:`jacobian`)."""
     i, order = inputs.link_index(robot, link), _order(order)
-    return l4.frames(_model(robot), inputs.state(robot, q), second_order=(order == 2))[i]
+    return _in_chunks(robot, lambda q: l4.frames(_model(robot), q, second_order=(order == 2))[i],
+                      inputs.state(robot, q))
 
 
 def jacobian(robot, q, link=-1, point=None, order=1):
@@ -163,4 +199,4 @@ def jacobian(robot, q, link=-1, point=None, order=1):
     """
     order, i = _order(order), inputs.link_index(robot, link)
     q, point = inputs.state(robot, q), inputs.point(point)
-    return l4.point_jacobian(_model(robot), q, i, point, second_order=(order == 2))
+    return _in_chunks(robot, lambda q: l4.point_jacobian(_model(robot), q, i, point, second_order=(order == 2)), q)

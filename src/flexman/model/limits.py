@@ -36,3 +36,13 @@ MAX_GRAVITY = 1e3                # m/s^2
 
 # ----- the mass matrix of an accepted model --------------------------------------------------
 MAX_CONDITION = 1e12             # cond(M) at rest; past this solving M qdd = f loses most digits
+
+# ----- batches ---------------------------------------------------------------------------------
+BATCH_BYTES = 64e6               # working memory of one chunk of a batched evaluation
+
+
+def chunk_states(nq: int, n_links: int) -> int:
+    """States per chunk of a batched evaluation: the recursions keep about (nq + 1)^2 * n_links
+    * 100 floats per state alive (measured: 38 kB per state for the 7-coordinate three-link arm)."""
+    per_state = 8 * 100 * (nq + 1) ** 2 * max(n_links, 1)
+    return max(1, int(BATCH_BYTES // per_state))
