@@ -22,6 +22,7 @@ EXPECTED_NAMES = [
     "flx_joint_mass",
     "flx_rigid_pendulum",
     "flx_three_link",
+    "flx_three_link_lqr",
     "puma560",
     "saha_3link",
     "saha_3link_modified",
@@ -38,6 +39,7 @@ NQ = {
     "flx_flexible_pendulum": 3,  # joint + fundamental mode in each bending plane
     "flx_joint_mass": 3,
     "flx_three_link": 7,  # 000 sec. 3.3.5, p. 68: "7 degrees of freedom in total"
+    "flx_three_link_lqr": 7,  # the same arm
     "puma560": 6,
     "stanford_arm": 6,
     "saha_3link": 3,
@@ -61,6 +63,7 @@ MASSES = {
     "flx_flexible_pendulum": [FLX_MASS],
     "flx_joint_mass": [FLX_MASS],
     "flx_three_link": [10.0, FLX_MASS, FLX_MASS],  # link-1 rotor chosen (not in the thesis)
+    "flx_three_link_lqr": [10.0, FLX_MASS, FLX_MASS],
     # Armstrong, Khatib & Burdick 1986 via Corke 1996 (puma560.m): m1 = 0 (not measured)
     "puma560": [0.0, 17.4, 4.8, 0.82, 0.34, 0.09],
     # Paul 1981 Table 6.5 via Corke 1996 (stanford.m)
