@@ -413,3 +413,9 @@ class Robot:
         from ..analysis.frequencies import natural_frequencies
 
         return natural_frequencies(self, q)
+
+    def _repr_html_(self):
+        """Notebook view: coordinates, masses, the DH table and the beams."""
+        from ..viz.summary import model_html
+
+        return model_html(self)

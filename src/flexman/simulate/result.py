@@ -125,6 +125,13 @@ class Result:
                 return plot_result(self, target, self.robot)
             return _minimal_plot(self, target)
 
+    def _repr_html_(self):
+        """Notebook view: the key numbers of the run and its plots (an inline PNG); the 3D
+        animation is in :meth:`report`."""
+        from ..viz.notebook import result_html
+
+        return result_html(self)
+
     def report(self, path, **options):
         """Write the self-contained HTML report (model, frequencies, equations, plots, 3D
         animation) to ``path`` (a folder gets ``report.html``); return its path. Options:

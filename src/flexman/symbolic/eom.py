@@ -249,6 +249,16 @@ class EOM:
         return (f"<EOM {self.robot.name}: nq={self.nq}, {self.formulation}, {self.parameters} parameters, "
                 f"inverse dynamics {c['mul']} mul {c['add']} add>")
 
+    def _repr_html_(self):
+        """Notebook view: the equations as MathML (text when too long), counts, coordinates."""
+        from ..viz.equations import eom_html
+
+        return eom_html(self)
+
+    def _repr_latex_(self):
+        """Notebook view as LaTeX: the straight-line program (``latex()``)."""
+        return self.latex()
+
 
 def _program(tape, x, values, what, robot):
     ins, outs = LAYOUT[what]
