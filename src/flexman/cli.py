@@ -789,8 +789,9 @@ def build_parser() -> argparse.ArgumentParser:
     _simulation_arguments(p)
     p.add_argument("--out", required=True, metavar="DIR", help="folder for report.html, result.png and result.npz")
     p.add_argument("--magnify", type=float, metavar="K", help="draw deflections K times their size (default: automatic)")
-    p.add_argument("--equations", choices=FORMULATIONS + ("none",), default="book",
-                   help="formulation of the equations shown (default book; none leaves them out)")
+    p.add_argument("--equations", choices=("auto",) + FORMULATIONS + ("none",), default="auto",
+                   help="formulation of the equations shown (default auto: newton_euler for rigid arms, book for "
+                        "flexible ones; none leaves them out)")
 
     p = _subcommand(sub, "frequencies", cmd_frequencies, "natural frequencies of the linearized system")
     p.add_argument("--q", type=float, nargs="+", metavar="Q", help="configuration (joint or all coordinates)")

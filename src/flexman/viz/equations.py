@@ -38,6 +38,7 @@ def eom_html(eom, max_typeset: int = MAX_TYPESET) -> str:
              f"<p>{html.escape(eom.formulation)} formulation, {html.escape(eom.parameters)} parameters; "
              f"coordinates {coords}.</p>",
              "<p>M and b together: " + ", ".join(f"{v} {k}" for k, v in counts.items()) + " operations.</p>"]
+    parts += [f"<p class='muted'>Note: {html.escape(n)}.</p>" for n in eom.notes]
     rows = program_lines(eom.latex())
     if len(rows) <= max_typeset:
         body = "".join(f"<tr><td>{mathml(l)}</td><td>{mathml('=')}</td><td>{mathml(r)}</td></tr>" for l, r in rows)

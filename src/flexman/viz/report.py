@@ -187,9 +187,10 @@ def _section(title: str, body: str, anchor: str) -> str:
     return f"<section id='{anchor}'><h2>{html.escape(title)}</h2>\n{body}\n</section>"
 
 
-def report_html(result, robot=None, title=None, magnify=None, equations="book", note: str = "") -> str:
-    """The report page as text (see the module docstring). ``equations``: a formulation whose
-    symbolic equations are shown, or None to leave them out; ``magnify``: deflection factor in the
+def report_html(result, robot=None, title=None, magnify=None, equations="auto", note: str = "") -> str:
+    """The report page as text (see the module docstring). ``equations``: the formulation whose
+    symbolic equations are shown ("auto": Newton-Euler for a rigid arm, Book's recursion for a
+    flexible one), or None to leave them out; ``magnify``: deflection factor in the
     animation (None: automatic); ``note``: a line under the title (e.g. how the run was driven)."""
     robot = robot if robot is not None else getattr(result, "robot", None)
     if robot is None:
@@ -221,6 +222,8 @@ def report_html(result, robot=None, title=None, magnify=None, equations="book", 
     if equations:
         from ..symbolic import derive
 
+        if equations == "auto":
+            equations = "newton_euler" if robot.is_rigid else "book"
         sections.append(_section("Equations of motion", eom_html(derive(robot, formulation=equations)), "equations"))
     plots_js = ("const F = JSON.parse(document.getElementById('plot-data').textContent);"
                 "for (const k in F) Plotly.newPlot('plot-' + k, F[k].data, F[k].layout,"
@@ -240,6 +243,7 @@ def write_report(result, path, robot=None, **options) -> Path:
     path = Path(path)
     if path.suffix.lower() not in (".html", ".htm"):
         path = path / "report.html"
+    from ..outputs import write_text
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(report_html(result, robot=robot, **options), encoding="utf-8")
-    return path
+    return write_text(path, report_html(result, robot=robot, **options))  # whole or not at all
