@@ -193,7 +193,8 @@ def test_build_shared_verifies_its_entries(fresh_cache):
 
 def test_split_code_equals_the_interpreted_model(fresh_cache, monkeypatch):
     """Large programs are emitted as several part functions passing values through a scratch
-    array; forced on a small arm (parts of 200 instructions), the code equals the robot."""
+    array, and a large forward dynamics calls M and b and solves M qdd = S tau - b by LDL^T in a
+    loop; forced on a small arm (parts of 200 instructions), the code equals the robot."""
     from flexman.codegen import c_source, emit
 
     monkeypatch.setattr(emit, "SPLIT_ABOVE", 300)
@@ -203,3 +204,12 @@ def test_split_code_equals_the_interpreted_model(fresh_cache, monkeypatch):
     source = c_source(eom)
     assert "fm_forward_dynamics_part5(" in source and "malloc(" in source
     assert_same_dynamics(eom.compile("c"), robot)
+    monkeypatch.setattr(emit, "SOLVE_ABOVE", 300)
+    source = c_source(eom)
+    assert "fm_ldl_solve(7, M, qdd)" in source and "fm_forward_dynamics_part" not in source
+    assert_same_dynamics(eom.compile("c"), robot)
+    units = []
+    c_source(eom, units=units)  # the parts as translation units of their own ...
+    assert len(units) >= 4 and all(u.startswith("#include <math.h>") for u in units)
+    model = modelcache.compiled_model(robot)  # ... compiled in parallel by the model cache
+    assert_same_dynamics(model, robot)

@@ -49,12 +49,19 @@ def _header(eom, cm, what):
     return "\n".join(f"{cm} {l}".rstrip() for l in lines) + "\n"
 
 
-def c_source(eom, what=WHATS, prefix="fm", batch=True) -> str:
+def c_source(eom, what=WHATS, prefix="fm", batch=True, units=None) -> str:
+    """C source of the model's functions; ``units``: a list that receives the parts of split
+    large functions as translation units of their own (see ``emit.c_split_source``)."""
+    what = tuple(what)
     parts = [_header(eom, "//", what), "#include <math.h>\n#include <stdlib.h>\n"]
+    # a large forward dynamics calls M and b (when they come before it) and solves in a loop
+    before_fd = set(what[:what.index("forward_dynamics")]) if "forward_dynamics" in what else set()
     for w in what:
         prog = eom.program(w)
-        if len(prog.body) > emit.SPLIT_ABOVE:  # large models: several small functions compile much faster
-            parts.append(emit.c_split_source(prog, f"{prefix}_{w}"))
+        if w == "forward_dynamics" and {"mass_matrix", "bias_forces"} <= before_fd and len(prog.body) > emit.SOLVE_ABOVE:
+            parts.append(emit.c_forward_by_solve(prog, f"{prefix}_{w}", prefix, eom.nq, eom.n_joints))
+        elif len(prog.body) > emit.SPLIT_ABOVE:  # large models: several small functions compile much faster
+            parts.append(emit.c_split_source(prog, f"{prefix}_{w}", units=units))
         else:
             parts.append(emit.function_source("c", prog, f"{prefix}_{w}"))
         if batch:

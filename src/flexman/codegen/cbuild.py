@@ -141,12 +141,32 @@ def compile_command(flags=None, extension=False) -> tuple:
     return cmd, importlib.machinery.EXTENSION_SUFFIXES[0], "numpy " + numpy.__version__
 
 
-def compile_into(sources, out, cmd):
-    """Compile the C files ``sources`` with ``cmd`` into the library ``out``."""
-    res = subprocess.run(cmd + ["-o", str(out)] + [str(s) for s in sources] + ["-lm"], capture_output=True,
-                         text=True)
+def _run(cmd):
+    res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode:
-        raise RuntimeError(f"C compilation failed ({' '.join(cmd)}):\n{res.stderr[-4000:]}")
+        raise RuntimeError(f"C compilation failed ({' '.join(cmd[:6])} ...):\n{res.stderr[-4000:]}")
+
+
+PART_OPT = "-O1"  # parts of split functions: straight-line code, for which -O2 adds compile time, not speed
+
+
+def compile_into(sources, out, cmd, n_jobs=None):
+    """Compile the C files ``sources`` with ``cmd`` into the library ``out``. Several files are
+    compiled to objects in parallel (``n_jobs`` processes, default: the CPU count), then linked;
+    the files after the first (parts of split functions) with ``PART_OPT`` instead of -O2."""
+    sources = [Path(s) for s in sources]
+    if len(sources) == 1:
+        _run(cmd + ["-o", str(out), str(sources[0]), "-lm"])
+        return Path(out)
+    from concurrent.futures import ThreadPoolExecutor
+
+    objects = [s.with_suffix(".o") for s in sources]
+    main_cmd = [c for c in cmd if c != "-shared"] + ["-c"]
+    part_cmd = [PART_OPT if c == "-O2" else c for c in main_cmd]
+    jobs = [(main_cmd if k == 0 else part_cmd) + ["-o", str(o), str(s)] for k, (s, o) in enumerate(zip(sources, objects))]
+    with ThreadPoolExecutor(max_workers=n_jobs or os.cpu_count() or 1) as pool:
+        list(pool.map(_run, jobs))
+    _run([cmd[0], "-shared", "-o", str(out)] + [str(o) for o in objects] + ["-lm"])
     return Path(out)
 
 

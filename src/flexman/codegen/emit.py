@@ -196,13 +196,17 @@ SPLIT_ABOVE = 3000  # C functions with more instructions are split into parts of
 SPLIT_PART = 1500
 
 
-def c_split_source(program, fname, part=None) -> str:
-    """One C function computing ``program`` as a sequence of static part functions of about
-    ``part`` instructions each (same results, instruction for instruction). A C compiler's time
-    grows faster than linearly with the size of one function (register allocation and scheduling
-    over straight-line code); parts keep every function small, so compiling a large model takes
-    time proportional to its size. Values one part passes to a later one go through a scratch
-    array ``w`` allocated by the caller on the heap."""
+def c_split_source(program, fname, part=None, units=None) -> str:
+    """One C function computing ``program`` as a sequence of part functions of about ``part``
+    instructions each (same results, instruction for instruction). A C compiler's time grows
+    faster than linearly with the size of one function (register allocation and scheduling over
+    straight-line code); parts keep every function small, so compiling a large model takes time
+    proportional to its size. Values one part passes to a later one go through a scratch array
+    ``w`` allocated by the caller on the heap.
+
+    ``units``: a list to which each part is appended as a translation unit of its own (then the
+    returned text declares them), so the parts can be compiled in parallel; otherwise they are
+    static, non-inlined functions in the returned text."""
     part = part or SPLIT_PART
     ins = [g for g in program.inputs if program.inputs[g]]
     outs = list(program.outputs)
@@ -224,33 +228,39 @@ def c_split_source(program, fname, part=None) -> str:
         for a in names:
             slot.setdefault(a, len(slot))
     sig_in = ", ".join([f"const double *{g}" for g in ins])
-    # parts stay separate functions (a compiler would inline each into the caller: called once)
-    lines = ["#ifndef FM_NOINLINE\n#if defined(__GNUC__) || defined(__clang__)\n#define FM_NOINLINE __attribute__((noinline))\n"
-             "#else\n#define FM_NOINLINE\n#endif\n#endif"]
+    # in one unit, parts stay separate functions (a compiler would inline each into the caller)
+    lines = [] if units is not None else [
+        "#ifndef FM_NOINLINE\n#if defined(__GNUC__) || defined(__clang__)\n#define FM_NOINLINE __attribute__((noinline))\n"
+        "#else\n#define FM_NOINLINE\n#endif\n#endif"]
     for j, chunk in enumerate(chunks + [None]):
         used = out_atoms if chunk is None else [a for _, _, args in chunk for a in args if isinstance(a, str)]
-        head = f"FM_NOINLINE static void {fname}_part{j + 1}({sig_in}, double *w"
-        head += (", " + ", ".join(f"double *{g}" for g in outs) if chunk is None else "") + ")\n{"
-        lines.append(head)
+        head = f"void {fname}_part{j + 1}({sig_in}, double *w"
+        head += (", " + ", ".join(f"double *{g}" for g in outs) if chunk is None else "") + ")"
+        text = [head + "\n{"]
         for n in dict.fromkeys(a for a in used if a in input_of):
             g, k = input_of[n]
-            lines.append(f"    const double {n} = {g}[{k}];")
+            text.append(f"    const double {n} = {g}[{k}];")
         for a in reads[j]:
-            lines.append(f"    const double {a} = w[{slot[a]}];")
+            text.append(f"    const double {a} = w[{slot[a]}];")
         if chunk is None:
             for g in outs:
                 shape, entries = program.outputs[g]
                 for idx, (label, negd, a) in zip(np.ndindex(tuple(shape)), entries):
                     rhs = ("-" if negd else "") + atom("c", a)
-                    lines.append(f"    {g}{_index('c', tuple(shape), idx)} = {rhs};  // {label}")
+                    text.append(f"    {g}{_index('c', tuple(shape), idx)} = {rhs};  // {label}")
         else:
             for t, op, args in chunk:
-                lines.append(f"    const double {t} = {format_expr('c', op, args)};")
+                text.append(f"    const double {t} = {format_expr('c', op, args)};")
             for t, _, _ in chunk:
                 if t in slot:
-                    lines.append(f"    w[{slot[t]}] = {t};")
-            lines.append("    (void)w;")
-        lines.append("}\n")
+                    text.append(f"    w[{slot[t]}] = {t};")
+            text.append("    (void)w;")
+        text.append("}\n")
+        if units is None:
+            lines.append("FM_NOINLINE static " + "\n".join(text))
+        else:
+            units.append("#include <math.h>\n\n" + "\n".join(text))
+            lines.append(head + ";")
     sig = ", ".join([f"const double *{g}" for g in ins] + [f"double *{g}" for g in outs])
     args = ", ".join(ins)
     lines.append(f"void {fname}({sig})\n{{")
@@ -264,3 +274,54 @@ def c_split_source(program, fname, part=None) -> str:
     lines.append("    free(w);")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+SOLVE_ABOVE = 10000  # forward dynamics programs larger than this call M and b and solve in a loop
+
+LDL_SOLVE = r"""
+/* Solve A x = y for a symmetric positive definite n x n matrix A (row-major, overwritten by its
+   LDL^T factors: L below the diagonal, D on it); x holds y on entry and the solution on exit. */
+static void fm_ldl_solve(int n, double *A, double *x)
+{
+    for (int j = 0; j < n; ++j) {
+        double d = A[j * n + j];
+        for (int k = 0; k < j; ++k) d -= A[j * n + k] * A[j * n + k] * A[k * n + k];
+        A[j * n + j] = d;
+        for (int i = j + 1; i < n; ++i) {
+            double s = A[i * n + j];
+            for (int k = 0; k < j; ++k) s -= A[i * n + k] * A[j * n + k] * A[k * n + k];
+            A[i * n + j] = s / d;
+        }
+    }
+    for (int i = 0; i < n; ++i)
+        for (int k = 0; k < i; ++k) x[i] -= A[i * n + k] * x[k];
+    for (int i = 0; i < n; ++i) x[i] /= A[i * n + i];
+    for (int i = n - 1; i >= 0; --i)
+        for (int k = i + 1; k < n; ++k) x[i] -= A[k * n + i] * x[k];
+}
+"""
+
+
+def c_forward_by_solve(program, fname, prefix, nq, n_joints) -> str:
+    """Forward dynamics of a large model as calls: ``<prefix>_mass_matrix`` and
+    ``<prefix>_bias_forces`` (defined before it), then an LDL^T solve of M qdd = S tau - b in a
+    loop. The straight-line program would repeat all of M's code (more than half the source of a
+    large arm) and unroll the solve; this one costs the compiler nothing."""
+    has_p = bool(program.inputs.get("p"))
+    p = ", p" if has_p else ""
+    sig = ", ".join(["const double *q", "const double *qd", "const double *tau"]
+                    + (["const double *p"] if has_p else []) + ["double *qdd"])
+    return (LDL_SOLVE + f"""
+void {fname}({sig})
+{{
+    // qdd: {program.doc.get('qdd', 'accelerations')}
+    // M(q) qdd = S tau - b(q, qd): M and b by the functions above, then LDL^T in a loop
+    double *M = (double *)malloc({nq * nq} * sizeof(double));
+    {prefix}_mass_matrix(q{p}, M);
+    {prefix}_bias_forces(q, qd{p}, qdd);
+    for (int i = 0; i < {nq}; ++i) qdd[i] = -qdd[i];
+    for (int i = 0; i < {n_joints}; ++i) qdd[i] += tau[i];
+    fm_ldl_solve({nq}, M, qdd);
+    free(M);
+}}
+""")

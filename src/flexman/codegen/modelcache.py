@@ -28,7 +28,7 @@ from pathlib import Path
 
 from . import cbuild
 
-FORMAT = 3  # bump when the generated code or the manifest changes meaning
+FORMAT = 6  # bump when the generated code or the manifest changes meaning
 DYNAMICS_FREE = ("name", "description", "source", "controller")  # model-file fields the equations ignore
 LINK_VALUES = ("a", "d", "mass", "com", "inertia", "armature", "hub")
 BEAM_VALUES = ("length", "mass_per_length", "EI", "GJ", "polar_inertia_per_length", "damping")
@@ -173,7 +173,8 @@ def _build(key, robot, formulation, flags, extension, progress):
     eom = derive(robot, formulation=formulation, parameters="symbolic", external=False)
     layout = calling_layout(eom)
     t_derive = time.perf_counter() - start
-    source = c_source(eom)
+    units = []  # parts of split large functions: compiled in parallel
+    source = c_source(eom, units=units)
     module = None
     lib_path, manifest = _paths(key)
     with tempfile.TemporaryDirectory(dir=models_dir()) as tmp:
@@ -185,8 +186,12 @@ def _build(key, robot, formulation, flags, extension, progress):
             text = pyext.source(source, {w: eom.program(w) for w in WHATS}, module, eom.param_values.values())
         src = tmp / "model.c"
         src.write_text(text)
+        files = [src]
+        for k, unit in enumerate(units):
+            files.append(tmp / f"part{k + 1}.c")
+            files[-1].write_text(unit)
         t0 = time.perf_counter()
-        out = cbuild.compile_into([src], tmp / f"model{suffix}", cmd)
+        out = cbuild.compile_into(files, tmp / f"model{suffix}", cmd)
         t_compile = time.perf_counter() - t0
         digest = cbuild.file_digest(out)
         os.replace(out, lib_path)
