@@ -139,6 +139,11 @@ def test_report_is_self_contained(three_link_run, tmp_path):
     times = [f["t"] for f in anim["frames"]]
     assert len(times) == 240 and times[0] == t[0] and times[-1] == t[-1] and np.all(np.diff(times) > 0)
     assert anim["magnify"] == auto_magnification(three_link_run.robot, three_link_run.q)
+    robot, k = three_link_run.robot, anim["magnify"]
+    last = anim["frames"][-1]
+    for scale, prefix in ((k, ""), (1.0, "true_")):  # the magnified arm and the true-scale one
+        tip = arm_lines(robot, three_link_run.q[-1], scale).tip[0]
+        np.testing.assert_allclose([axis[0] for axis in last[prefix + "tip"]], tip, atol=1e-5)
     plots = json_block(page, "plot-data")
     assert {"joints", "torques", "energy", "tips", "joint_errors", "ee_error"} <= set(plots)
     assert len(plots["joints"]["data"]) == 2 * 3  # each joint and its desired value

@@ -121,6 +121,18 @@ def test_report_in_chromium(browser, report):
         assert 100 < first < second, (first, second)
         page.click("#play")  # pause
         settle(page, "!window.flexmanAnimation.playing")
+        # the scale switch: at true scale the tip sits nearer the undeformed arm's
+        tip_of = "(() => { const d = document.getElementById('arm3d').data; return [d[5].x[0], d[5].y[0], d[5].z[0]]; })()"
+        magnified = np.array(page.evaluate(tip_of))
+        page.select_option("#scale", "1")
+        settle(page, f"document.getElementById('arm3d').data[5].x[0] !== {float(magnified[0])!r}")
+        true_scale = np.array(page.evaluate(tip_of))
+        frame = page.evaluate("window.flexmanAnimation.frame")
+        anim_tip = np.array(page.evaluate(f"JSON.parse(document.getElementById('animation-data').textContent)"
+                                          f".frames[{frame}].true_tip.map(axis => axis[0])"))
+        np.testing.assert_allclose(true_scale, anim_tip)
+        assert not np.allclose(true_scale, magnified)
+        page.select_option("#scale", page.eval_on_selector("#scale", "s => s.options[0].value"))
         # the 3D view is drawn: varied pixels, and the beams in their colour
         page.evaluate("window.flexmanAnimation.show(239)")
         page.wait_for_timeout(300)

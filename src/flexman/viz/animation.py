@@ -50,7 +50,8 @@ def _rounded(points, digits=5):
 
 def animation_data(robot, t, q, magnify=None, max_frames=MAX_FRAMES) -> dict:
     """Per frame: time and x/y/z lists of the rigid segments, beams, joints, tip and the
-    undeformed ghost; plus the magnification and a cube that holds every frame."""
+    undeformed ghost (and, when magnified, the same parts at true scale as ``true_*``); plus the
+    magnification and a cube that holds every frame."""
     t = np.asarray(t, dtype=float)
     q = np.asarray(q, dtype=float).reshape(len(t), -1)
     idx = frame_indices(len(t), max_frames)
@@ -61,6 +62,9 @@ def animation_data(robot, t, q, magnify=None, max_frames=MAX_FRAMES) -> dict:
     ghost = arm_lines(robot, q[idx], 0.0)
     parts = {"rigid": deformed.rigid, "beams": deformed.beams, "joints": deformed.joints, "tip": deformed.tip,
              "ghost_rigid": ghost.rigid, "ghost_beams": ghost.beams}
+    if magnify != 1.0 and robot.nf:  # the true scale too, for the page's scale switch
+        true = arm_lines(robot, q[idx], 1.0)
+        parts.update(true_rigid=true.rigid, true_beams=true.beams, true_joints=true.joints, true_tip=true.tip)
     every = np.concatenate([p.reshape(-1, 3) for p in parts.values() if p.size], axis=0)
     every = every[np.all(np.isfinite(every), axis=1)]
     lo, hi = (every.min(axis=0), every.max(axis=0)) if every.size else (-np.ones(3), np.ones(3))

@@ -77,10 +77,15 @@ ANIMATION_JS = r"""
   function moveCursors(t) {
     plots.forEach(p => { if (p.layout) Plotly.relayout(p, {'shapes[0].x0': t, 'shapes[0].x1': t}); });
   }
+  const scale = document.getElementById('scale');
+  function source(p) {  // the true-scale parts when the scale switch says so
+    return (scale && scale.value === '1' && !p.startsWith('ghost')) ? 'true_' + p : p;
+  }
   function show(i, cursors) {
     frame = Math.max(0, Math.min(n - 1, Math.round(i)));
     const f = A.frames[frame];
-    Plotly.restyle(gd, {x: PARTS.map(p => f[p][0]), y: PARTS.map(p => f[p][1]), z: PARTS.map(p => f[p][2])},
+    const s = PARTS.map(source);
+    Plotly.restyle(gd, {x: s.map(p => f[p][0]), y: s.map(p => f[p][1]), z: s.map(p => f[p][2])},
                    PARTS.map((_, k) => k));
     slider.value = frame;
     readout.textContent = 't = ' + f.t.toFixed(3) + ' s';
@@ -111,6 +116,10 @@ ANIMATION_JS = r"""
   document.getElementById('back').addEventListener('click', () => { pause(); show(frame - 1); });
   document.getElementById('forward').addEventListener('click', () => { pause(); show(frame + 1); });
   slider.addEventListener('input', () => { pause(); show(parseInt(slider.value)); });
+  if (scale) scale.addEventListener('change', () => {
+    Plotly.restyle(gd, {name: 'beams (deflection x' + (scale.value === '1' ? 1 : A.magnify) + ')'}, [3]);
+    show(frame, false);
+  });
   Plotly.newPlot(gd, traces(A.frames[0]), layout, {responsive: true, displaylogo: false}).then(() => {
     show(0);
     window.flexmanAnimation = {show: show, play: play, pause: pause, get frame() { return frame; },
@@ -206,8 +215,12 @@ def report_html(result, robot=None, title=None, magnify=None, equations="auto", 
                 "<input id='scrub' type='range' min='0' max='0' step='1' value='0' aria-label='time'>"
                 "<span id='time-readout'>t = 0 s</span><label>speed <select id='speed'>"
                 "<option value='0.1'>0.1x</option><option value='0.25'>0.25x</option><option value='0.5'>0.5x</option>"
-                "<option value='1' selected>1x</option><option value='2'>2x</option></select></label></div>")
-    anim_body = (f"<p class='muted'>Deflections drawn {mag:g} times their size (largest tip deflection "
+                "<option value='1' selected>1x</option><option value='2'>2x</option></select></label>"
+                + (f"<label>deflections <select id='scale'><option value='{mag:g}' selected>x{mag:g}</option>"
+                   "<option value='1'>true scale</option></select></label>" if "true_beams" in anim["frames"][0] else "")
+                + "</div>")
+    anim_body = (f"<p class='muted'>Deflections drawn {mag:g} times their size unless switched to true scale "
+                 f"(largest tip deflection "
                  f"{1e3 * anim['max_tip_deflection']:.3g} mm); grey: the same joints with undeformed links. "
                  f"Click a point of any plot below to jump there.</p>{controls}<div id='arm3d'></div>")
     plot_divs = "".join(f"<div class='plot' id='plot-{p.key}'></div>" for p in panels)
