@@ -142,7 +142,7 @@ def selection(robot):
 def generalized_force(robot, tau):
     """S tau for tau (..., n_joints)."""
     tau = inputs.joint_values(robot, tau)
-    out = np.zeros(tau.shape[:-1] + (robot.nq,))
+    out = np.zeros(tau.shape[:-1] + (robot.nq,), dtype=np.result_type(tau, float))
     out[..., : robot.n_joints] = tau
     return out
 

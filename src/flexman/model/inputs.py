@@ -22,7 +22,10 @@ def _shape_text(arr) -> str:
 
 
 def _is_symbol(x) -> bool:
-    return not isinstance(x, (numbers.Number, np.generic, str, bytes, bool, type(None), dict, list, tuple))
+    """A symbolic scalar (SymEngine, SymPy, the tracer's): not a number, but has arithmetic."""
+    if isinstance(x, (numbers.Number, np.generic, str, bytes, type(None), dict, list, tuple, set)):
+        return False
+    return all(hasattr(x, op) for op in ("__add__", "__mul__", "__radd__", "__rmul__", "__neg__"))
 
 
 def array(value, name: str) -> np.ndarray:
@@ -47,8 +50,8 @@ def array(value, name: str) -> np.ndarray:
         flat = arr.reshape(-1)
         if all(isinstance(x, numbers.Real) and not isinstance(x, bool) for x in flat):
             return arr.astype(float)
-        if any(_is_symbol(x) for x in flat) and not any(isinstance(x, (str, bytes, dict, list, tuple)) for x in flat):
-            return arr  # symbols: traced by the same algorithms
+        if flat.size and all(_is_symbol(x) or isinstance(x, numbers.Real) for x in flat):
+            return arr  # symbols (among numbers): traced by the same algorithms
     found = {"U": "text", "S": "text", "O": "other objects"}.get(kind, arr.dtype.name)
     raise ValueError(f"{name}: expected numbers, got {found}")
 

@@ -14,6 +14,7 @@ import copy
 import difflib
 import json
 import math
+import os
 import re
 from pathlib import Path
 
@@ -464,6 +465,10 @@ def _example_module():
 
 def load(path_or_name) -> Robot:
     """Load a robot from a model file (by extension) or, failing that, a bundled example name."""
+    if not isinstance(path_or_name, (str, os.PathLike)):
+        raise ModelError(f"expected a model file path or a bundled example name, got {type(path_or_name).__name__}")
+    if isinstance(path_or_name, str) and not path_or_name.strip():
+        raise ModelError("model: empty name; give a model file (.yaml, .toml, .json) or a bundled example name")
     path = Path(path_or_name)
     if not path.is_file():
         examples = _example_module()
@@ -528,5 +533,7 @@ def save(robot: Robot, path) -> Path:
     """Write a robot to ``path`` (format from the extension); returns the path for ``load``."""
     from ..outputs import write_text
 
+    if not isinstance(robot, Robot):
+        raise ValueError(f"save: expected a Robot, got {type(robot).__name__}")
     path = Path(path)
     return write_text(path, dumps(robot, _format(path)))  # whole or not at all

@@ -37,6 +37,9 @@ MAX_GRAVITY = 1e3                # m/s^2
 # ----- the mass matrix of an accepted model --------------------------------------------------
 MAX_CONDITION = 1e12             # cond(M) at rest; past this solving M qdd = f loses most digits
 
+# ----- simulation ------------------------------------------------------------------------------
+MAX_SAMPLES = 1e7                # output samples of one run (t_final / dt): 1e7 x 2 nq floats
+
 # ----- batches ---------------------------------------------------------------------------------
 BATCH_BYTES = 64e6               # working memory of one chunk of a batched evaluation
 

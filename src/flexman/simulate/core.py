@@ -15,6 +15,7 @@ import numpy as np
 
 from ..model import inputs
 from ..model.checks import check_mass_matrix
+from ..model.limits import MAX_SAMPLES
 from . import integrators
 from .backend import evaluator
 from .result import Result
@@ -66,7 +67,7 @@ def controller_parts(controller, n_joints):
     n_states = int(getattr(controller, "n_states", 0) or 0)
     if n_states == 0:
         if not callable(controller):
-            raise TypeError("controller: give a callable controller(t, q, qd) -> tau or an object "
+            raise ValueError("controller: give a callable controller(t, q, qd) -> tau or an object "
                             "with n_states, torque(t, q, qd, z) and state_derivative(t, q, qd, z)")
         return 0, np.zeros(0), (lambda t, q, qd, z: controller(t, q, qd)), None
     z0 = (np.asarray(controller.initial_state(), dtype=float) if hasattr(controller, "initial_state")
@@ -119,6 +120,9 @@ def output_times(t_final, dt):
     t_final, dt = inputs.positive(t_final, "t_final"), inputs.positive(dt, "dt")
     if dt > t_final:
         raise ValueError(f"dt: {dt:g} s is longer than t_final = {t_final:g} s; use dt <= t_final")
+    if t_final / dt > MAX_SAMPLES:
+        raise ValueError(f"dt: t_final / dt = {t_final / dt:.3g} output samples; the limit is {MAX_SAMPLES:g} "
+                         "(use a larger dt; an adaptive method still takes the steps it needs between them)")
     n = int(np.floor(t_final / dt * (1 + 1e-12)))
     t = dt * np.arange(n + 1)
     if t_final - t[-1] > 1e-9 * dt:
@@ -130,6 +134,8 @@ def output_times(t_final, dt):
 def prepare(robot, t_final, dt, method, q0, qd0, torque, controller):
     """Checked inputs of a run: method, initial state, output times, torque input and the
     controller's parts (shared by every simulation entry point)."""
+    if not all(hasattr(robot, a) for a in ("nq", "n_joints", "forward_dynamics")):
+        raise ValueError(f"simulate: expected a Robot (or its compiled model), got {type(robot).__name__}")
     method = {"RK4": "rk4"}.get(method, method)
     if method not in integrators.METHODS:
         raise ValueError(f"method: unknown '{method}'; use one of {', '.join(integrators.METHODS)}")
