@@ -28,7 +28,7 @@ def stiffness(robot, q, gravity=True):
 
 def linearize(robot, q=None):
     """(M, K) of the free arm about q at rest: M dq_dd + K dq = S dtau."""
-    q = np.zeros(robot.nq) if q is None else inputs.finite(inputs.state(robot, q), "q")
+    q = np.zeros(robot.nq) if q is None else inputs.finite(inputs.real(inputs.state(robot, q), "q"), "q")
     if q.ndim != 1:
         raise ValueError(f"q: expected one configuration of nq = {robot.nq} values, got shape {q.shape}")
     return robot.mass_matrix(q), stiffness(robot, q)

@@ -28,9 +28,13 @@ def mass_matrix_problem(robot, q=None) -> str | None:
     """Why M(q) (default: q = 0) cannot be used, or None. Names the coordinate that carries
     the smallest eigenvalue's direction."""
     q = np.zeros(robot.nq) if q is None else np.asarray(q, dtype=float)
-    with np.errstate(all="ignore"):
-        M = np.asarray(robot.mass_matrix(q), dtype=float)
     at = "at q = 0" if not np.any(q) else "at the initial state"
+    try:
+        with np.errstate(all="ignore"):
+            M = np.asarray(robot.mass_matrix(q), dtype=float)
+    except (ValueError, ArithmeticError) as exc:  # the model cannot even be built or evaluated
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        return f"the mass matrix {at} cannot be computed ({text}); check the magnitudes (README, Limits)"
     if not np.all(np.isfinite(M)):
         return f"the mass matrix {at} has non-finite entries; check the magnitudes (README, Limits)"
     M = 0.5 * (M + M.T)

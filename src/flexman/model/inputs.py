@@ -14,7 +14,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["array", "vector", "state", "joint_values", "states", "link_index", "point", "positive", "finite"]
+__all__ = ["real", "array", "vector", "state", "joint_values", "states", "link_index", "point", "positive", "finite"]
 
 
 def _shape_text(arr) -> str:
@@ -107,9 +107,16 @@ def point(value, name: str = "point"):
     """A point (3,) in a link frame, or None."""
     if value is None:
         return None
-    arr = array(value, name)
+    arr = real(array(value, name), name)
     if arr.shape != (3,):
         raise ValueError(f"{name}: expected 3 numbers [x, y, z], got {_shape_text(arr)}")
+    return arr
+
+
+def real(arr, name: str) -> np.ndarray:
+    """``arr`` when it holds real numbers (where complex values have no meaning)."""
+    if np.iscomplexobj(arr):
+        raise ValueError(f"{name}: expected real numbers, got complex ones")
     return arr
 
 

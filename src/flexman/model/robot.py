@@ -262,15 +262,18 @@ class Link:
 
 
 def _check_sliding_beam(link, where: str) -> None:
-    """A translating beam's outside length is q + d: it must stay in (0, length] over the joint
-    range (at 0 the beam has no flexible part and its mass matrix is singular)."""
+    """A translating beam's outside length is q + d: it must stay in [MIN_BEAM_LENGTH, length]
+    over the joint range (at 0 the beam has no flexible part and its mass matrix is singular;
+    near 0 its tip loads per unit length overflow)."""
     lo, hi = link.limits if link.limits is not None else (0.0, 0.0)
-    if not 0.0 < link.d <= link.beam.length:
-        raise ModelError(f"{where}.d: a flexible prismatic link needs 0 < d <= beam.length = {link.beam.length:g} "
-                         f"(d is the beam's length outside its hub at q = 0; got {link.d:g})")
-    if link.limits is not None and not (lo + link.d > 0.0 and hi + link.d <= link.beam.length * (1 + 1e-12)):
-        raise ModelError(f"{where}.limits: the beam's outside length q + d must stay in (0, {link.beam.length:g}] m; "
-                         f"with d = {link.d:g} the limits must lie in ({-link.d:g}, {link.beam.length - link.d:g}]")
+    shortest = lim.MIN_BEAM_LENGTH
+    if not shortest <= link.d <= link.beam.length:
+        raise ModelError(f"{where}.d: a flexible prismatic link needs {shortest:g} <= d <= beam.length = "
+                         f"{link.beam.length:g} m (d is the beam's length outside its hub at q = 0; got {link.d:g})")
+    if link.limits is not None and not (lo + link.d >= shortest and hi + link.d <= link.beam.length * (1 + 1e-12)):
+        raise ModelError(f"{where}.limits: the beam's outside length q + d must stay in [{shortest:g}, "
+                         f"{link.beam.length:g}] m; with d = {link.d:g} the limits must lie in "
+                         f"[{shortest - link.d:g}, {link.beam.length - link.d:g}]")
 
 
 @dataclass
