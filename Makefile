@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The showcase: a flexible three-link arm tracks a move under decoupling + LQR control; writes
-# results/showcase/report.html (3D animation, plots, model, equations) and result.png.
+# results/showcase/report.html (3D animation, plots, model, equations) and summary.png.
 run: $(STAMP)
 	$(VENV)/bin/flexman report flx_three_link_lqr --controller --t-final 4.5 --dt 2e-3 --out results/showcase
 

@@ -175,6 +175,10 @@ def test_report_command(tmp_path):
     assert out["report"] == str((tmp_path / "report.html").resolve())
     assert json_block(page, "animation-data")["magnify"] == 3.0
     assert (tmp_path / "result.png").stat().st_size > 0 and (tmp_path / "result.npz").exists()
+    from matplotlib.image import imread
+
+    summary = imread(tmp_path / "summary.png")  # the arm in 3D beside the key curves: not blank
+    assert summary.shape[1] > summary.shape[0] > 400 and summary[..., :3].std() > 0.05
 
 
 @pytest.mark.parametrize("args, message", [

@@ -395,13 +395,15 @@ def _drive_note(kwargs) -> str:
 
 def cmd_report(args) -> int:
     """Simulate a model and write report.html (model, frequencies, equations, plots, 3D
-    animation; self-contained, works offline), result.png and result.npz into --out."""
+    animation; self-contained, works offline), summary.png (the arm at a few instants and the
+    key curves), result.png (every time history) and result.npz into --out."""
     robot = _load(args.model)
     kwargs = _simulation_options(args, robot)
     if args.magnify is not None and not (math.isfinite(args.magnify) and args.magnify >= 0):
         raise UsageError(f"--magnify: must be a number >= 0 (got {args.magnify})")
     out = output_folder(args.out)  # before the run
     from .simulate import simulate
+    from .viz.snapshot import plot_summary
 
     with np.errstate(all="ignore"), warnings.catch_warnings():  # divergence is reported below, once
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -410,13 +412,14 @@ def cmd_report(args) -> int:
         print(f"flexman: warning: the run stopped at t = {res.t_diverged:.6g} s; the report shows the samples "
               "before it; use a smaller --dt or a stiff method (--method Radau or BDF)", file=sys.stderr)
     equations = None if args.equations == "none" else args.equations
-    with staged() as staging:  # the three files replace the old ones together, or none does
+    with staged() as staging:  # the files replace the old ones together, or none does
         res.report(staging.path(out / "report.html"), magnify=args.magnify, equations=equations,
                    note=_drive_note(kwargs))
+        plot_summary(res, staging.path(out / "summary.png"))
         res.plot(staging.path(out / "result.png"))
         res.save(staging.path(out / "result.npz"))
     page = out / "report.html"
-    files = [page, out / "result.png", out / "result.npz"]
+    files = [page, out / "summary.png", out / "result.png", out / "result.npz"]
     status = 1 if res.diverged else 0
     if args.json:
         _print_json({"model": robot.name, "report": str(page.resolve()), "files": [str(f) for f in files],
@@ -787,7 +790,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _subcommand(sub, "report", cmd_report, "simulate a model and write an HTML report with a 3D animation")
     _simulation_arguments(p)
-    p.add_argument("--out", required=True, metavar="DIR", help="folder for report.html, result.png and result.npz")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder for report.html, summary.png, result.png and result.npz")
     p.add_argument("--magnify", type=float, metavar="K", help="draw deflections K times their size (default: automatic)")
     p.add_argument("--equations", choices=("auto",) + FORMULATIONS + ("none",), default="auto",
                    help="formulation of the equations shown (default auto: newton_euler for rigid arms, book for "
