@@ -5,7 +5,10 @@ Run: python bench/scaling.py [--links 1 2 4 8 12] [--modes 2]
 A chain of n flexible links (alternating alpha = 90 deg / 0, each a 0.5 m beam with ``modes``
 bending modes per plane, so nq = n (1 + 2 modes)) goes through the compiled-by-default path
 (derive with symbolic parameters, generate C, compile; an empty cache for each size). Columns:
-derive and compile seconds, forward dynamics per call (one state through the extension) and per
+derive and compile CPU seconds (compile: summed over the compiler processes, which run in
+parallel), the wall time of the whole build and the load average during it (the machine may be
+shared: on an idle machine with c cores the wall time is about derive + compile / c), forward
+dynamics per call (one state through the extension) and per
 state in a batch of 1000 (compiled, then interpreted), and Pinocchio's ABA per call on the rigid
 chain of the same number of joints (skipped when ``import pinocchio`` fails).
 """
@@ -54,6 +57,13 @@ def pinocchio_aba(robot):
     return 1e6 * best_of(lambda: pin.aba(model, data, q, v, tau), repeat=5, number=2000)
 
 
+def _children_cpu():
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def row(n_links, modes):
     from flexman.codegen import modelcache
 
@@ -61,12 +71,11 @@ def row(n_links, modes):
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["FLEXMAN_CACHE"] = tmp
         modelcache.clear_memory()
-        start = time.perf_counter()
+        start, cpu, children = time.perf_counter(), time.process_time(), _children_cpu()
         model = modelcache.compiled_model(robot)
         total = time.perf_counter() - start
-        import json
-
-        manifest = json.loads(next((modelcache.models_dir()).glob("*.json")).read_text())
+        derive_cpu, compile_cpu = time.process_time() - cpu, _children_cpu() - children
+        load = os.getloadavg()[0]
         rng = np.random.default_rng(1)
         Q = 0.01 * rng.standard_normal((1000, robot.nq))  # small deflections: M well conditioned
         Q[:, robot.joint_index] = rng.standard_normal((1000, robot.n_joints))
@@ -80,8 +89,8 @@ def row(n_links, modes):
         err = np.abs(model.forward_dynamics(Q[:20], QD[:20], TAU[:20]) - robot.forward_dynamics(Q[:20], QD[:20], TAU[:20]))
         rel = err.max() / np.abs(robot.forward_dynamics(Q[:20], QD[:20], TAU[:20])).max()
     pin_us = pinocchio_aba(chain(n_links, flexible=False))
-    return (n_links, modes, robot.nq, f"{manifest['derive_seconds']:.1f}", f"{manifest['compile_seconds']:.1f}",
-            f"{total:.1f}", f"{single:.2f}", f"{batched:.2f}", f"{interp:.0f}",
+    return (n_links, modes, robot.nq, f"{derive_cpu:.1f}", f"{compile_cpu:.1f}", f"{total:.1f}", f"{load:.1f}",
+            f"{single:.2f}", f"{batched:.2f}", f"{interp:.0f}",
             "-" if pin_us is None else f"{pin_us:.2f}", f"{rel:.0e}")
 
 
@@ -90,7 +99,7 @@ def main(argv=None):
     parser.add_argument("--links", type=int, nargs="+", default=[1, 2, 4, 8, 12])
     parser.add_argument("--modes", type=int, default=2, help="bending modes per plane")
     args = parser.parse_args(argv)
-    head = ("links", "modes/plane", "nq", "derive s", "compile s", "total s", "FD us/call", "FD us/state batched",
+    head = ("links", "modes/plane", "nq", "derive cpu s", "compile cpu s", "build wall s", "load", "FD us/call", "FD us/state batched",
             "interp. us/state", "Pinocchio rigid ABA us", "rel. diff")
     rows = []
     for n in args.links:
