@@ -79,7 +79,7 @@ def test_dopri5_meets_its_tolerance(compiled_backend):
 
 def test_batch_input_errors():
     robot = fm.examples.load("flx_flexible_pendulum")
-    with pytest.raises(ValueError, match=r"q0: expected shape \(batch, 3\)"):
+    with pytest.raises(ValueError, match=r"q0: expected nq = 3 values per state \(last axis\), got shape \(2, 4\)"):
         fm.simulate_batch(robot, 0.1, q0=np.zeros((2, 4)))
     with pytest.raises(ValueError, match="batch sizes differ"):
         fm.simulate_batch(robot, 0.1, q0=np.zeros((2, 3)), qd0=np.zeros((3, 3)))

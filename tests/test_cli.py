@@ -99,8 +99,8 @@ def test_bad_yaml_is_one_line(tmp_path):
     (["simulate", "MODEL", "--method", "euler"], "invalid choice: 'euler'"),
     (["simulate", "MODEL", "--dt", "-1"], "--dt: must be > 0"),
     (["simulate", "MODEL", "--t-final", "0"], "--t-final: must be > 0"),
-    (["simulate", "MODEL", "--q0", "1", "2", "3"], "--q0: expected 1 values (got 3)"),
-    (["frequencies", "MODEL", "--q", "1", "2"], "--q: expected 1 values (got 2)"),
+    (["simulate", "MODEL", "--q0", "1", "2", "3"], "--q0: expected 1 value (got 3)"),
+    (["frequencies", "MODEL", "--q", "1", "2"], "--q: expected 1 value (got 2)"),
 ])
 def test_bad_options_in_process(model, capsys, argv, pattern):
     argv = [str(model) if a == "MODEL" else a for a in argv]

@@ -88,7 +88,8 @@ def _vector(values, n_allowed, what: str):
     arr = np.asarray(values, dtype=float)
     if arr.size not in n_allowed:
         want = " or ".join(str(n) for n in sorted(set(n_allowed)))
-        raise UsageError(f"{what}: expected {want} values (got {arr.size})")
+        noun = "value" if want == "1" else "values"
+        raise UsageError(f"{what}: expected {want} {noun} (got {arr.size})")
     return arr
 
 

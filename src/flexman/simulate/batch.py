@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..model import inputs
 from .backend import evaluator
 from .core import _Progress, controller_parts, output_times
 
@@ -60,7 +61,8 @@ class BatchResult:
 
 def _batch_inputs(robot, q0, qd0, robots, n):
     nq = robot.nq
-    arrays = [np.zeros((1, nq)) if a is None else np.atleast_2d(np.asarray(a, dtype=float)) for a in (q0, qd0)]
+    arrays = [np.zeros((1, nq)) if a is None else np.atleast_2d(inputs.finite(inputs.real(inputs.state(robot, a, name), name), name))
+              for a, name in ((q0, "q0"), (qd0, "qd0"))]
     for name, a in zip(("q0", "qd0"), arrays):
         if a.ndim != 2 or a.shape[1] != nq:
             raise ValueError(f"{name}: expected shape (batch, {nq}) or ({nq},), got {a.shape}")
