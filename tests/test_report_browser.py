@@ -1,7 +1,8 @@
 """The report in a real browser: headless Chromium (Debian's `chromium`) driven by Playwright.
 
 The page must load with no console error and no network request, the animation must step
-frame by frame and play, and the 3D view must show the arm (not a blank canvas).
+frame by frame, scrub, play, switch to true scale and jump to a time clicked on a plot, and
+the 3D view must show the arm (not a blank canvas).
 
 The test needs /usr/bin/chromium (`.ci/run` installs it). Without it the test fails, unless
 FLEXMAN_SKIP_BROWSER=1 says a browser-less run is intended.
@@ -133,7 +134,16 @@ def test_report_in_chromium(browser, report):
         np.testing.assert_allclose(true_scale, anim_tip)
         assert not np.allclose(true_scale, magnified)
         page.select_option("#scale", page.eval_on_selector("#scale", "s => s.options[0].value"))
+        # a click on a plot moves the animation to that time
+        plot = page.locator("#plot-ee_error")
+        plot.scroll_into_view_if_needed()
+        box = plot.bounding_box()
+        page.evaluate("window.flexmanAnimation.show(0)")
+        page.mouse.move(box["x"] + 0.6 * box["width"], box["y"] + 0.5 * box["height"])
+        page.mouse.click(box["x"] + 0.6 * box["width"], box["y"] + 0.5 * box["height"])
+        settle(page, "window.flexmanAnimation.frame > 60")
         # the 3D view is drawn: varied pixels, and the beams in their colour
+        page.locator("#arm3d").scroll_into_view_if_needed()
         page.evaluate("window.flexmanAnimation.show(239)")
         page.wait_for_timeout(300)
         img = image(page.locator("#arm3d").screenshot())
