@@ -38,7 +38,7 @@ def sweep(robot, parameters, run=None, scheduler=None, **options):
 def __getattr__(name):
     import importlib
 
-    if name in ("examples", "trajectory", "control", "analysis", "discretize", "dynamics"):
+    if name in ("examples", "trajectory", "control", "analysis", "discretize", "dynamics", "viz"):
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(name)
 

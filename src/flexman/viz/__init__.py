@@ -1,4 +1,7 @@
-"""Plots and (later) the 3D viewer."""
+"""Pictures of robots and runs: PNG plots and summaries, the self-contained HTML report with the
+3D animation of the deforming arm, notebook views."""
 from .plots import plot_result
+from .report import report_html, write_report
+from .snapshot import plot_summary
 
-__all__ = ["plot_result"]
+__all__ = ["plot_result", "plot_summary", "report_html", "write_report"]
