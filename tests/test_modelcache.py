@@ -84,6 +84,7 @@ def test_structure_change_is_another_model(fresh_cache):
     assert modelcache.model_key(robot)[0] != key
 
 
+@pytest.mark.slow
 def test_sliding_beam_parameters(fresh_cache):
     """A prismatic flexible link (sliding beam, finite elements): the parameter vector carries
     its properties too. With clamped-mass shapes (which follow the loads) every value is structure."""

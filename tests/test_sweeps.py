@@ -42,6 +42,7 @@ def direct_figures(ei, mu):
     return dist.max(), np.abs(res.tau).max(), np.sort(robot.natural_frequencies(res.q[0]))
 
 
+@pytest.mark.slow
 def test_sweep_on_local_cluster(tmp_path):
     """The default scheduler: a LocalCluster (two workers); a 3 x 2 grid in one Parquet file."""
     robot = fm.examples.load("flx_flexible_pendulum")
@@ -72,20 +73,22 @@ def test_resume_reuses_finished_points(tmp_path, client):
     missing points and gives the same table."""
     robot = fm.examples.load("flx_flexible_pendulum")
     out = tmp_path / "s.parquet"
-    first = fm.sweep(robot, parameters=GRID, run=RUN, out=out, scheduler=client, progress=False)
+    run = {**RUN, "t_final": 0.1}
+    first = fm.sweep(robot, parameters=GRID, run=run, out=out, scheduler=client, progress=False)
     before = first.table.to_pydict()
     out.unlink()
     for k in (1, 4):
         (tmp_path / "s.parquet.parts" / f"point_{k}.json").unlink()
-    again = fm.sweep(robot, parameters=GRID, run=RUN, out=out, scheduler=client, progress=False)
+    again = fm.sweep(robot, parameters=GRID, run=run, out=out, scheduler=client, progress=False)
     assert (again.computed, again.reused) == (2, 4)
     after = again.table.to_pydict()
     for name in ("links.0.beam.EI", "peak_tip_deflection", "settling_time", "lowest_frequency"):
         assert after[name] == pytest.approx(before[name], rel=1e-12)
     with pytest.raises(sweeps.SweepError, match="parts of another sweep"):
-        fm.sweep(robot, parameters={"links.0.beam.EI": [1.0e3]}, run=RUN, out=out, scheduler=client)
+        fm.sweep(robot, parameters={"links.0.beam.EI": [1.0e3]}, run=run, out=out, scheduler=client)
 
 
+@pytest.mark.slow
 def test_worker_killed_mid_sweep_loses_nothing(tmp_path, client):
     """SIGKILL one worker once points have started to finish: Dask reruns its tasks elsewhere
     (the nanny restarts it), and every point arrives with its correct figures."""
