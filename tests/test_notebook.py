@@ -19,7 +19,7 @@ def test_example_notebook_runs(tmp_path):
     outputs = [out for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs]
     assert not [out for out in outputs if out.output_type == "error"]
     html = [out.data["text/html"] for out in outputs if "text/html" in out.get("data", {})]
-    assert any("Denavit-Hartenberg table" in h for h in html)  # the robot
+    assert any("Denavit-Hartenberg table" in h and "the arm at q = 0" in h for h in html)  # the robot
     assert any("largest tip deflection" in h and "data:image/png;base64," in h for h in html)  # the result
     assert any("<math" in h and "operations" in h for h in html)  # the equations, MathML
     latex = [out.data["text/latex"] for out in outputs if "text/latex" in out.get("data", {})]

@@ -418,7 +418,7 @@ class Robot:
         return natural_frequencies(self, q)
 
     def _repr_html_(self):
-        """Notebook view: coordinates, masses, the DH table and the beams."""
-        from ..viz.summary import model_html
+        """Notebook view: coordinates, masses, the DH table, the beams and a picture of the arm."""
+        from ..viz.notebook import robot_html
 
-        return model_html(self)
+        return robot_html(self)

@@ -1,11 +1,25 @@
-"""Notebook views of results (robots and equations show their tables and MathML directly)."""
+"""Notebook views of robots and results (equations show their MathML directly)."""
 from __future__ import annotations
 
 import base64
 import html
 import io
 
-from .summary import table
+from .summary import model_html, table
+
+
+def _png(fig, dpi) -> str:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def robot_html(robot) -> str:
+    """The model's tables beside a picture of the arm at q = 0 (PNG inline)."""
+    from .snapshot import plot_arm
+
+    picture = f"<img alt='the arm at q = 0' src='data:image/png;base64,{_png(plot_arm(robot), 70)}'>"
+    return f"<div>{model_html(robot)}{picture}</div>"
 
 
 def result_html(result) -> str:
@@ -14,9 +28,7 @@ def result_html(result) -> str:
 
     robot = getattr(result, "robot", None)
     name = robot.name if robot is not None else "run"
-    buffer = io.BytesIO()
-    result.plot().savefig(buffer, format="png", dpi=60)
-    png = base64.b64encode(buffer.getvalue()).decode("ascii")
+    png = _png(result.plot(), 60)
     rows = key_numbers(result, robot) if robot is not None else []
     return (f"<div><b>{html.escape(name)}</b>: simulation result (<code>.report(path)</code> writes the HTML "
             f"report with the 3D animation){table(['', ''], rows)}"

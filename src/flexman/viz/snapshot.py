@@ -71,6 +71,29 @@ def plot_summary(result, path=None, robot=None, magnify=None):
     return fig
 
 
+def plot_arm(robot, q=None, path=None, magnify=1.0, size=(5, 4.5)):
+    """The arm at one configuration (default: all coordinates 0) in 3D, e.g. a model preview;
+    written to ``path`` when given; returns the figure."""
+    from matplotlib.figure import Figure
+
+    q = np.zeros(robot.nq) if q is None else np.asarray(q, dtype=float)
+    fig = Figure(figsize=size)
+    ax = fig.add_subplot(projection="3d")
+    _draw_arm(ax, robot, q, magnify, "#444444", 1.0)
+    joints = arm_lines(robot, q, magnify).joints
+    ax.scatter(joints[:, 0], joints[:, 1], joints[:, 2], color="#1f77b4", s=14)
+    ax.set_title(f"{robot.name}" + (" (q = 0)" if not np.any(q) else ""), fontsize=10)
+    ax.set_xlabel("x [m]")
+    ax.set_ylabel("y [m]")
+    ax.set_zlabel("z [m]")
+    ax.set_box_aspect((1, 1, 1))
+    _equal_limits(ax)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=80)
+    return fig
+
+
 def _equal_limits(ax):
     """Equal scales on the three axes (a cube around what is drawn)."""
     limits = np.array([ax.get_xlim3d(), ax.get_ylim3d(), ax.get_zlim3d()])
