@@ -165,15 +165,14 @@ def _dynamics(model, robot, robots, b):
     if hasattr(model, "evaluate"):  # compiled: one library, a parameter vector per run
         from ..codegen.modelcache import model_key
 
-        key = model_key(robot)[0]
+        key = model_key(robot, extension=False)[0]  # a structure test: any consistent key
         rows = []
         for k, r in enumerate(robots):
-            if r.nq != robot.nq or r.n_joints != robot.n_joints or model_key(r)[0] != key:
+            r_key, values = model_key(r, extension=False) if r is not robot else (key, None)
+            if r.nq != robot.nq or r.n_joints != robot.n_joints or r_key != key:
                 raise ValueError(f"robots[{k}]: another structure than robot's (joints, angles, beam shapes "
                                  "and modes, or which parameters are zero differ); simulate it separately")
-            from ..symbolic.params import parameter_values
-
-            rows.append(list(parameter_values(r).values()))
+            rows.append(model.params.copy() if values is None else list(values.values()))
         params = np.array(rows, dtype=float).reshape(b, len(model.param_names))
         return params, lambda q, qd, tau: model.evaluate("forward_dynamics", params, q, qd, tau)
 
