@@ -211,3 +211,18 @@ def test_showcase_tracks_and_damps():
     assert 150.0 < p["tips"].y.max() < 250.0  # mm
     assert p["ee_error"].y[after].max() < 2.5  # mm, settled
     assert p["tips"].y[(t > 2.5) & (t < 3.0)].max() > 20.0  # residual vibration right after the move
+
+
+def test_long_series_keep_their_envelope():
+    """A fast vibration decimated for the plots keeps its extremes in every bucket."""
+    from flexman.viz.report import envelope
+
+    t = np.linspace(0.0, 10.0, 200_001)
+    y = np.sin(2 * np.pi * 97.0 * t) * np.exp(-0.2 * t)
+    keep = envelope(y, 4000)
+    assert len(keep) <= 4002 and keep[0] == 0 and keep[-1] == len(y) - 1 and np.all(np.diff(keep) > 0)
+    buckets = np.array_split(np.arange(len(y)), 10)
+    for b in buckets:  # the decimated curve spans what the full one does, bucket by bucket
+        inside = keep[(keep >= b[0]) & (keep <= b[-1])]
+        assert y[inside].max() > y[b].max() - 0.02 and y[inside].min() < y[b].min() + 0.02
+    np.testing.assert_array_equal(envelope(y[:100], 4000), np.arange(100))

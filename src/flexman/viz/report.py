@@ -19,6 +19,7 @@ from . import series, summary
 from .animation import animation_data
 from .equations import eom_html
 
+MAX_PLOT_POINTS = 4000  # per curve: long runs are drawn from the envelope of their samples
 COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf"]
 
@@ -151,16 +152,37 @@ def _clean(values):
     return [None if not np.isfinite(v) else float(v) for v in np.round(arr, 9)]
 
 
+def envelope(y, max_points: int = MAX_PLOT_POINTS) -> np.ndarray:
+    """Indices of at most about ``max_points`` samples that keep the shape of the series y: the
+    smallest and largest value of each of max_points / 2 equal buckets (a plain stride would
+    alias a vibration faster than the stride)."""
+    n = len(y)
+    if n <= max_points:
+        return np.arange(n)
+    k = -(-n // (max_points // 2))
+    pad = np.full(-n % k, np.nan)
+    buckets = np.concatenate([np.asarray(y, dtype=float), pad]).reshape(-1, k)
+    filled = np.where(np.isnan(buckets), np.inf, buckets)
+    low = np.argmin(filled, axis=1)
+    high = np.argmax(np.where(np.isnan(buckets), -np.inf, buckets), axis=1)
+    idx = np.arange(buckets.shape[0])[:, None] * k + np.sort(np.stack([low, high], axis=1), axis=1)
+    return np.unique(np.concatenate([[0], idx.ravel(), [n - 1]]).clip(0, n - 1))
+
+
+def _trace(t, y, **style) -> dict:
+    keep = envelope(y)
+    return {"type": "scatter", "mode": "lines", "x": _clean(t[keep]), "y": _clean(y[keep]), **style}
+
+
 def _panel_figure(panel, t) -> dict:
     """A Plotly figure (plain data) of one panel; shapes[0] is the animation's time cursor."""
     data = []
     for k, label in enumerate(panel.labels):
         colour = COLOURS[k % len(COLOURS)]
-        data.append({"type": "scatter", "mode": "lines", "x": _clean(t), "y": _clean(panel.y[:, k]), "name": label,
-                     "line": {"color": colour, "width": 1.6}})
+        data.append(_trace(t, panel.y[:, k], name=label, line={"color": colour, "width": 1.6}))
         if panel.reference is not None:
-            data.append({"type": "scatter", "mode": "lines", "x": _clean(t), "y": _clean(panel.reference[:, k]),
-                         "name": f"{label} desired", "line": {"color": colour, "width": 1, "dash": "dash"}})
+            data.append(_trace(t, panel.reference[:, k], name=f"{label} desired",
+                               line={"color": colour, "width": 1, "dash": "dash"}))
     layout = {"title": {"text": panel.title, "font": {"size": 14}}, "margin": {"l": 60, "r": 10, "t": 36, "b": 40},
               "xaxis": {"title": {"text": "time [s]"}}, "yaxis": {"title": {"text": panel.ylabel}},
               "legend": {"font": {"size": 10}},
