@@ -19,7 +19,8 @@ import pytest
 import flexman as fm
 from flexman.control import from_spec
 
-CHROMIUM_ARGS = ["--no-sandbox", "--enable-unsafe-swiftshader", "--use-angle=swiftshader"]
+# root in a container: no sandbox, /tmp rather than a small /dev/shm; WebGL (the 3D view) in software
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--enable-unsafe-swiftshader", "--use-angle=swiftshader"]
 BEAM_ORANGE = np.array([0xFF, 0x7F, 0x0E]) / 255.0
 
 
