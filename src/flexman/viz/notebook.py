@@ -31,5 +31,5 @@ def result_html(result) -> str:
     png = _png(result.plot(), 60)
     rows = key_numbers(result, robot) if robot is not None else []
     return (f"<div><b>{html.escape(name)}</b>: simulation result (<code>.report(path)</code> writes the HTML "
-            f"report with the 3D animation){table(['', ''], rows)}"
+            f"report with the 3D animation){table(['quantity', 'value'], rows)}"
             f"<img alt='time histories' src='data:image/png;base64,{png}'></div>")

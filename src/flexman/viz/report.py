@@ -191,14 +191,15 @@ def _panel_figure(panel, t) -> dict:
     return {"data": data, "layout": layout}
 
 
-def key_numbers(result, robot) -> list:
-    """(what, value) rows that summarize a run: largest deflection, tracking errors, energy."""
+def key_numbers(result, robot, panels=None) -> list:
+    """(what, value) rows that summarize a run: largest deflection, tracking errors, energy
+    (``panels``: the run's :func:`series.panels`, when already computed)."""
     t = np.asarray(result.t, dtype=float)
     rows = [("simulated time", f"{t[-1]:.4g} s in {len(t)} samples ({result.method})")]
     wall = (result.stats or {}).get("wall_time")
     if wall is not None:
         rows.append(("wall time", f"{float(wall):.3g} s"))
-    by_key = {p.key: p for p in series.panels(result, robot)}
+    by_key = {p.key: p for p in (panels if panels is not None else series.panels(result, robot))}
     if "tips" in by_key:
         rows.append(("largest tip deflection", f"{np.nanmax(by_key['tips'].y):.4g} mm"))
         rows.append(("tip deflection at the end", f"{np.nanmax(by_key['tips'].y[-1]):.4g} mm"))
@@ -249,7 +250,7 @@ def report_html(result, robot=None, title=None, magnify=None, equations="auto", 
     figures = {p.key: _panel_figure(p, t) for p in panels}
     sections = [
         _section("Arm in motion", anim_body, "animation"),
-        _section("Run", summary.table(["", ""], key_numbers(result, robot)), "run"),
+        _section("Run", summary.table(["quantity", "value"], key_numbers(result, robot, panels)), "run"),
         _section("Time histories", f"<div class='grid'>{plot_divs}</div>", "plots"),
         _section("Model", summary.model_html(robot), "model"),
         _section("Natural frequencies", summary.frequencies_html(robot, q[0]), "frequencies"),
