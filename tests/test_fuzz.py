@@ -295,3 +295,31 @@ def test_command_lines_exit_cleanly(tmp_path_factory, data):
     if status == 2:
         lines = [line for line in text.splitlines() if line.startswith("flexman: error:")]
         assert len(lines) == 1, (argv, text)
+
+
+# ----- simulate's arguments ------------------------------------------------------------------------
+SIM_VALUES = st.sampled_from([None, 0.0, -1.0, 0.01, 0.02, 1e-300, 1e308, math.nan, math.inf, "0.01", [0.01], True])
+
+
+@settings(FUZZ, max_examples=60 * SCALE)
+@given(t_final=st.sampled_from([0.02, 0.05, 0.0, -1.0, 1e308, math.nan, "1", None]),
+       dt=SIM_VALUES, rtol=SIM_VALUES, atol=SIM_VALUES,
+       method=st.sampled_from(["rk4", "RK45", "Radau", "LSODA", "euler", None]),
+       q0=st.sampled_from([None, [0.3, 0.1], [math.nan, 0], [0.3], 0.3, "0.3", [[0.3, 0.1]], np.zeros((2, 1))]),
+       torque=st.sampled_from([None, 0.5, [1.0, -1.0], [math.nan, 0.0], [1.0], lambda t, q, qd: [0.0, 0.0],
+                               lambda t, q, qd: [math.inf, 0.0], lambda t, q, qd: [1.0], "1"]))
+def test_simulate_arguments_run_or_are_refused(t_final, dt, rtol, atol, method, q0, torque):
+    robot = ROBOTS["rigid"]
+    kwargs = {k: v for k, v in dict(dt=dt, rtol=rtol, atol=atol, method=method, q0=q0, torque=torque).items()
+              if v is not None}
+    start = time.perf_counter()
+    try:
+        with np.errstate(all="ignore"), contextlib.redirect_stderr(textio.StringIO()):
+            res = fm.simulate(robot, t_final, **kwargs)
+    except ValueError as exc:
+        assert str(exc) and "\n" not in str(exc), str(exc)
+        return
+    finally:
+        assert time.perf_counter() - start < SECONDS
+    assert len(res.t) == len(res.q) == len(res.tau) and np.all(np.isfinite(res.q))
+    assert res.diverged or res.t[-1] == pytest.approx(float(t_final))

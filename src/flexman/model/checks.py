@@ -44,7 +44,8 @@ def mass_matrix_problem(robot, q=None) -> str | None:
         return None
     k = int(np.argmax(np.abs(vec[:, 0])))
     name, owner = robot.coordinate_names[k], coordinate_owner(robot, k)
-    cond = "singular" if eig[0] <= 0 or top == 0 else f"ill-conditioned (condition number {top / eig[0]:.2g})"
+    ratio = top / eig[0] if eig[0] > top / 1e300 else np.inf
+    cond = "singular" if eig[0] <= 0 or top == 0 or np.isinf(ratio) else f"ill-conditioned (condition number {ratio:.2g})"
     if owner.endswith(".beam"):
         fix = "use fewer modes, clamped_free shapes or more beam mass"
     else:
