@@ -31,7 +31,7 @@ SCALE = int(os.environ.get("FLEXMAN_FUZZ_SCALE", "1"))
 FUZZ = settings(max_examples=40 * SCALE, derandomize=SCALE == 1, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                        HealthCheck.data_too_large])
-SECONDS = 5.0  # no single input may take longer (hangs would take forever)
+SECONDS = 20.0  # no single input may take longer: a hang takes forever, a loaded CI machine a while
 
 BASES = {name: io.robot_to_dict(fm.examples.load(name)) for name in
          ("flx_rigid_pendulum", "flx_double_pendulum", "flx_three_link", "theodore_rrp", "dynaman_rp")}
@@ -288,7 +288,7 @@ def test_command_lines_exit_cleanly(tmp_path_factory, data):
     start = time.perf_counter()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
         status = cli.main(argv)
-    assert time.perf_counter() - start < 3 * SECONDS, argv
+    assert time.perf_counter() - start < 3 * SECONDS, argv  # the default run: 1000 RK4 steps
     text = err.getvalue()
     assert "internal error" not in text and "Traceback" not in text, (argv, text)
     assert status in (0, 1, 2), (argv, status, text)

@@ -66,7 +66,7 @@ def test_unusable_models_are_refused_fast(data, pattern):
     with pytest.raises(ModelError, match=pattern) as info:
         robot_from_dict(data)
     assert "\n" not in str(info.value)
-    assert time.perf_counter() - start < 2.0
+    assert time.perf_counter() - start < 5.0
 
 
 def test_refused_in_files_too(tmp_path):

@@ -834,7 +834,8 @@ def main(argv=None) -> int:
     """Entry point of the ``flexman`` console script; returns the exit status."""
     try:
         args = build_parser().parse_args(argv)
-        return args.func(args)
+        with np.errstate(all="ignore"):  # overflow in a diverging run is reported once, as a result
+            return args.func(args)
     except BrokenPipeError:  # e.g. `flexman info arm.yaml | head`: not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
