@@ -78,6 +78,14 @@ PYTHON_CASES = [
     ("rest_to_rest(profile)", lambda: fm.trajectory.rest_to_rest([0, 0], [1, 1], 1.0, "x"), ValueError, "profile"),
     ("PID(gains)", lambda: fm.control.PID(robot(), fm.trajectory.rest_to_rest([0, 0], [1, 1], 1.0), kp=[1, 2, 3],
                                           ki=0, kd=0), ValueError, "kp"),
+    ("tip_offset(q)", lambda: fm.analysis.tip_offset(fm.examples.load("flx_three_link"), np.zeros(8)), ValueError,
+     "q: expected nq = 7 values"),
+    ("quasi_static_deflection(q_r)", lambda: fm.analysis.quasi_static_deflection(fm.examples.load("flx_three_link"),
+                                                                               [0.0, np.nan, 0.0]), ValueError,
+     "q_r[1] is nan"),
+    ("stiffness_margin(q)", lambda: fm.analysis.stiffness_margin(fm.examples.load("flx_three_link"), 1.1,
+                                                                 np.zeros((2, 7))), ValueError,
+     "q: expected one configuration of nq = 7"),
     ("Result.save(.txt)", lambda: fm.simulate(robot(), 0.02, dt=0.01).save("x.txt"), ValueError, "unknown extension"),
     ("Beam(modes)", lambda: fm.Beam(length=1.0, mass_per_length=1.0, EI=1.0, modes={"y": -1}), ModelError, "modes.y"),
     ("Link(joint)", lambda: fm.Link(joint="ball"), ModelError, "joint: unknown type 'ball'"),
@@ -93,3 +101,13 @@ def test_every_public_function_refuses_bad_input(name, call, error, expected, tm
         call()
     message = str(info.value)
     assert "\n" not in message and expected in message, message
+
+
+def test_model_text_is_text_in_html_too():
+    """A description is data: in the HTML report it is escaped, never markup or script."""
+    from flexman.viz.summary import model_html
+
+    robot = fm.examples.load("flx_rigid_pendulum")
+    robot.description = "<script>alert(1)</script> [bold]x[/bold]"
+    page = model_html(robot)
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..model import inputs
 from .frequencies import stiffness
 
 ABS_FLOOR = 1e-14  # absolute step below which an (almost) undeflected sample counts as converged
@@ -34,11 +35,12 @@ def quasi_static_deflection(robot, q_r, qd_r=None, qdd_r=None, iterations=50, to
     if robot.nf == 0:
         raise ValueError(f"quasi_static_deflection: robot '{robot.name}' has no flexible coordinates "
                          "(rigid links only), so there is no deflection to compute")
-    q_r = np.asarray(q_r, dtype=float)
-    if q_r.shape[-1:] != (robot.n_joints,) or q_r.ndim > 2:
+    q_r = inputs.finite(inputs.real(inputs.joint_values(robot, q_r, "q_r"), "q_r"), "q_r")
+    if q_r.ndim > 2:
         raise ValueError(f"q_r: expected shape ({robot.n_joints},) or (N, {robot.n_joints}), got {q_r.shape}")
-    qd_r = np.zeros_like(q_r) if qd_r is None else np.broadcast_to(np.asarray(qd_r, float), q_r.shape)
-    qdd_r = np.zeros_like(q_r) if qdd_r is None else np.broadcast_to(np.asarray(qdd_r, float), q_r.shape)
+    qd_r, qdd_r = (np.zeros_like(q_r) if v is None
+                   else np.broadcast_to(inputs.finite(inputs.joint_values(robot, v, name), name), q_r.shape)
+                   for v, name in ((qd_r, "qd_r"), (qdd_r, "qdd_r")))
     single = q_r.ndim == 1
     q_r, qd_r, qdd_r = np.atleast_2d(q_r), np.atleast_2d(qd_r), np.atleast_2d(qdd_r)
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..model import inputs
 from .frequencies import stiffness
 
 __all__ = ["StiffnessMargin", "stiffness_margin"]
@@ -59,7 +60,9 @@ def stiffness_margin(robot, K_hat, q=None):
     """
     if robot.nf == 0:
         raise ValueError("stiffness_margin: the robot has no flexible coordinates")
-    q = np.zeros(robot.nq) if q is None else np.asarray(q, dtype=float)
+    q = np.zeros(robot.nq) if q is None else inputs.finite(inputs.real(inputs.state(robot, q), "q"), "q")
+    if q.ndim != 1:
+        raise ValueError(f"q: expected one configuration of nq = {robot.nq} values, got shape {q.shape}")
     r, f = robot.joint_index, robot.flex_index
     K = _flex_stiffness(robot, q)
     if hasattr(K_hat, "mass_matrix"):
