@@ -158,3 +158,17 @@ def test_cli_one_line_exit_2_for_bomb(tmp_path, capsys):
     assert cli.main(["info", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("flexman: error: ") and "expands to more than" in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["simulate", "flx_rigid_pendulum", "--controller", "{path}"],
+    ["sweep", "flx_rigid_pendulum", "{path}"],
+])
+def test_other_yaml_inputs_pass_the_same_door(tmp_path, capsys, argv):
+    """A controller file and a sweep specification are read with the model files' limits."""
+    path = write(tmp_path, "spec.yaml", "parameters:\n" + alias_bomb())
+    start = time.perf_counter()
+    assert cli.main([a.format(path=path) for a in argv]) == 2
+    assert time.perf_counter() - start < 5.0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "expands to more than" in err and str(path) in err

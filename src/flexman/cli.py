@@ -17,7 +17,6 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from .model.errors import ModelError
 from .outputs import output_file, output_folder, staged, write_text
@@ -242,10 +241,12 @@ def _controller(robot, source):
         path = Path(source)
         if not path.is_file():
             raise UsageError(f"--controller: no such file '{source}'")
+        from .model.parse import read
+
         try:
-            spec = yaml.safe_load(path.read_text())
-        except yaml.YAMLError as exc:
-            raise UsageError(f"--controller: {source} is not valid YAML ({str(exc).splitlines()[0]})") from None
+            spec = read(path, "yaml")  # the model files' door: size, aliases, depth, duplicate keys
+        except ModelError as exc:
+            raise UsageError(f"--controller: {exc}") from None
         if isinstance(spec, dict) and "controller" in spec and "type" not in spec:
             spec = spec["controller"]
     return from_spec(robot, spec)

@@ -385,13 +385,15 @@ def plot(table, figure, x, y, path=None):
 
 def load_spec(path) -> dict:
     """A sweep specification file (YAML): parameters, sampling, samples, seed, run, figures, out."""
-    import yaml
+    from .model.errors import ModelError
+    from .model.parse import read
 
-    text = Path(path).read_text()
+    if not Path(path).is_file():
+        raise FileNotFoundError(path)
     try:
-        spec = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise SweepError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+        spec = read(path, "yaml")  # the model files' door: size, aliases, depth, duplicate keys
+    except ModelError as exc:
+        raise SweepError(str(exc)) from None
     if not isinstance(spec, dict):
         raise SweepError(f"{path}: expected a mapping with 'parameters' (and run, sampling, samples, ...)")
     allowed = {"parameters", "sampling", "samples", "seed", "run", "figures", "out", "settle_fraction"}

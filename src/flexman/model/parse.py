@@ -182,6 +182,25 @@ def parse(text: str, fmt: str):
     return plain_copy(data)
 
 
+def read(path, fmt: str = "yaml"):
+    """Plain data from a data file other than a model (a controller, a sweep specification):
+    the same door and limits; errors are one-line ModelErrors that start with the path."""
+    from pathlib import Path
+
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_DOCUMENT_BYTES:
+            raise ModelError(f"{path}: the file has {size} bytes; data files are limited to {MAX_DOCUMENT_BYTES}")
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelError(f"{path}: cannot read the file ({exc})") from None
+    try:
+        return parse(text, fmt)
+    except ModelError as exc:
+        raise ModelError(" ".join(f"{path}: {exc}".split())) from None
+
+
 def _check_scalar(value, where: str) -> None:
     if isinstance(value, str):
         if len(value) > MAX_TEXT:
