@@ -140,6 +140,14 @@ def _parse_yaml(text: str):
 
 
 # ----- TOML and JSON ---------------------------------------------------------------------------
+class _LongInteger(str):
+    """An integer literal too long to convert, kept as text so its field can be named."""
+
+
+def _json_int(text: str):
+    return int(text) if len(text.lstrip("-")) <= 4300 else _LongInteger(text)  # Python's own limit
+
+
 def _json_object(pairs):
     data = _Mapping()
     for key, value in pairs:
@@ -153,7 +161,7 @@ def _parse_other(text: str, fmt: str):
     try:
         if fmt == "toml":
             return tomllib.loads(text)  # TOML itself forbids duplicate keys
-        return json.loads(text, object_pairs_hook=_json_object)
+        return json.loads(text, object_pairs_hook=_json_object, parse_int=_json_int)
     except tomllib.TOMLDecodeError as exc:
         raise ModelError(f"invalid TOML: {exc}") from None
     except json.JSONDecodeError as exc:
@@ -202,6 +210,8 @@ def read(path, fmt: str = "yaml"):
 
 
 def _check_scalar(value, where: str) -> None:
+    if isinstance(value, _LongInteger):
+        raise ModelError(f"{where}: an integer with {len(value.lstrip('-'))} digits; no model value needs that many")
     if isinstance(value, str):
         if len(value) > MAX_TEXT:
             raise ModelError(f"{where or 'document'}: text of {len(value)} characters; the limit is {MAX_TEXT}")
