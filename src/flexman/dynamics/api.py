@@ -120,7 +120,7 @@ def _flexible_mass_and_bias(robot, q, qd):
     nq = q.shape[-1]
     n = nq + (qd is not None)
     batch = q.shape[:-1]
-    qb = np.broadcast_to(q[..., None, :], batch + (n, nq))
+    qb = q[..., None, :]  # positions are shared by the n samples: computed once, broadcast
     qdb = np.zeros(batch + (n, nq), dtype=float if qd is None else qd.dtype)
     qddb = np.zeros(batch + (n, nq))
     qddb[..., :nq, :] = np.eye(nq)

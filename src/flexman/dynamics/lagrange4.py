@@ -40,8 +40,9 @@ def forward(model, q, qd, qdd, gravity=True, second_order=False):
     batch = q.shape[:-1]
     W = _identity(batch, q)
     Wd = ops.zeros_like_batch(batch, (4, 4), q)
-    Wdd = ops.zeros_like_batch(batch, (4, 4), q)
-    if isinstance(gravity, np.ndarray):  # per-sample gravity vectors (..., 3)
+    per_sample = isinstance(gravity, np.ndarray)  # gravity vectors (..., 3), one per sample
+    Wdd = ops.zeros_like_batch(np.broadcast_shapes(batch, gravity.shape[:-1]) if per_sample else batch, (4, 4), q)
+    if per_sample:
         Wdd[..., :3, 3] = -gravity
     elif gravity:
         Wdd[..., :3, 3] = -np.asarray(model.gravity)  # base acceleration -g (r_ddot - g for every point)
@@ -82,7 +83,10 @@ def inverse_dynamics(model, q, qd, qdd, gravity=True, elastic=True, friction=Tru
     ``gravity`` may be an array (..., 3) and ``elastic`` an array (...,) of 0/1, per sample,
     so that M (no gravity, no elasticity) and b come out of one vectorized call."""
     q, qd, qdd = ops.asarray(q), ops.asarray(qd), ops.asarray(qdd)
-    q, qd, qdd = np.broadcast_arrays(q, qd, qdd)
+    # Shapes broadcast as they meet, so positions shared by many samples (the columns of M) are
+    # computed once; a sliding beam's field coefficients need equal shapes from the start.
+    if any(lk.beam is not None and lk.beam.sliding for lk in model.links):
+        q, qd, qdd = np.broadcast_arrays(q, qd, qdd)
     recs = forward(model, q, qd, qdd, gravity)
     n = len(model.links)
     cols = [None] * model.nq
@@ -117,7 +121,7 @@ def inverse_dynamics(model, q, qd, qdd, gravity=True, elastic=True, friction=Tru
             tau = tau + lk.coulomb * np.sign(qd[..., i])
         cols[i] = tau
         G_hat_next = G_hat
-    return np.stack(cols, axis=-1)
+    return np.stack(np.broadcast_arrays(*cols), axis=-1)
 
 
 def kinetic_energy(model, q, qd):
