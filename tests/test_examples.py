@@ -23,6 +23,7 @@ EXPECTED_NAMES = [
     "flx_rigid_pendulum",
     "flx_three_link",
     "flx_three_link_lqr",
+    "krb_spinup",
     "puma560",
     "saha_3link",
     "saha_3link_modified",
@@ -40,6 +41,7 @@ NQ = {
     "flx_joint_mass": 3,
     "flx_three_link": 7,  # 000 sec. 3.3.5, p. 68: "7 degrees of freedom in total"
     "flx_three_link_lqr": 7,  # the same arm
+    "krb_spinup": 5,  # hub angle + 4 in-plane bending modes (chosen)
     "puma560": 6,
     "stanford_arm": 6,
     "saha_3link": 3,
@@ -64,6 +66,8 @@ MASSES = {
     "flx_joint_mass": [FLX_MASS],
     "flx_three_link": [10.0, FLX_MASS, FLX_MASS],  # link-1 rotor chosen (not in the thesis)
     "flx_three_link_lqr": [10.0, FLX_MASS, FLX_MASS],
+    # Kane, Ryan & Banerjee 1987: rho A = 1.2 kg/m over L = 10 m
+    "krb_spinup": [12.0],
     # Armstrong, Khatib & Burdick 1986 via Corke 1996 (puma560.m): m1 = 0 (not measured)
     "puma560": [0.0, 17.4, 4.8, 0.82, 0.34, 0.09],
     # Paul 1981 Table 6.5 via Corke 1996 (stanford.m)

@@ -275,8 +275,24 @@ def _simulation_options(args, robot) -> dict:
         kwargs["torque"] = torque
     if args.controller is not None:
         kwargs["controller"] = _controller(robot, args.controller)
+    if args.prescribed:
+        kwargs["prescribed"] = _manoeuvre(robot, kwargs)
     kwargs["backend"] = args.backend
     return kwargs
+
+
+def _manoeuvre(robot, kwargs):
+    """The joint motion of the model's `manoeuvre:` section (for --prescribed)."""
+    from .trajectory import from_spec
+
+    for name in ("controller", "torque"):
+        if name in kwargs:
+            raise UsageError(f"--prescribed: the joints follow the model's manoeuvre; leave out --{name}")
+    spec = getattr(robot, "manoeuvre", None)
+    if not spec:
+        raise UsageError(f"--prescribed: model '{robot.name}' has no manoeuvre section; add one, e.g. "
+                         "manoeuvre: {type: spin_up, rate: 6.0, ramp_time: 15.0} (or rest_to_rest, spline)")
+    return from_spec(spec, robot.n_joints, "manoeuvre")
 
 
 def cmd_simulate(args) -> int:
@@ -318,6 +334,8 @@ def cmd_simulate(args) -> int:
     }
     summary["diverged"] = diverged
     summary["t_diverged"] = res.t_diverged
+    if "prescribed" in kwargs:
+        summary["work"] = float(res.work[-1])  # of the joint torques the motion needed
     status = 1 if diverged else 0
     if diverged:
         print(f"flexman: warning: the run stopped at t = {res.t_diverged:.6g} s ({res.stats.get('message', '')}); "
@@ -331,6 +349,8 @@ def cmd_simulate(args) -> int:
               f"({summary['samples']} samples, {wall:.3g} s wall time, {summary['backend']} model)")
     con.print("final q: " + ", ".join(f"{k}={v:.6g}" for k, v in summary["q_final"].items()))
     drift = "" if "torque" in kwargs or "controller" in kwargs else f" (unforced: max change {summary['energy_drift_relative']:.3g} of the energy exchanged)"
+    if "prescribed" in kwargs:
+        drift = f" (prescribed motion: the joint torques did {summary['work']:.6g} J of work)"
     con.print(f"energy: {summary['energy_initial']:.6g} -> {summary['energy_final']:.6g} J{drift}")
     for path in files:
         con.print(f"wrote {path}")
@@ -388,6 +408,8 @@ def cmd_sweep(args) -> int:
 def _drive_note(kwargs) -> str:
     """How the run was driven, in words, for the report's heading."""
     ctrl = kwargs.get("controller")
+    if "prescribed" in kwargs:
+        return f"Joints follow the model's manoeuvre ({kwargs['prescribed'].__class__.__name__}); integrator {kwargs['method']}."
     if ctrl is not None:
         return f"Driven by a {type(ctrl).__name__} controller; integrator {kwargs['method']}."
     if "torque" in kwargs:
@@ -760,6 +782,9 @@ def _simulation_arguments(p) -> None:
     p.add_argument("--torque", type=float, nargs="+", metavar="TAU", help="constant joint torques")
     p.add_argument("--controller", nargs="?", const="model", metavar="YAML",
                    help="joint controller: the model file's controller section (no value) or a YAML file")
+    p.add_argument("--prescribed", action="store_true",
+                   help="the joints follow the model file's manoeuvre exactly; the flexible coordinates respond "
+                        "and the torques needed are recorded")
     p.add_argument("--backend", choices=BACKENDS, default=None,
                    help="auto (default: compiled C when a compiler is available, cached), compiled or numeric")
 

@@ -221,33 +221,13 @@ def _spec_error(msg):
 
 
 def trajectory_from_spec(spec, n_joints):
-    """A trajectory from a mapping: {type: spline, times, points} or
-    {type: rest_to_rest, start, end, duration, profile}."""
+    """The reference trajectory of a controller mapping (see :func:`flexman.trajectory.from_spec`)."""
     from . import trajectory as tr
 
-    if not isinstance(spec, dict):
-        raise _spec_error("controller.trajectory: give a mapping with a 'type' (spline or rest_to_rest)")
-    kind = spec.get("type")
-    allowed = {"spline": {"type", "times", "points"}, "rest_to_rest": {"type", "start", "end", "duration", "profile"}}
-    if kind not in allowed:
-        raise _spec_error(f"controller.trajectory.type: unknown '{kind}'; use spline or rest_to_rest")
-    unknown = set(spec) - allowed[kind]
-    if unknown:
-        raise _spec_error(f"controller.trajectory: unknown field(s) {sorted(unknown)}; allowed: {sorted(allowed[kind])}")
     try:
-        if kind == "spline":
-            points = np.asarray(spec["points"], dtype=float)
-            if points.ndim != 2 or points.shape[1] != n_joints:
-                raise _spec_error(f"controller.trajectory.points: give rows of {n_joints} joint values")
-            return tr.spline(np.asarray(spec["times"], dtype=float), points)
-        return tr.rest_to_rest(np.asarray(spec["start"], float), np.asarray(spec["end"], float),
-                               float(spec["duration"]), spec.get("profile", "sinusoidal"))
-    except KeyError as exc:
-        raise _spec_error(f"controller.trajectory.{exc.args[0]}: missing") from None
-    except (TypeError, ValueError) as exc:
-        if type(exc).__name__ == "ModelError":
-            raise
-        raise _spec_error(f"controller.trajectory: {exc}") from None
+        return tr.from_spec(spec, n_joints, "controller.trajectory")
+    except ValueError as exc:
+        raise _spec_error(str(exc)) from None
 
 
 def from_spec(robot, spec):

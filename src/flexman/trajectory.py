@@ -1,4 +1,4 @@
-"""Joint-space reference trajectories: rest-to-rest profiles and clamped cubic splines.
+"""Joint-space trajectories: rest-to-rest profiles, clamped cubic splines and spin-ups.
 
 Every trajectory is a callable ``traj(t) -> (q, qd, qdd)``. It is batched in time: a
 scalar ``t`` gives arrays of shape ``(n,)``, ``t`` of shape ``(k,)`` gives ``(k, n)``.
@@ -6,7 +6,11 @@ Before its start it holds the first point and after its end the last point, with
 velocity and acceleration, so a controller can keep using it after the move.
 
 Sources: the smooth sinusoidal rest-to-rest profile of Theodore & Ghosal (004, sec. 5);
-the cubic-spline joint trajectories fed to FLX's PID controllers (000, sec. 3.1).
+the cubic-spline joint trajectories fed to FLX's PID controllers (000, sec. 3.1); the
+spin-up manoeuvre of Kane, Ryan & Banerjee (1987) (:func:`spin_up`).
+
+:func:`from_spec` builds one from a model file's mapping (``manoeuvre:`` and a controller's
+``trajectory:``).
 """
 from __future__ import annotations
 
@@ -96,3 +100,124 @@ def spline(times, points):
     traj = Trajectory(times[0], times[-1], lambda t: (cs(t), d1(t), d2(t)), pts.shape[1])
     traj.q_start, traj.q_end, traj.times, traj.points = pts[0].copy(), pts[-1].copy(), times, pts
     return traj
+
+
+class SpinUp(Trajectory):
+    """A smooth spin-up to a steady rate that then goes on for ever (see :func:`spin_up`)."""
+
+    def __call__(self, t):
+        t = np.asarray(t, dtype=float)
+        q, qd, qdd = self._evaluate(np.maximum(t, self.t_start) - self.t_start)
+        return q, qd, qdd
+
+
+def spin_up(rate, ramp_time, q_start=0.0):
+    """Spin a joint up from rest to ``rate`` (rad/s, one value or one per joint) in
+    ``ramp_time`` seconds with a smooth acceleration (1 - cos), then hold that rate.
+
+    This is the hub-angle manoeuvre of Kane, Ryan & Banerjee (1987), a standard test of
+    geometric stiffening: for t < Ts, ``q = (Ws/Ts) (t^2/2 + (Ts/2 pi)^2 (cos(2 pi t/Ts) - 1))``,
+    afterwards ``q = Ws (t - Ts/2)`` (plus ``q_start``). Acceleration is zero at both ends of
+    the ramp, so velocity and acceleration are continuous.
+    """
+    W = np.atleast_1d(np.asarray(rate, dtype=float))
+    q0 = np.atleast_1d(np.asarray(q_start, dtype=float))
+    W, q0 = np.broadcast_arrays(W, q0)
+    T = float(ramp_time)
+    if not (np.isfinite(T) and T > 0):
+        raise ValueError(f"ramp_time: must be a finite number > 0 (got {ramp_time})")
+    if not np.all(np.isfinite(W)) or not np.all(np.isfinite(q0)):
+        raise ValueError("spin_up: rate and q_start must be finite numbers")
+    w = 2.0 * np.pi / T
+
+    def evaluate(t):
+        x = t[..., None]
+        ramp = x < T
+        xr = np.minimum(x, T)
+        q = np.where(ramp, (W / T) * (xr**2 / 2.0 + (np.cos(w * xr) - 1.0) / w**2), W * (x - T / 2.0))
+        qd = np.where(ramp, (W / T) * (xr - np.sin(w * xr) / w), W)
+        qdd = np.where(ramp, (W / T) * (1.0 - np.cos(w * xr)), 0.0)
+        return q0 + q, qd * np.ones_like(q), qdd * np.ones_like(q)
+
+    traj = SpinUp(0.0, T, evaluate, W.size)
+    traj.q_start, traj.rate, traj.ramp_time = q0.copy(), W.copy(), T
+    return traj
+
+
+# ----- from a model file ---------------------------------------------------------------------
+#: the fields of each kind of trajectory in a model file: (required, optional)
+SPEC_FIELDS = {
+    "spin_up": (("rate", "ramp_time"), ("start",)),
+    "rest_to_rest": (("start", "end", "duration"), ("profile",)),
+    "spline": (("times", "points"), ()),
+}
+
+
+def _spec_numbers(value, where, n=None, positive=False):
+    """A finite float array from a number or a (nested) list; ``n``: values along the last axis
+    (a single number is repeated)."""
+    bad = isinstance(value, (bool, str, dict)) or value is None
+    try:
+        arr = None if bad else np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        arr = None
+    if arr is None or arr.dtype == object or (arr.size and not np.all(np.isfinite(arr))):
+        raise ValueError(f"{where}: expected finite numbers (got {value!r:.60})")
+    if positive and np.any(arr <= 0):
+        raise ValueError(f"{where}: must be > 0 (got {value!r:.60})")
+    if n is not None:
+        if arr.ndim == 0:
+            arr = np.full(n, float(arr))
+        elif arr.shape[-1] != n:
+            raise ValueError(f"{where}: expected {n} values (one per joint), got {arr.shape[-1]}")
+    return arr
+
+
+def from_spec(spec, n_joints, where="trajectory"):
+    """A trajectory from a mapping, as written in model files::
+
+        {type: spin_up, rate: 6.0, ramp_time: 15.0, start: 0.0}
+        {type: rest_to_rest, start: [...], end: [...], duration: 2.0, profile: sinusoidal}
+        {type: spline, times: [t0, t1, ...], points: [[...], [...], ...]}
+
+    Joint values are one per joint (a single number is used for every joint). A bad field is
+    a ``ValueError`` naming it (``where.field: ...``) in one line.
+    """
+    if not isinstance(spec, dict):
+        raise ValueError(f"{where}: expected a mapping with 'type' ({' | '.join(SPEC_FIELDS)}) and its fields")
+    kind = spec.get("type")
+    if kind not in SPEC_FIELDS:
+        raise ValueError(f"{where}.type: unknown {kind!r}; use one of {', '.join(SPEC_FIELDS)}")
+    required, optional = SPEC_FIELDS[kind]
+    allowed = ("type",) + required + optional
+    for key in spec:
+        if key not in allowed:
+            raise ValueError(f"{where}.{key}: unknown field for type {kind}; allowed fields: {', '.join(allowed)}")
+    for key in required:
+        if key not in spec:
+            raise ValueError(f"{where}.{key}: required field missing for type {kind}")
+    field = lambda key: f"{where}.{key}"  # noqa: E731
+    if kind == "spin_up":
+        ramp = _spec_numbers(spec["ramp_time"], field("ramp_time"), positive=True)
+        if ramp.ndim:
+            raise ValueError(f"{field('ramp_time')}: expected one number of seconds")
+        return spin_up(_spec_numbers(spec["rate"], field("rate"), n_joints),
+                       float(ramp), _spec_numbers(spec.get("start", 0.0), field("start"), n_joints))
+    if kind == "rest_to_rest":
+        duration = _spec_numbers(spec["duration"], field("duration"), positive=True)
+        if duration.ndim:
+            raise ValueError(f"{field('duration')}: expected one number of seconds")
+        profile = spec.get("profile", "sinusoidal")
+        if profile not in PROFILES:
+            raise ValueError(f"{field('profile')}: unknown {profile!r}; use one of {', '.join(PROFILES)}")
+        return rest_to_rest(_spec_numbers(spec["start"], field("start"), n_joints),
+                            _spec_numbers(spec["end"], field("end"), n_joints), float(duration), profile)
+    times = _spec_numbers(spec["times"], field("times"))
+    if times.ndim != 1 or times.size < 2 or np.any(np.diff(times) <= 0):
+        raise ValueError(f"{field('times')}: expected at least 2 strictly increasing times")
+    points = _spec_numbers(spec["points"], field("points"))
+    if n_joints == 1 and points.ndim == 1:
+        points = points[:, None]
+    if points.ndim != 2 or points.shape != (len(times), n_joints):
+        raise ValueError(f"{field('points')}: expected {len(times)} rows (one per time) of {n_joints} joint values")
+    return spline(times, points)

@@ -30,7 +30,7 @@ from .robot import DH_CONVENTIONS, JOINT_TYPES, SHAPE_KINDS, Beam, Link, RigidBo
 
 FORMATS = {".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".json": "json"}
 
-TOP_FIELDS = ("name", "description", "source", "gravity", "dh", "links", "payload", "controller")
+TOP_FIELDS = ("name", "description", "source", "gravity", "dh", "links", "payload", "controller", "manoeuvre")
 LINK_FIELDS = ("name", "joint", "a", "alpha", "d", "theta", "mass", "com", "inertia", "hub", "beam",
                "armature", "viscous", "coulomb", "limits")
 BODY_FIELDS = ("mass", "com", "inertia")
@@ -265,6 +265,8 @@ def robot_from_dict(data) -> Robot:
     """Build a validated :class:`Robot` from plain data (a parsed model file).
 
     Besides the data-class fields, the robot gets ``controller`` (a plain dict or None),
+    ``manoeuvre`` (a plain dict or None: a joint motion for ``simulate --prescribed``, checked
+    here by building it, see :func:`flexman.trajectory.from_spec`),
     ``description`` (text) and ``source`` (text or a list of citations) as attributes.
     """
     try:
@@ -297,6 +299,16 @@ def _robot_from_dict(data) -> Robot:
         if not isinstance(data["controller"], dict):
             raise ModelError(f"controller: must be a mapping (got {_describe(data['controller'])})")
         robot.controller = copy.deepcopy(_plain(data["controller"], "controller"))
+    robot.manoeuvre = None
+    if data.get("manoeuvre") is not None:
+        from ..trajectory import from_spec
+
+        spec = copy.deepcopy(_plain(data["manoeuvre"], "manoeuvre"))
+        try:
+            from_spec(spec, robot.n_joints, "manoeuvre")
+        except ValueError as exc:
+            raise ModelError(str(exc)) from None
+        robot.manoeuvre = spec
     robot.description = _text(data.get("description", ""), "description")
     robot.source = _text(data.get("source", ""), "source", allow_list=True)
     return robot
@@ -366,6 +378,8 @@ def robot_to_dict(robot: Robot) -> dict:
         out["payload"] = _body_dict(robot.payload)
     if getattr(robot, "controller", None) is not None:
         out["controller"] = copy.deepcopy(robot.controller)
+    if getattr(robot, "manoeuvre", None) is not None:
+        out["manoeuvre"] = copy.deepcopy(robot.manoeuvre)
     return out
 
 

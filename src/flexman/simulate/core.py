@@ -162,7 +162,7 @@ def check_start(robot, q0, tolerances=None):
 
 
 def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=None, qd0=None,
-             controller=None, torque=None, progress=None, max_step=np.inf, backend=None):
+             controller=None, torque=None, progress=None, max_step=np.inf, backend=None, prescribed=None):
     """Simulate ``robot`` from (q0, qd0) over [0, t_final], output every ``dt`` seconds.
 
     method: ``'rk4'`` (fixed-step classic Runge-Kutta at ``dt``, as FLX) or one of
@@ -173,7 +173,19 @@ def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=No
     True/False, or None to show a bar only on a terminal for runs longer than about 1 s.
     ``backend``: ``"auto"`` (default, from ``FLEXMAN_BACKEND``), ``"compiled"`` or ``"numeric"``:
     what evaluates the dynamics (see :mod:`flexman.simulate.backend`).
+    ``prescribed``: a joint motion ``traj(t) -> (q, qd, qdd)`` that the joints follow exactly
+    (a :mod:`flexman.trajectory` object or any function); the flexible coordinates respond and
+    ``res.tau`` holds the joint torques the motion needs (:mod:`flexman.simulate.prescribed`).
     """
+    if prescribed is not None:
+        for name, value in (("controller", controller), ("torque", torque)):
+            if value is not None:
+                raise ValueError(f"{name}: not used with prescribed motion (the joints follow the prescription "
+                                 f"and the torques are computed); give one or the other")
+        from .prescribed import simulate_prescribed
+
+        return simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, qd0, progress,
+                                   max_step, backend)
     method, q0, qd0, t_grid, applied, (n_z, z0, ctrl_torque, ctrl_deriv) = prepare(
         robot, t_final, dt, method, q0, qd0, torque, controller)
     nq, nj = robot.nq, robot.n_joints

@@ -17,6 +17,9 @@ class Result:
     ``stats`` holds ``rhs_evaluations``, ``wall_time`` (s), ``steps`` and the solver message.
     ``diverged``: the run stopped early (a non-finite state, a failed solver step or a
     singular mass matrix) at time ``t_diverged``; the samples before it are kept.
+    Under prescribed joint motion (``simulate(..., prescribed=traj)``), ``tau`` holds the torques
+    the motion needs, ``work`` (N,) the work they have done since t = 0 and ``prescribed`` the
+    motion itself.
     """
 
     t: np.ndarray
@@ -32,6 +35,8 @@ class Result:
     controller: object = None  # the controller that drove the run (its reference trajectory is plotted)
     diverged: bool = False
     t_diverged: float | None = None
+    work: np.ndarray | None = None
+    prescribed: object = None
 
     def __post_init__(self):
         if self.coordinate_names is None:

@@ -1,0 +1,160 @@
+"""Prescribed joint motion: the joints follow a given q_r(t) exactly, the flexible
+coordinates respond, and the joint torques that the motion needs are recorded.
+
+With q = [q_r; q_f] the equations of motion M qdd + b = S tau split into a joint block and a
+flexible block::
+
+    M_rr qdd_r + M_rf qdd_f + b_r = tau      (joint rows: the torques, unknown)
+    M_fr qdd_r + M_ff qdd_f + b_f = 0        (flexible rows: no actuator)
+
+With qdd_r given, the flexible rows alone fix qdd_f = -M_ff^-1 (b_f + M_fr qdd_r); the joint
+rows then give tau. Only (q_f, qd_f) are integrated, so the joints never drift from the
+prescription. The work of the joint torques, W' = tau . qd_r, is integrated beside them,
+so that the energy balance E(t) - E(0) = W(t) (undamped arm) can be checked at the
+integrator's own accuracy.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ..model import inputs
+from ..model.errors import SingularMatrixError
+
+__all__ = ["motion_input", "split_dynamics", "simulate_prescribed"]
+
+
+def motion_input(prescribed, n_joints):
+    """``prescribed`` as a checked function t -> (q_r, qd_r, qdd_r), each (n_joints,).
+
+    Anything callable as ``traj(t)`` returning three arrays of n_joints values (positions,
+    rates, accelerations) is accepted: the :mod:`flexman.trajectory` objects, or a plain
+    function. A wrong shape or a non-finite value is one ``ValueError`` naming the time.
+    """
+    if not callable(prescribed):
+        raise ValueError(f"prescribed: expected a function traj(t) -> (q, qd, qdd) (e.g. a flexman.trajectory "
+                         f"object), got {type(prescribed).__name__}")
+
+    def motion(t):
+        out = None
+        try:
+            out = prescribed(t)
+            parts = list(out) if isinstance(out, (tuple, list)) else None
+        except TypeError:
+            parts = None
+        if parts is None or len(parts) != 3:
+            raise ValueError(f"prescribed: traj(t) must return (q, qd, qdd), three arrays of n_joints = {n_joints} "
+                             f"values; at t = {t:g} s it returned {_describe(out)}")
+        checked = []
+        for name, value in zip(("q", "qd", "qdd"), parts):
+            arr = inputs.real(inputs.array(value, f"prescribed {name}"), f"prescribed {name}")
+            if arr.size != n_joints or arr.ndim > 1 and arr.shape != (n_joints, 1):
+                raise ValueError(f"prescribed: {name} at t = {t:g} s has shape {arr.shape}; expected n_joints = "
+                                 f"{n_joints} values (one per joint)")
+            arr = arr.reshape(n_joints)
+            if not np.all(np.isfinite(arr)):
+                i = int(np.argmin(np.isfinite(arr)))
+                raise ValueError(f"prescribed: {name}[{i}] at t = {t:g} s is {float(arr[i])!r}; every entry must be a finite number")
+            checked.append(arr)
+        return checked
+
+    return motion
+
+
+def _describe(value) -> str:
+    if isinstance(value, numbers.Number):
+        return "a single number"
+    shape = getattr(value, "shape", None)
+    return f"an array of shape {shape}" if shape is not None else type(value).__name__
+
+
+def _mass_and_bias(model):
+    """(q, qd) -> (M, b) of the evaluator: one recursion for the interpreted robot."""
+    from ..model import Robot
+
+    if isinstance(model, Robot):
+        from ..dynamics.api import mass_matrix_and_bias
+
+        return lambda q, qd: mass_matrix_and_bias(model, q, qd)
+    return lambda q, qd: (model.mass_matrix(q), model.bias_forces(q, qd))
+
+
+def split_dynamics(model, n_joints):
+    """A function (q, qd, qdd_r) -> (qdd_f, tau): the flexible accelerations and the joint
+    torques of the motion with joint accelerations qdd_r (the partition in the module doc)."""
+    mass_and_bias = _mass_and_bias(model)
+    r = slice(0, n_joints)
+    f = slice(n_joints, None)
+
+    def solve(q, qd, qdd_r):
+        M, b = mass_and_bias(q, qd)
+        M, b = np.asarray(M, dtype=float), np.asarray(b, dtype=float)
+        rhs = -(b[f] + M[f, r] @ qdd_r)
+        try:
+            qdd_f = np.linalg.solve(M[f, f], rhs) if rhs.size else rhs
+        except np.linalg.LinAlgError:
+            raise SingularMatrixError("prescribed motion: the flexible block of the mass matrix is singular at "
+                                      "this state") from None
+        return qdd_f, M[r, r] @ qdd_r + M[r, f] @ qdd_f + b[r]
+
+    return solve
+
+
+def simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, qd0, progress, max_step, backend):
+    """The prescribed-motion run behind ``simulate(..., prescribed=traj)``: see the module doc.
+    ``q0``, ``qd0`` (nq values, optional) give the initial flexible state; their joint entries,
+    when given, must agree with the prescription at t = 0."""
+    from .backend import evaluator
+    from .core import _Progress, _show_progress, check_start, integrate, prepare
+    from .result import Result
+
+    method, q0, qd0, t_grid, _, _ = prepare(robot, t_final, dt, method, q0, qd0, None, None)
+    nj, nq = robot.n_joints, robot.nq
+    nf = nq - nj
+    motion = motion_input(prescribed, nj)
+    for t in t_grid:  # shape and finiteness at every output time, before any dynamics
+        motion(float(t))
+    start = motion(0.0)
+    for name, given, value in (("q0", q0, start[0]), ("qd0", qd0, start[1])):
+        gap = np.abs(given[:nj] - value)
+        if np.any(given[:nj] != 0.0) and np.any(gap > 1e-9 * (1.0 + np.abs(value))):
+            raise ValueError(f"{name}: its joint entries {given[:nj].tolist()} differ from the prescribed motion at "
+                             f"t = 0 ({value.tolist()}); leave them 0 (the prescription sets them) or match them")
+    model = evaluator(robot, backend)
+    solve = split_dynamics(model, nj)
+    latest = {}
+
+    def full_state(t, x):
+        q_r, qd_r, qdd_r = motion(t)
+        return np.concatenate([q_r, x[:nf]]), np.concatenate([qd_r, x[nf:2 * nf]]), qdd_r
+
+    def needed_torque(t, x):
+        q, qd, qdd_r = full_state(t, x)
+        qdd_f, tau = solve(q, qd, qdd_r)
+        latest.update(t=t, x=x, qdd_f=qdd_f, power=float(tau @ qd[:nj]))
+        return tau
+
+    def rates(t, x, tau):
+        if latest.get("x") is not x or latest["t"] != t:  # integrate always asks for tau first; be safe
+            needed_torque(t, x)
+        return latest["qdd_f"], np.array([latest["power"]])
+
+    q_start = np.concatenate([start[0], q0[nj:]])
+    check_start(robot, q_start, {"rtol": rtol, "atol": atol, "max_step": max_step})
+    x0 = np.concatenate([q0[nj:], qd0[nj:], [0.0]])
+    bar = _Progress(_show_progress(progress, model, q_start, np.concatenate([start[1], qd0[nj:]]), len(t_grid) - 1),
+                    t_grid[-1], f"simulate prescribed ({method})")
+    try:
+        t_out, X, taus, stats = integrate("simulate", rates, needed_torque, x0, t_grid, nf, nj, method, rtol, atol,
+                                          max_step, bar)
+    finally:
+        bar.close()
+    stats["backend"] = {"c": "compiled", "numpy": "generated NumPy"}.get(getattr(model, "backend", None), "numeric")
+    joints = [motion(float(t)) for t in t_out]
+    q = np.column_stack([np.array([m[0] for m in joints]).reshape(len(t_out), nj), X[:, :nf]])
+    qd = np.column_stack([np.array([m[1] for m in joints]).reshape(len(t_out), nj), X[:, nf:2 * nf]])
+    energy = np.asarray(robot.kinetic_energy(q, qd) + robot.potential_energy(q), dtype=float)
+    return Result(t=np.asarray(t_out), q=q, qd=qd, tau=taus, energy=energy.reshape(len(t_out)), robot=robot,
+                  method=method, stats=stats, diverged=stats["diverged"], t_diverged=stats["t_fault"],
+                  work=X[:, 2 * nf], prescribed=prescribed)
