@@ -214,3 +214,14 @@ def test_split_code_equals_the_interpreted_model(fresh_cache, monkeypatch):
     assert len(units) >= 4 and all(u.startswith("#include <math.h>") for u in units)
     model = modelcache.compiled_model(robot)  # ... compiled in parallel by the model cache
     assert_same_dynamics(model, robot)
+
+
+def test_extension_failure_falls_back_to_ctypes(fresh_cache, monkeypatch):
+    """When the CPython extension does not compile, the plain library (ctypes) is built instead."""
+    from flexman.codegen import pyext
+
+    monkeypatch.setattr(pyext, "source", lambda *args, **kw: "#error the extension cannot be built here\n")
+    robot = fm.examples.load("flx_flexible_pendulum")
+    model = modelcache.compiled_model(robot)
+    assert model.ext is None
+    assert_same_dynamics(model, robot)

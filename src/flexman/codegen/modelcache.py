@@ -102,7 +102,6 @@ def compiled_model(robot, formulation="newton_euler", flags=None, extension=None
     cbuild.compiler()
     if extension is None:
         extension = os.environ.get("FLEXMAN_NO_EXT", "") in ("", "0")
-    entry = None
     if extension:
         try:
             key, values = model_key(robot, formulation, flags, True)
@@ -112,7 +111,14 @@ def compiled_model(robot, formulation="newton_euler", flags=None, extension=None
         key, values = model_key(robot, formulation, flags, False)
     entry = _loaded.get(key)
     if entry is None:
-        entry = _load_or_build(key, robot, formulation, flags, extension, progress)
+        try:
+            entry = _load_or_build(key, robot, formulation, flags, extension, progress)
+        except (RuntimeError, ImportError):
+            if not extension:
+                raise
+            # the extension did not build or load: the plain library (ctypes) still serves
+            key, values = model_key(robot, formulation, flags, False)
+            entry = _loaded.get(key) or _load_or_build(key, robot, formulation, flags, False, progress)
         _loaded[key] = entry
     layout, names, funcs, module = entry
     if names != list(values):  # cannot happen with equal keys; guards the key's definition

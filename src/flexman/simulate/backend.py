@@ -46,7 +46,7 @@ def evaluator(robot, backend=None, formulation="newton_euler", quiet=False):
     say = None if quiet else (lambda line: print(line, file=sys.stderr))
     try:
         return compiled_model(robot, formulation, progress=say)
-    except (NotCompilable, RuntimeError, OSError) as exc:
+    except (NotCompilable, RuntimeError, OSError, ImportError) as exc:
         if backend == "compiled":
             raise ValueError(f"backend='compiled': {_first_line(exc)}") from None
         if not quiet:
