@@ -24,7 +24,7 @@ GRID = {"links.0.beam.EI": [400.0, 800.0, 1600.0], "links.0.beam.mass_per_length
 def client():
     """One LocalCluster of two worker processes for the tests that need to reach it."""
     distributed = pytest.importorskip("distributed")
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
     c = distributed.Client(cluster)
     yield c
     c.close()

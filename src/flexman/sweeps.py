@@ -262,7 +262,7 @@ def _run_tasks(data, pts, todo, run, figures, settle_fraction, parts, scheduler,
     own = None
     if scheduler is None:
         own = LocalCluster(n_workers=n_workers or min(4, os.cpu_count() or 1), threads_per_worker=1,
-                           processes=True, dashboard_address=None)
+                           processes=True, dashboard_address=":0")
         client = Client(own)
     elif isinstance(scheduler, str):
         client = Client(scheduler)
