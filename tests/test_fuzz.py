@@ -323,3 +323,29 @@ def test_simulate_arguments_run_or_are_refused(t_final, dt, rtol, atol, method, 
         assert time.perf_counter() - start < SECONDS
     assert len(res.t) == len(res.q) == len(res.tau) and np.all(np.isfinite(res.q))
     assert res.diverged or res.t[-1] == pytest.approx(float(t_final))
+
+
+# ----- models built in Python ----------------------------------------------------------------------
+PARTS = {"RigidBody": dict(mass=1.0, com=[0, 0, 0], inertia=[1, 1, 1]),
+         "Beam": dict(length=1.0, mass_per_length=1.0, EI=1.0),
+         "Link": dict(a=1.0),
+         "Robot": dict(links=[fm.Link(a=1.0, body=fm.RigidBody(1.0, [0, 0, 0], [1, 1, 1]))])}
+FIELDS = {"RigidBody": ["mass", "com", "inertia"],
+          "Beam": ["length", "mass_per_length", "EI", "GJ", "polar_inertia_per_length", "damping", "shapes", "modes",
+                   "elements"],
+          "Link": ["joint", "a", "alpha", "d", "theta", "body", "hub", "beam", "armature", "viscous", "coulomb",
+                   "limits", "name"],
+          "Robot": ["links", "name", "gravity", "dh", "payload"]}
+PY_JUNK = st.one_of(SCALARS, st.lists(st.floats(-2, 2), max_size=4), st.just({"y": 1}), st.just(np.zeros((2, 2))),
+                    st.just(np.array(1.0)), st.just(fm.RigidBody()))
+
+
+@settings(FUZZ, max_examples=100 * SCALE)
+@given(data=st.data())
+def test_model_parts_built_in_python_are_checked(data):
+    cls = data.draw(st.sampled_from(sorted(PARTS)))
+    kwargs = dict(PARTS[cls], **{data.draw(st.sampled_from(FIELDS[cls])): data.draw(PY_JUNK)})
+    try:
+        getattr(fm, cls)(**kwargs)
+    except ModelError as exc:
+        assert str(exc) and "\n" not in str(exc), str(exc)

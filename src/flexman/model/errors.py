@@ -2,7 +2,11 @@
 
 
 class ModelError(ValueError):
-    """A model description is invalid. The message names the field and what to do."""
+    """A model description is invalid. The message names the field and what to do; it is
+    always one line (any line breaks in values quoted into it become spaces)."""
+
+    def __init__(self, message=""):
+        super().__init__(" ".join(str(message).split()))
 
 
 class SingularMatrixError(ValueError):

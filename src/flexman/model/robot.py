@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
+import numbers
+
 import numpy as np
 
 from . import limits as lim
@@ -19,8 +21,32 @@ DH_CONVENTIONS = ("standard", "modified")
 SHAPE_KINDS = ("clamped_free", "clamped_mass", "polynomial", "finite_elements")
 
 
+def _real(value, where: str) -> float:
+    """A float from a number given in Python (not a bool, text or container); ModelError naming
+    the field otherwise. Finiteness and signs are the caller's checks."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ModelError(f"{where}: must be a number (got {type(value).__name__})")
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond the float range
+        raise ModelError(f"{where}: {str(value)[:12]}... is too large for a float") from None
+
+
+def _floats(value, where: str, what: str) -> np.ndarray:
+    """A float array from numbers given in Python; ModelError naming the field otherwise."""
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        raise ModelError(f"{where}: expected {what} (got {type(value).__name__})") from None
+    if isinstance(value, (str, bytes)) or np.asarray(value).dtype.kind == "b":
+        raise ModelError(f"{where}: expected {what} (got {type(value).__name__})")
+    return arr
+
+
 def _vec3(value, where: str) -> np.ndarray:
-    arr = np.asarray(value, dtype=float)
+    arr = _floats(value, where, "3 numbers")
     if arr.shape != (3,):
         raise ModelError(f"{where}: expected 3 numbers, got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
@@ -38,7 +64,7 @@ def within(value, where: str, limit: float, unit: str = "") -> None:
 
 def inertia_matrix(value, where: str) -> np.ndarray:
     """Accept [Ixx, Iyy, Izz, Ixy, Iyz, Ixz], a 3x3 matrix, or 3 principal values."""
-    arr = np.asarray(value, dtype=float)
+    arr = _floats(value, where, "[Ixx, Iyy, Izz, Ixy, Iyz, Ixz], a 3x3 matrix or 3 principal values")
     if arr.shape == (3,):
         mat = np.diag(arr)
     elif arr.shape == (6,):
@@ -76,7 +102,7 @@ class RigidBody:
     inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))
 
     def __post_init__(self):
-        self.mass = float(self.mass)
+        self.mass = _real(self.mass, "mass")
         if not np.isfinite(self.mass) or self.mass < 0:
             raise ModelError(f"mass: must be a finite number >= 0 (got {self.mass})")
         within(self.mass, "mass", lim.MAX_MASS, " kg")
@@ -139,8 +165,8 @@ class Beam:
     elements: int = 0
 
     def __post_init__(self):
-        self.length = float(self.length)
-        self.mass_per_length = float(self.mass_per_length)
+        self.length = _real(self.length, "beam.length")
+        self.mass_per_length = _real(self.mass_per_length, "beam.mass_per_length")
         if not (np.isfinite(self.length) and self.length > 0):
             raise ModelError(f"beam.length: must be > 0 (got {self.length})")
         if not (np.isfinite(self.mass_per_length) and self.mass_per_length > 0):
@@ -151,7 +177,7 @@ class Beam:
         if not lim.MIN_MASS_PER_LENGTH <= self.mass_per_length <= lim.MAX_MASS_PER_LENGTH:
             raise ModelError(f"beam.mass_per_length: {self.mass_per_length:g} kg/m is outside the supported range "
                              f"[{lim.MIN_MASS_PER_LENGTH:g}, {lim.MAX_MASS_PER_LENGTH:g}] kg/m (README, Limits)")
-        ei = np.asarray(self.EI, dtype=float).reshape(-1)
+        ei = _floats(self.EI, "beam.EI", "[EI_y, EI_z] or one number").reshape(-1)
         if ei.size == 1:
             ei = np.repeat(ei, 2)
         if ei.size != 2 or not np.all(np.isfinite(ei)) or np.any(ei < 0):
@@ -161,14 +187,16 @@ class Beam:
         bounds = {"GJ": (lim.MAX_STIFFNESS, " N m^2"), "polar_inertia_per_length": (lim.MAX_POLAR_INERTIA, " kg m"),
                   "damping": (lim.MAX_DAMPING_RATIO, "")}
         for name, (limit, unit) in bounds.items():
-            val = float(getattr(self, name))
+            val = _real(getattr(self, name), f"beam.{name}")
             if not np.isfinite(val) or val < 0:
                 raise ModelError(f"beam.{name}: must be a finite number >= 0 (got {val})")
             within(val, f"beam.{name}", limit, unit)
             setattr(self, name, val)
-        if self.shapes not in SHAPE_KINDS:
+        if not isinstance(self.shapes, str) or self.shapes not in SHAPE_KINDS:
             raise ModelError(f"beam.shapes: unknown '{self.shapes}'; use one of {', '.join(SHAPE_KINDS)}")
         modes = {"y": 0, "z": 0, "torsion": 0}
+        if self.modes is not None and not isinstance(self.modes, dict):
+            raise ModelError(f"beam.modes: expected a mapping {{y: n, z: n, torsion: n}} (got {type(self.modes).__name__})")
         for key, val in dict(self.modes or {}).items():
             if key not in modes:
                 raise ModelError(f"beam.modes: unknown key '{key}'; allowed: y, z, torsion")
@@ -180,7 +208,10 @@ class Beam:
                 raise ModelError(f"beam.modes.{key}: {val} modes; {self.shapes} beams support at most {most}{why}")
             modes[key] = int(val)
         self.modes = modes
-        self.elements = int(self.elements)
+        elements = _real(self.elements, "beam.elements")
+        if not elements.is_integer():
+            raise ModelError(f"beam.elements: must be a whole number (got {elements!r})")
+        self.elements = int(elements)
         if self.shapes == "finite_elements":
             if self.elements < 1:
                 raise ModelError("beam.elements: finite_elements needs elements >= 1")
@@ -231,10 +262,15 @@ class Link:
     name: str = ""
 
     def __post_init__(self):
-        if self.joint not in JOINT_TYPES:
+        for key, kind in (("body", RigidBody), ("hub", RigidBody), ("beam", Beam)):
+            value = getattr(self, key)
+            if not isinstance(value, kind) and not (key != "body" and value is None):
+                raise ModelError(f"{key}: expected a {kind.__name__}{'' if key == 'body' else ' or None'} "
+                                 f"(got {type(value).__name__})")
+        if not isinstance(self.joint, str) or self.joint not in JOINT_TYPES:
             raise ModelError(f"joint: unknown type '{self.joint}'; use revolute or prismatic")
         for key in ("a", "alpha", "d", "theta", "armature", "viscous", "coulomb"):
-            val = float(getattr(self, key))
+            val = _real(getattr(self, key), key)
             if not np.isfinite(val):
                 raise ModelError(f"{key}: must be a finite number")
             setattr(self, key, val)
@@ -247,7 +283,9 @@ class Link:
         for key, (limit, unit) in bounds.items():
             within(getattr(self, key), key, limit, unit)
         if self.limits is not None:
-            lo, hi = (float(v) for v in self.limits)
+            if not isinstance(self.limits, (list, tuple, np.ndarray)) or len(self.limits) != 2:
+                raise ModelError(f"limits: expected [lower, upper] (got {self.limits!r:.40})")
+            lo, hi = (_real(v, "limits") for v in self.limits)
             if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
                 raise ModelError(f"limits: expected finite [lower, upper] with lower < upper (got {self.limits})")
             if self.joint == "revolute":
@@ -287,9 +325,13 @@ class Robot:
     payload: RigidBody | None = None
 
     def __post_init__(self):
+        if not isinstance(self.links, (list, tuple)) or not all(isinstance(link, Link) for link in self.links):
+            raise ModelError("links: expected a list of Link objects")
         if not self.links:
             raise ModelError("links: a robot needs at least one link")
-        if self.dh not in DH_CONVENTIONS:
+        if self.payload is not None and not isinstance(self.payload, RigidBody):
+            raise ModelError(f"payload: expected a RigidBody or None (got {type(self.payload).__name__})")
+        if not isinstance(self.dh, str) or self.dh not in DH_CONVENTIONS:
             raise ModelError(f"dh: unknown convention '{self.dh}'; use standard or modified")
         if len(self.links) > lim.MAX_LINKS:
             raise ModelError(f"links: {len(self.links)} links; at most {lim.MAX_LINKS} are supported (README, Limits)")
