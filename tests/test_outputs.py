@@ -152,3 +152,24 @@ def test_model_save_is_atomic(tmp_path, monkeypatch):
         fm.save(robot, path)
     monkeypatch.undo()
     assert path.read_text() == before and [p.name for p in tmp_path.iterdir()] == ["m.yaml"]
+
+
+def test_diverged_cli_run_exits_1_with_one_warning_and_keeps_its_samples(tmp_path, capsys):
+    # a stiff flexible link (second mode about 1.2e4 rad/s) under RK4 at dt = 1 ms blows up
+    beam = fm.Beam(length=0.5, mass_per_length=2.0, EI=(2e4, 2e4), modes={"y": 2, "z": 0, "torsion": 0})
+    robot = fm.Robot(links=[fm.Link(a=0.5, hub=fm.RigidBody(0.5, [0, 0, 0], [1e-3, 1e-3, 1e-3]), beam=beam)],
+                     name="stiff", gravity=[0, -9.81, 0])
+    model = fm.save(robot, tmp_path / "stiff.yaml")
+    out = tmp_path / "res"
+    status = cli.main(["simulate", str(model), "--t-final", "0.5", "--dt", "1e-3", "--q0", "0", "1e-3", "0",
+                       "--out", str(out), "--no-plot", "--json"])
+    captured = capsys.readouterr()
+    assert status == 1
+    warning = [line for line in captured.err.splitlines() if line.startswith("flexman: warning:")]
+    assert len(warning) == 1 and "the run stopped at t = " in warning[0] and "are kept" in warning[0]
+    import json
+
+    summary = json.loads(captured.out)
+    assert summary["diverged"] and 0 < summary["t_diverged"] < 0.5 and summary["t_final"] < summary["t_diverged"]
+    kept = Result.load(out / "result.npz")
+    assert kept.diverged and len(kept.t) == summary["samples"] and np.all(np.isfinite(kept.q))
