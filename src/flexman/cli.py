@@ -736,7 +736,7 @@ def cmd_validate(args) -> int:
             obtained, error, passed = None, f"{type(exc).__name__}: {exc}", False
         results.append({"name": case.name, "source": case.source, "expected": case.expected,
                         "obtained": obtained, "tolerance": case.tolerance, "passed": passed,
-                        "error": error})
+                        "error": error, "bound": getattr(case, "bound", "about")})
     failed = sum(not r["passed"] for r in results)
     if args.json:
         _print_json({"cases": results, "passed": len(results) - failed, "failed": failed})
@@ -751,7 +751,10 @@ def cmd_validate(args) -> int:
         tol = (f"{100 * r['tolerance']:g} %" if getattr(case, "relative", False)
                else _fmt(r["tolerance"]) + unit)
         got = r["error"] if r["error"] else _fmt(r["obtained"]) + unit
-        table.add_row(r["name"], str(r["source"]), _fmt(r["expected"]) + unit, got, tol,
+        expected = {"above": "> ", "below": "< "}.get(r["bound"], "") + _fmt(r["expected"]) + unit
+        if r["bound"] in ("above", "below"):
+            tol = "-"
+        table.add_row(r["name"], str(r["source"]), expected, got, tol,
                       "[green]yes[/green]" if r["passed"] else "[red]NO[/red]")
     con = _console()
     con.print(table)

@@ -231,4 +231,10 @@ def _cases():
     return cases
 
 
-CASES = _cases()
+def _all_cases():
+    from .piedboeuf import cases as piedboeuf_cases  # 001 sec. 4
+
+    return _cases() + piedboeuf_cases()
+
+
+CASES = _all_cases()

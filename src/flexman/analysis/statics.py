@@ -196,7 +196,9 @@ class StaticsResult:
     q: all coordinates (..., nq); q_f: flexible coordinates (..., nf); torques: joint torques or
     forces that hold the arm (..., n_joints); position: the loaded point (..., 3) and
     orientation: its frame's rotation (..., 3, 3) in the base frame, as the kinematics of this
-    order gives them; deflection: position minus that of the undeformed arm (..., 3);
+    order gives them; deflection: position minus that of the undeformed arm (..., 3) and
+    deflection_local: the same in the frame of the undeformed arm at the loaded point (for one
+    link in a plane: component 1 is the deflection normal to the arm, 001's frame R1);
     gauges: (link, x) of each requested gauge; curvature: (..., n_gauges, 3) twist and bending
     curvatures (kappa_x, kappa_y, kappa_z) there (see :func:`flexman.analysis.curvature`);
     stiffness: the tangent stiffness d2Pi/dq_f2 at the equilibrium (..., nf, nf)."""
@@ -208,6 +210,7 @@ class StaticsResult:
     position: np.ndarray
     orientation: np.ndarray
     deflection: np.ndarray
+    deflection_local: np.ndarray
     gauges: list = field(default_factory=list)
     curvature: np.ndarray = None
     stiffness: np.ndarray = None
@@ -409,5 +412,7 @@ def statics(robot, q_r, wrench=None, point=None, order=2, gauges=None):
     return StaticsResult(
         order=order, q=unflat(q), q_f=unflat(q[:, F]), torques=unflat(tau),
         position=unflat(X.v[:, :3, 3]), orientation=unflat(X.v[:, :3, :3]),
-        deflection=unflat(X.v[:, :3, 3] - X0.v[:, :3, 3]), gauges=sites,
+        deflection=unflat(X.v[:, :3, 3] - X0.v[:, :3, 3]),
+        deflection_local=unflat(np.einsum("bxy,bx->by", X0.v[:, :3, :3], X.v[:, :3, 3] - X0.v[:, :3, 3])),
+        gauges=sites,
         curvature=unflat(kappa), stiffness=unflat(Hff))

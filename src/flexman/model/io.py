@@ -30,7 +30,9 @@ from .robot import DH_CONVENTIONS, JOINT_TYPES, SHAPE_KINDS, Beam, Link, RigidBo
 
 FORMATS = {".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".json": "json"}
 
-TOP_FIELDS = ("name", "description", "source", "gravity", "dh", "links", "payload", "controller", "manoeuvre")
+TOP_FIELDS = ("name", "description", "source", "gravity", "dh", "links", "payload", "controller", "manoeuvre",
+              "statics")
+STATICS_FIELDS = ("point", "gauges", "forces")
 LINK_FIELDS = ("name", "joint", "a", "alpha", "d", "theta", "mass", "com", "inertia", "hub", "beam",
                "armature", "viscous", "coulomb", "limits")
 BODY_FIELDS = ("mass", "com", "inertia")
@@ -309,9 +311,39 @@ def _robot_from_dict(data) -> Robot:
         except ValueError as exc:
             raise ModelError(str(exc)) from None
         robot.manoeuvre = spec
+    robot.statics = _statics(data["statics"], robot) if data.get("statics") is not None else None
     robot.description = _text(data.get("description", ""), "description")
     robot.source = _text(data.get("source", ""), "source", allow_list=True)
     return robot
+
+
+def _statics(data, robot) -> dict:
+    """The optional load case of ``flexman statics``: where the endpoint force acts (a point in
+    the last link's distal frame), strain-gauge positions (one list per link, m from the beam
+    root) and the endpoint forces [fx, fy, fz] (N, base frame) of a family of curves."""
+    _check_fields(data, "statics", STATICS_FIELDS)
+    out = {}
+    if "point" in data:
+        out["point"] = [float(v) for v in _vec3(data["point"], "statics.point")]
+    if "gauges" in data:
+        gauges = data["gauges"]
+        if not isinstance(gauges, list) or len(gauges) > robot.n_joints or not all(isinstance(g, list) for g in gauges):
+            raise ModelError(f"statics.gauges: expected one list of positions per link (at most {robot.n_joints}), "
+                             f"got {_describe(gauges)}")
+        out["gauges"] = [[_number(x, _join(_join("statics.gauges", i), j), minimum=0.0) for j, x in enumerate(g)]
+                         for i, g in enumerate(gauges)]
+        from ..analysis.statics import check_gauges
+
+        try:
+            check_gauges(robot, out["gauges"])
+        except ValueError as exc:
+            raise ModelError(f"statics.{exc}") from None
+    if "forces" in data:
+        forces = data["forces"]
+        if not isinstance(forces, list) or not forces:
+            raise ModelError(f"statics.forces: expected a list of forces [fx, fy, fz] (got {_describe(forces)})")
+        out["forces"] = [[float(v) for v in _vec3(f, _join("statics.forces", i))] for i, f in enumerate(forces)]
+    return out
 
 
 # ----- Robot -> dict ---------------------------------------------------------------------------
@@ -380,6 +412,8 @@ def robot_to_dict(robot: Robot) -> dict:
         out["controller"] = copy.deepcopy(robot.controller)
     if getattr(robot, "manoeuvre", None) is not None:
         out["manoeuvre"] = copy.deepcopy(robot.manoeuvre)
+    if getattr(robot, "statics", None):
+        out["statics"] = copy.deepcopy(robot.statics)
     return out
 
 
