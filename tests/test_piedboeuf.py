@@ -63,3 +63,51 @@ def test_second_order_stiffness_terms_change_the_curvature():
 def test_validation_cases_pass():
     for case in [c for c in CASES if c.name.startswith("001 ")]:
         assert case.passes(case.obtained()), case.name
+
+
+# ----- flexman statics ------------------------------------------------------------------------
+def test_cli_statics_json(capsys):
+    import json
+
+    from flexman import cli
+
+    assert cli.main(["statics", "piedboeuf_one_link", "--q", "45", "--deg", "--force", "0", "-5.4", "0",
+                     "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    row = out["results"][0]
+    robot = fm.examples.load("piedboeuf_one_link")
+    ref = fm.analysis.statics(robot, [np.pi / 4], [0, -5.4, 0, 0, 0, 0], point=robot.statics["point"],
+                              gauges=robot.statics["gauges"])
+    assert np.allclose(row["torques"], ref.torques) and np.allclose(row["curvature"], ref.curvature)
+    assert len(out["gauges"]) == 3
+
+
+def test_cli_statics_sweep_writes_the_plot(tmp_path, capsys):
+    import json
+
+    from flexman import cli
+
+    png = tmp_path / "statics.png"
+    assert cli.main(["statics", "piedboeuf_one_link", "--sweep", "0", "-90", "90", "--deg", "--steps", "7",
+                     "--plot", str(png), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert png.stat().st_size > 10_000
+    assert np.asarray(out["orders"]["2"]["endpoint"]).shape == (7, 7)  # seven forces of Table 1 x 7 angles
+    data = pb.study()
+    keep = np.isin(data["angles"], np.linspace(-90, 90, 7))
+    assert np.allclose(np.asarray(out["orders"]["2"]["torques"])[..., 0], data[2]["torque"][:, keep])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--force", "1", "2"], "--force: expected 3 arguments"),
+    (["--order", "3"], "--order: invalid choice"),
+    (["--q", "0", "--force", "-200", "0", "0"], "buckling"),
+    (["--q", "0", "--gauges", "2.0"], "gauges: 2 m is outside"),
+    (["--sweep", "3", "0", "1"], "--sweep: joint 3 out of range"),
+])
+def test_cli_statics_errors(argv, message, capsys):
+    from flexman import cli
+
+    assert cli.main(["statics", "piedboeuf_one_link", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -52,3 +52,45 @@ def plot_result(result, path=None, robot=None):
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=100)
     return fig
+
+
+def plot_statics(sweep, path, joint_label="joint angle"):
+    """Statics against a swept joint, one curve per force numbered 1, 2, ... (the layout of 001
+    Figs. 6-12): joint torque; with order 2 also its difference to orders 1 and 0; the curvature
+    at each gauge; the endpoint deflection normal to the link and, with order 2, its difference
+    to order 1. ``sweep``: the dict built by ``flexman statics --sweep`` (angles, forces and per
+    order the torque (F, A), curvature (F, A, G) and endpoint (F, A) arrays)."""
+    x = np.asarray(sweep["angles"], dtype=float)
+    order = sweep["order"]
+    main = sweep["orders"][order]
+    compare = order == 2 and 1 in sweep["orders"] and 0 in sweep["orders"]
+    n_gauges = np.asarray(main["curvature"]).shape[-1]
+    rows = 1 + (2 if compare else 0) + n_gauges + 1 + (1 if compare else 0)
+    fig, axes = _figure(rows)
+    labels = [f"{i + 1}: {_force_text(f)}" for i, f in enumerate(sweep["forces"])]
+    k = 0
+
+    def panel(values, ylabel):
+        nonlocal k
+        _lines(axes[k], x, np.asarray(values, dtype=float).T, labels, ylabel)
+        k += 1
+
+    panel(main["torque"], f"torque O({order}) [N m]")
+    if compare:
+        ref = np.asarray(main["torque"])
+        panel(np.asarray(sweep["orders"][1]["torque"]) - ref, "torque O(1) - O(2) [N m]")
+        panel(np.asarray(sweep["orders"][0]["torque"]) - ref, "torque O(0) - O(2) [N m]")
+    for g in range(n_gauges):
+        panel(np.asarray(main["curvature"])[..., g], f"curvature, gauge {g + 1} [1/m]")
+    panel(1e3 * np.asarray(main["endpoint"]), "endpoint deflection [mm]")
+    if compare:
+        panel(1e3 * (np.asarray(main["endpoint"]) - np.asarray(sweep["orders"][1]["endpoint"])),
+              "endpoint O(2) - O(1) [mm]")
+    axes[-1].set_xlabel(joint_label)
+    fig.tight_layout()
+    fig.savefig(Path(path), dpi=110)
+    return Path(path)
+
+
+def _force_text(force) -> str:
+    return "[" + ", ".join(f"{v:g}" for v in force) + "] N"
