@@ -37,7 +37,9 @@ def test_numeric_symbolic_numpy_and_c_agree(name):
         fast = eom.compile(backend)
         assert _close(fast.mass_matrix(q), M)
         assert _close(fast.bias_forces(q, qd), b)
-        assert _close(fast.forward_dynamics(q, qd, tau), qdd, 1e-9)
+        # solving with M loses cond(M) x roundoff (cond ~1e8 for the monomial shapes of 001)
+        cond = np.linalg.cond(M).max()
+        assert _close(fast.forward_dynamics(q, qd, tau), qdd, max(1e-9, 1e-15 * cond))
 
 
 def test_saha_modified_arm_has_constant_gim_and_no_coriolis_terms():
