@@ -249,11 +249,12 @@ OPTIONS = {
     "codegen": ["--lang", "--out", "--force", "--formulation"],
     "examples": ["--copy", "--force"],
     "derive": ["--formulation", "--parameters", "--latex"],
+    "statics": ["--q", "--order", "--steps", "--force", "--gauges", "--deg"],
 }
 CHOICES = {"--method": ["rk4", "RK45", "Radau", "euler"], "--backend": ["numeric", "fast"],
            "--lang": ["c", "python", "cobol"], "--formulation": ["book", "denoc", "none"],
            "--parameters": ["numeric", "symbolic", "x"]}
-FLAGS = {"--no-plot", "--force", "--latex"}
+FLAGS = {"--no-plot", "--force", "--latex", "--deg"}
 
 
 @st.composite

@@ -281,3 +281,27 @@ def test_bad_input_is_one_clear_error(kwargs, message):
         statics(robot, [0.0, 1.0])
     with pytest.raises(ValueError, match="x: 2 m is outside"):
         curvature(robot, np.zeros(robot.nq), 0, 2.0)
+
+
+# ----- fuzzed inputs: numbers or one clear ValueError ----------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+JUNK = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=3),
+                 st.lists(st.floats(allow_nan=True, allow_infinity=True, width=32), max_size=7),
+                 st.lists(st.lists(st.floats(-1e3, 1e3), min_size=6, max_size=6), max_size=2))
+
+
+@settings(max_examples=60, derandomize=True, deadline=None, database=None)
+@given(q_r=JUNK, w=JUNK, point=JUNK, order=st.sampled_from([0, 1, 2, 3, -1, 1.5, None, "2"]), gauges=JUNK)
+def test_fuzzed_statics_inputs(q_r, w, point, order, gauges):
+    robot = FUZZ_ROBOT
+    try:
+        res = statics(robot, q_r, w, point=point, order=order, gauges=gauges)
+    except ValueError as exc:
+        assert str(exc) and "\n" not in str(exc)
+        return
+    assert np.all(np.isfinite(res.torques)) and np.all(np.isfinite(res.q_f))
+
+
+FUZZ_ROBOT = cantilever(modes=2, gravity=(0, -9.81, 0))
