@@ -305,3 +305,26 @@ def test_fuzzed_statics_inputs(q_r, w, point, order, gauges):
 
 
 FUZZ_ROBOT = cantilever(modes=2, gravity=(0, -9.81, 0))
+
+
+def test_two_flexible_links_in_space():
+    """Two flexible links (both bending planes, torsion), a full wrench with a moment: order 1 is a
+    root of robot.inverse_dynamics at rest (the first-order dynamics; moment through J^T w) and
+    its torques are that model's; at both orders the loaded point is robot.frame(q, order) there."""
+    beam = lambda L: Beam(length=L, mass_per_length=0.8, EI=[9.0, 14.0], GJ=6.0, polar_inertia_per_length=2e-4,
+                          modes={"y": 2, "z": 2, "torsion": 1}, **_first_order_dynamics())
+    robot = Robot(links=[Link(a=0.6, alpha=np.pi / 2, beam=beam(0.6), body=RigidBody(0.3, [0.02, 0, 0.01])),
+                         Link(a=0.5, alpha=0.4, beam=beam(0.5), body=RigidBody(0.2, [0.01, -0.05, 0.02]))],
+                  gravity=[0, 0, -9.81])
+    q_r, point = np.array([0.4, -0.7]), np.array([0.03, -0.08, 0.05])
+    w = np.array([0.8, -1.2, 0.5, 0.05, -0.04, 0.03])
+    zero = np.zeros(robot.nq)
+    for order in (1, 2):
+        res = statics(robot, q_r, w, point=point, order=order)
+        assert np.allclose((robot.frame(res.q, order=order) @ np.append(point, 1.0))[:3], res.position, atol=1e-13)
+        if order == 1:
+            gen = robot.inverse_dynamics(res.q, zero, zero, f_ext=[(-1, point, w)])
+            assert np.abs(gen[robot.flex_index]).max() < 1e-10 * np.abs(gen).max()
+            assert np.allclose(gen[robot.joint_index], res.torques, rtol=1e-10)
+            first = res.q_f
+    assert np.abs(res.q_f - first).max() > 1e-3 * np.abs(first).max()  # order 2 differs at these loads
