@@ -283,7 +283,7 @@ class Link:
         for key, (limit, unit) in bounds.items():
             within(getattr(self, key), key, limit, unit)
         if self.limits is not None:
-            if not isinstance(self.limits, (list, tuple, np.ndarray)) or len(self.limits) != 2:
+            if not isinstance(self.limits, (list, tuple, np.ndarray)) or np.ndim(self.limits) != 1 or len(self.limits) != 2:
                 raise ModelError(f"limits: expected [lower, upper] (got {self.limits!r:.40})")
             lo, hi = (_real(v, "limits") for v in self.limits)
             if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
