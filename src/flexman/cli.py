@@ -462,10 +462,13 @@ def cmd_frequencies(args) -> int:
     q = _vector(args.q, (robot.n_joints, robot.nq), "--q")
     if q is not None and q.size == robot.n_joints:
         q = np.concatenate([q, np.zeros(robot.nf)])
-    omega = np.atleast_1d(np.asarray(robot.natural_frequencies(q), dtype=float))
+    qd = _vector(args.qd, (robot.n_joints, robot.nq), "--qd")
+    if qd is not None and qd.size == robot.n_joints:
+        qd = np.concatenate([qd, np.zeros(robot.nf)])
+    omega = np.atleast_1d(np.asarray(robot.natural_frequencies(q, qd=qd), dtype=float))
     rows = [{"mode": i + 1, "rad_per_s": float(w), "hz": float(w) / (2 * math.pi)} for i, w in enumerate(omega)]
     if args.json:
-        _print_json({"model": robot.name, "q": q, "frequencies": rows})
+        _print_json({"model": robot.name, "q": q, "qd": qd, "frequencies": rows})
         return 0
     con = _console()
     if not rows:
@@ -941,6 +944,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _subcommand(sub, "frequencies", cmd_frequencies, "natural frequencies of the linearized system")
     p.add_argument("--q", type=float, nargs="+", metavar="Q", help="configuration (joint or all coordinates)")
+    p.add_argument("--qd", type=float, nargs="+", metavar="QD",
+                   help="constant joint rates: frequencies about that steady motion (joints held, gyroscopic terms in)")
 
     p = _subcommand(sub, "statics", cmd_statics, "equilibrium under endpoint forces: torques, deflection, strain")
     p.add_argument("--q", type=float, nargs="+", metavar="Q", help="joint positions (rad, m; see --deg)")

@@ -34,13 +34,94 @@ def linearize(robot, q=None):
     return robot.mass_matrix(q), stiffness(robot, q)
 
 
-def natural_frequencies(robot, q=None, joints="free"):
-    """Natural frequencies (rad/s, ascending) of the arm linearized about q at rest.
+def _flexible_forces(robot, q, qd, pf, pv):
+    """Flexible rows of the inverse dynamics with joint accelerations zero (complex-step safe)."""
+    from ..dynamics import lagrange4
+
+    sl = robot.flex_index
+    qq = q.astype(pf.dtype)
+    vv = qd.astype(pv.dtype)
+    qq[sl], vv[sl] = pf, pv
+    return lagrange4.inverse_dynamics(robot._model, qq, vv, np.zeros(robot.nq), friction=False)[sl]
+
+
+def _flexible_jacobians(robot, q, qd, p, pv):
+    """(K, C) = d Q_f / d (p, p_dot) by complex step at the flexible state (p, pv)."""
+    n = p.size
+    K, C = np.zeros((n, n)), np.zeros((n, n))
+    for k in range(n):
+        e = np.zeros(n, dtype=complex)
+        e[k] = 1j * STEP
+        K[:, k] = _flexible_forces(robot, q, qd, p + e, pv.astype(complex)).imag / STEP
+        C[:, k] = _flexible_forces(robot, q, qd, p.astype(complex), pv + e).imag / STEP
+    return K, C
+
+
+def steady_deflection(robot, q, qd, tol=1e-12, iterations=50):
+    """Flexible coordinates at rest relative to the joints when the joints sit at q's joint values
+    and turn at qd's constant joint rates (centrifugal and gravity loads balanced by the beams)."""
+    sl = robot.flex_index
+    p = np.array(q[sl], dtype=float)
+    zero = np.zeros_like(p)
+    for _ in range(iterations):
+        r = _flexible_forces(robot, q, qd, p, zero).real
+        K, _ = _flexible_jacobians(robot, q, qd, p, zero)
+        try:
+            step = np.linalg.solve(K, -r)
+        except np.linalg.LinAlgError:
+            raise ValueError("qd: no steady deflection at these joint rates (the stiffness vanishes: "
+                             "the beams buckle or whirl); lower the rates") from None
+        p = p + step
+        if np.abs(step).max() <= tol * max(1.0, np.abs(p).max()):
+            return p
+    raise ValueError("qd: no steady deflection found at these joint rates (Newton did not converge); lower the rates")
+
+
+def frequencies_about_motion(robot, q, qd):
+    """Frequencies (rad/s, ascending) of the flexible coordinates linearized about a steady motion:
+    joints at q's joint values turning at qd's constant joint rates, beams at their steady
+    deflection; gyroscopic coupling included, structural damping left out. A mode made unstable
+    by the motion has no frequency and is reported as 0."""
+    from scipy.linalg import eig
+
+    sl = robot.flex_index
+    n = robot.nf
+    if n == 0:
+        return np.zeros(0)
+    p = steady_deflection(robot, q, qd)
+    K, C = _flexible_jacobians(robot, q, qd, p, np.zeros(n))
+    qs = np.array(q, dtype=float)
+    qs[sl] = p
+    M = robot.mass_matrix(qs)[sl, sl]
+    G = 0.5 * (C - C.T)  # gyroscopic part; the symmetric part is damping
+    A = np.block([[np.zeros((n, n)), np.eye(n)], [-np.linalg.solve(M, K), -np.linalg.solve(M, G)]])
+    lam = eig(A, right=False)
+    omega = np.sort(np.abs(lam.imag))
+    unstable = np.sort(np.abs(lam.real)) > 1e-8 * max(1.0, np.abs(lam).max())
+    omega = omega[1::2]  # +-i omega pairs
+    if unstable.any():
+        omega = np.where(omega < 1e-8 * max(1.0, omega.max()), 0.0, omega)
+    return omega
+
+
+def natural_frequencies(robot, q=None, joints="free", qd=None):
+    """Natural frequencies (rad/s, ascending) of the arm linearized about q at rest, or with
+    ``qd`` about a steady motion (see :func:`frequencies_about_motion`; joints then held).
 
     joints="free": joints unactuated (the free system); joints="locked": joint coordinates
     held, only the flexible coordinates vibrate. Modes that are unstable in the linearization
     (an arm above its joint) have no frequency and are reported as 0.
     """
+    if qd is not None:
+        qd = inputs.state(robot, qd, "qd")
+        if qd.ndim != 1:
+            raise ValueError(f"qd: expected one set of nq = {robot.nq} rates, got shape {qd.shape}")
+        if not np.all(np.isfinite(qd)):
+            raise ValueError("qd: must be finite numbers")
+        q = np.zeros(robot.nq) if q is None else inputs.state(robot, q)
+        if q.ndim != 1:
+            raise ValueError(f"q: expected one configuration of nq = {robot.nq} values, got shape {q.shape}")
+        return frequencies_about_motion(robot, q, qd)
     M, K = linearize(robot, q)
     if joints == "locked":
         sl = robot.flex_index

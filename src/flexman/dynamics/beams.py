@@ -85,9 +85,19 @@ def _matvec(A, v):
 
 
 class RevoluteBeam:
-    """Constant-tensor beam: h = h0 + sum_k p_k Phi_k, D = I + sum_k p_k D_k."""
+    """Constant-tensor beam: h = h0 + sum_k p_k Phi_k, D = I + sum_k p_k D_k.
+
+    With ``stiffening`` the points also move by the second-order part h2 = 1/2 sum p_k p_l r_kl
+    (the axial shortening of the bent beam, :mod:`.second_order`) and the tip transform gains
+    1/2 sum p_k p_l D_kl. The kinetic energy keeps h2 where it meets the rigid motion,
+    T_s = int r0_dot . r2_dot dm (r0 = Wh h0, r2 = Wh h2), the consistent second-order theory
+    whose Lagrange equations give the stiffness of the axial loads (centrifugal, inertial,
+    gravity); distal bodies ride on the exact quadratic tip transform.
+    """
 
     sliding = False
+    stiffening = False
+    Fkl = None  # (n, n, 4, 4) int h0 r_kl^T dm, set by the builder when stiffening
 
     def __init__(self, C0, Ck, Ckl, Dk, K, Cd, Mb, directions, shapes, length):
         self.C0, self.Ck, self.Ckl, self.Dk = C0, Ck, Ckl, Dk
@@ -102,8 +112,19 @@ class RevoluteBeam:
         batch = p.shape[:-1]
         return identity(batch, p) + lincomb(p, self.Dk), lincomb(pd, self.Dk), lincomb(pdd, self.Dk)
 
-    def tip_partials(self, p):
-        return np.broadcast_to(self.Dk, p.shape[:-1] + self.Dk.shape)
+    def tip_partials(self, p, second_order=False):
+        """dD/dp_j (..., n, 4, 4); with second_order the quadratic tip transform's D_j + sum_l p_l D_jl."""
+        first = np.broadcast_to(self.Dk, p.shape[:-1] + self.Dk.shape)
+        return first + contract(p, self.Dkl) if second_order else first
+
+    def shortening_moments(self, p, pd, pdd):
+        """F = int h0 h2^T dm (h2 the second-order displacement of the beam's points), its first and
+        second time derivatives, and Fp[..., j] = dF/dp_j."""
+        Fp = contract(p, self.Fkl)
+        F = 0.5 * lincomb(p, Fp)
+        Fd = lincomb(pd, Fp)
+        Fdd = lincomb(pdd, Fp) + lincomb(pd, contract(pd, self.Fkl))
+        return F, Fd, Fdd, Fp
 
     def centreline(self, p, eta):
         """Points of the deflected centre line at stations ``eta`` (0 root, 1 tip): (..., G, 4)
@@ -158,7 +179,12 @@ class RevoluteBeam:
         Cd = contract2(pd, self.Ckl)  # sum_k pd_k C_jk, indexed by j
         Cdd = contract2(pdd, self.Ckl)
         X = _T(N0k) @ _T(Whdd)[..., None, :, :] + 2 * (Cd @ _T(Whd)[..., None, :, :]) + Cdd @ _T(Wh)[..., None, :, :]
-        return phi, ops.trace_product(Wh[..., None, :, :], X)
+        own = ops.trace_product(Wh[..., None, :, :], X)
+        if self.stiffening:  # Lagrange terms of T_s: int (dr0/dq).r2_ddot + (dr2/dq).r0_ddot
+            F, Fd, Fdd, Fp = self.shortening_moments(p, pd, pdd)
+            phi = phi + (F + _T(F)) @ _T(Whdd) + 2 * (Fd @ _T(Whd)) + Fdd @ _T(Wh)
+            own = own + ops.trace_product(_T(Fp), (_T(Whdd) @ Wh)[..., None, :, :])
+        return phi, own
 
     def elastic(self, p, pd):
         return p @ self.K.T + pd @ self.Cd.T
@@ -168,15 +194,22 @@ class RevoluteBeam:
         N, N0k = self.moments(p)
         Nd = lincomb(pd, N0k)
         S = lincomb(pd, contract2(pd, self.Ckl))
-        return (
+        out = (
             ops.trace_product(Whd @ N, _T(Whd))
             + 2 * ops.trace_product(Whd @ Nd, _T(Wh))
             + ops.trace_product(Wh @ S, _T(Wh))
         )
+        if self.stiffening:  # 2 T_s = 2 int r0_dot . r2_dot dm
+            F, Fd, _, _ = self.shortening_moments(p, pd, 0 * pd)
+            out = out + 2 * (ops.trace_product(Whd @ F, _T(Whd)) + ops.trace_product(Whd @ Fd, _T(Wh)))
+        return out
 
     def moment(self, p):
-        """int h dm (4-vector, last entry the mass) in the link frame."""
+        """int h dm (4-vector, last entry the mass) in the link frame (with the shortening when stiffening)."""
         N, _ = self.moments(p)
+        if self.stiffening:
+            F = 0.5 * lincomb(p, contract(p, self.Fkl))
+            return N[..., :, 3] + F[..., 3, :]
         return N[..., :, 3]
 
     def strain(self, p):
@@ -192,6 +225,7 @@ class SlidingBeam:
     """
 
     sliding = True
+    stiffening = False  # geometric stiffening of sliding beams is not modelled (first order)
 
     def __init__(self, sets, directions, axis, mu, l0, EI, damping_ratio, ref_length):
         from ..discretize import mass_matrix as shapes_mass
@@ -310,7 +344,7 @@ class SlidingBeam:
         pts[..., 3] = 1.0
         return pts
 
-    def tip_partials(self, p):
+    def tip_partials(self, p, second_order=False):
         (d, xi) = _first(p)
         first = lincomb(xi, self._Dk(d, 1))[..., None, :, :]
         return np.concatenate([first, self._Dk(d, 0)], axis=-3)

@@ -8,6 +8,12 @@ matrix on its frame; positions come from an explicit product of transforms. Then
 * h(q, qd) from Christoffel symbols of M                          (Algorithm 2),
 * c(q) = dV/dq with V gravity + strain energy                      (Algorithm 3).
 
+Geometric stiffening (beams with ``stiffening``): each beam point also moves by its second-order
+displacement r2 (the shortening of the bent beam), and the tip transform is quadratic. The
+kinetic energy is the consistent second-order one, T = 1/2 |v1|^2 + v0 . v2 per point (v0 the
+point's velocity with this beam undeformed, v1 to first order, v2 of r2), so M gains
+J0^T J2 + J2^T J0; gravity acts on r1 + r2.
+
 Jacobians use complex-step differentiation (exact to rounding); the Christoffel symbols use
 Richardson-extrapolated central differences of M. Slow, small arms only: it is a check.
 """
@@ -46,6 +52,7 @@ class EnergyLagrangian:
         robot, model = self.robot, self.model
         W = np.eye(4, dtype=complex)
         weights, points, rigid = [], [], []
+        self._second = []  # (weights, undeformed points, second-order displacements) of stiffened beams
         for i, (link, lk) in enumerate(zip(robot.links, model.links)):
             P, N, offset = dh.split(link, robot.dh)
             qi = q[i] + offset
@@ -123,7 +130,16 @@ class EnergyLagrangian:
         hom = np.concatenate([pts, np.ones((len(pts), 1))], axis=1)
         world = (Wh @ hom.T).T[:, :3]
         tip = root + L * np.eye(3)[ax]
-        Wt = Wh @ _deflection_transform(tip, tip_rot, tip_disp)
+        D = _deflection_transform(tip, tip_rot, tip_disp)
+        if beam.stiffening:
+            kin = bm.kinematics
+            r2 = np.array([np.einsum("k,l,kla->a", p, p, kin.section(x)[1]) * 0.5 for x in s.real])
+            rest = np.concatenate([root + np.outer(s, np.eye(3)[ax]), np.ones((len(s), 1))], axis=1)
+            w4 = 0.25 * mu * L * wq
+            for _ in range(4):  # the four section points share the centre line's shortening
+                self._second.append((w4, (Wh @ rest.T).T[:, :3], (Wh[:3, :3] @ r2.T).T))
+            D = D + 0.5 * np.einsum("k,l,klab->ab", p, p, kin.tip_tensor(tip))
+        Wt = Wh @ D
         return Wt, np.concatenate(wts), world
 
     def _sliding(self, link, bm, d, xi, Wh):
@@ -162,26 +178,40 @@ class EnergyLagrangian:
         Wt = Wh @ _deflection_transform(np.zeros(3), tip_rot, tip_disp)
         return Wt, wts, world
 
+    def _second_order(self):
+        """(weights, undeformed points, second-order displacements) of the last cloud, stacked."""
+        if not self._second:
+            return np.zeros(0), np.zeros((0, 3), dtype=complex), np.zeros((0, 3), dtype=complex)
+        w, p0, p2 = zip(*self._second)
+        return np.concatenate(w), np.concatenate(p0), np.concatenate(p2)
+
     def _kin_derivatives(self, q):
-        """Point Jacobians (npts, 3, nq) and rigid-frame derivatives by complex step."""
+        """Point Jacobians (npts, 3, nq) and rigid-frame derivatives by complex step; and the
+        Jacobians (J0, J2) of the stiffened beams' undeformed points and second-order displacements."""
         nq = len(q)
         w, pts0, rigid0 = self._clouds(q.astype(complex))
+        w2 = self._second_order()[0]
         Jp = np.zeros((len(w), 3, nq))
+        J0, J2 = np.zeros((len(w2), 3, nq)), np.zeros((len(w2), 3, nq))
         dW = [np.zeros((nq, 4, 4)) for _ in rigid0]
         for k in range(nq):
             qc = q.astype(complex)
             qc[k] += 1j * STEP
             _, pts, rigid = self._clouds(qc)
+            _, p0, p2 = self._second_order()
             Jp[:, :, k] = pts.imag / STEP
+            J0[:, :, k], J2[:, :, k] = p0.imag / STEP, p2.imag / STEP
             for b, (_, Wb) in enumerate(rigid):
                 dW[b][k] = Wb.imag / STEP
-        return w, Jp, [Jm for Jm, _ in rigid0], dW
+        return w, Jp, [Jm for Jm, _ in rigid0], dW, (w2, J0, J2)
 
     # ----- Algorithms 1-3 ------------------------------------------------------------
     def mass_matrix(self, q):
         q = np.asarray(q, dtype=float)
-        w, Jp, Js, dW = self._kin_derivatives(q)
+        w, Jp, Js, dW, (w2, J0, J2) = self._kin_derivatives(q)
         M = np.einsum("p,pak,pal->kl", w, Jp, Jp)
+        cross = np.einsum("p,pak,pal->kl", w2, J0, J2)  # T_s = sum w v0 . v2
+        M += cross + cross.T
         for Jm, d in zip(Js, dW):
             M += np.einsum("kab,bc,lac->kl", d, Jm, d)
         for i, link in enumerate(self.robot.links):
@@ -192,6 +222,8 @@ class EnergyLagrangian:
         w, pts, rigid = self._clouds(np.asarray(q))
         g = self.robot.gravity
         V = -np.sum(w * (pts @ g))
+        w2, _, p2 = self._second_order()
+        V = V - np.sum(w2 * (p2 @ g))
         g4 = np.append(g, 0.0)
         for Jm, Wb in rigid:
             V = V - g4 @ (Wb @ Jm[:, 3])

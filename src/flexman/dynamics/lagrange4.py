@@ -32,6 +32,9 @@ def _T(x):
 def forward(model, q, qd, qdd, gravity=True, second_order=False):
     """Frames and their first and second time derivatives, link by link.
 
+    ``second_order``: True or False for every beam's tip (kinematics), or None for the dynamics:
+    second order exactly on the beams with geometric stiffening.
+
     Returns a list of dicts with the previous distal frame ``W0``, ``A1 = dA/dq``, the
     undeformed frame ``Wh`` (after A_i) and the distal frame ``W`` (after D_i), each with
     ``*d`` and ``*dd`` derivatives, and the link's flexible coordinates ``p, pd, pdd``.
@@ -63,7 +66,7 @@ def forward(model, q, qd, qdd, gravity=True, second_order=False):
         if lk.beam is not None:
             p, pd, pdd = lk.beam.local(q, qd, qdd, i, lk.flex, lk.offset)
             D, Dd, Ddd = lk.beam.tip(p, pd, pdd)
-            if second_order:  # second-order kinematics of the tip (foreshortening, rotation)
+            if lk.beam.stiffening if second_order is None else second_order:  # second-order tip kinematics
                 dD, dDd, dDdd = lk.beam.second_order_tip(p, pd, pdd)
                 D, Dd, Ddd = D + dD, Dd + dDd, Ddd + dDdd
             W = Wh @ D
@@ -87,7 +90,7 @@ def inverse_dynamics(model, q, qd, qdd, gravity=True, elastic=True, friction=Tru
     # computed once; a sliding beam's field coefficients need equal shapes from the start.
     if any(lk.beam is not None and lk.beam.sliding for lk in model.links):
         q, qd, qdd = np.broadcast_arrays(q, qd, qdd)
-    recs = forward(model, q, qd, qdd, gravity)
+    recs = forward(model, q, qd, qdd, gravity, second_order=None)
     n = len(model.links)
     cols = [None] * model.nq
     G_hat_next = None
@@ -101,7 +104,7 @@ def inverse_dynamics(model, q, qd, qdd, gravity=True, elastic=True, friction=Tru
         if lk.beam is not None:
             beam, p = lk.beam, rec["p"]
             phi, q_local = beam.terms(rec["Wh"], rec["Whd"], rec["Whdd"], p, rec["pd"], rec["pdd"])
-            q_loc = ops.trace_product(rec["Wh"][..., None, :, :], beam.tip_partials(p) @ G[..., None, :, :]) + q_local
+            q_loc = ops.trace_product(rec["Wh"][..., None, :, :], beam.tip_partials(p, beam.stiffening) @ G[..., None, :, :]) + q_local
             if isinstance(elastic, np.ndarray):  # per-sample on/off (...,)
                 q_loc = q_loc + elastic[..., None] * beam.elastic(p, rec["pd"])
             elif elastic:
@@ -127,7 +130,7 @@ def inverse_dynamics(model, q, qd, qdd, gravity=True, elastic=True, friction=Tru
 def kinetic_energy(model, q, qd):
     """T = 1/2 sum_b int |r_dot|^2 dm, evaluated directly from the frame velocities."""
     q, qd = np.broadcast_arrays(ops.asarray(q), ops.asarray(qd))
-    recs = forward(model, q, qd, np.zeros_like(qd), gravity=False)
+    recs = forward(model, q, qd, np.zeros_like(qd), gravity=False, second_order=None)
     total = 0
     for lk, rec in zip(model.links, recs):
         total = total + ops.trace_product(rec["Wd"] @ lk.body_tip, _T(rec["Wd"]))
@@ -143,7 +146,7 @@ def potential_energy(model, q):
     """Gravity (V = -sum m g . r) plus strain energy 1/2 q_f^T K q_f."""
     q = ops.asarray(q)
     zero = np.zeros_like(q)
-    recs = forward(model, q, zero, zero, gravity=False)
+    recs = forward(model, q, zero, zero, gravity=False, second_order=None)
     grav = np.asarray(model.gravity)  # numbers, or symbols when parameters are symbolic
     g4 = np.zeros(4, dtype=grav.dtype)
     g4[:] = 0.0

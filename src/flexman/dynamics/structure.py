@@ -166,6 +166,10 @@ def _beam_model(link, convention, loads) -> RevoluteBeam:
     beam_model.axis = ax
     beam_model.kinematics = BeamKinematics(sets, L, (ax, t1, t2))  # second order, on demand
     beam_model.tip_point, beam_model.root, beam_model.mu = tip, root, mu
+    if beam.stiffening and n:
+        beam_model.stiffening = True
+        beam_model.Fkl = _exact_zeros(shortening_moment_tensor(beam_model.kinematics, root, ax, mu))
+        beam_model.Dkl = _exact_zeros(beam_model.Dkl)
     beam_model.transverse = {"y": t1, "z": t2}  # the bending axes (drawing the centre line)
     return beam_model
 
@@ -176,6 +180,22 @@ def _exact_zeros(T, rel=1e-13):
     T = np.array(T, dtype=float)
     T[np.abs(T) < rel * max(np.abs(T).max(), 1e-300)] = 0.0
     return T
+
+
+def shortening_moment_tensor(kinematics, root, ax, mu):
+    """F_kl = int h0 r_kl^T dm (n, n, 4, 4): the undeformed points h0 = (root + x e_ax, 1) against the
+    second-order displacements r_kl(x) of :class:`.second_order.BeamKinematics` (geometric stiffening)."""
+    from .second_order import rule
+
+    L, n = kinematics.L, kinematics.n
+    eta, w = rule(kinematics.sets, 0.0, 1.0)
+    out = np.zeros((n, n, 4, 4))
+    for x, wx in zip(eta * L, w * L):
+        h0 = np.append(root, 1.0)
+        h0[ax] += x
+        _, r = kinematics.section(x)
+        out[..., :, :3] += (mu * wx) * h0[:, None] * r[:, :, None, :]
+    return out
 
 
 def shortening_matrix(sets, L):

@@ -38,7 +38,7 @@ LINK_FIELDS = ("name", "joint", "a", "alpha", "d", "theta", "mass", "com", "iner
 BODY_FIELDS = ("mass", "com", "inertia")
 HUB_FIELDS = ("mass", "inertia", "offset")
 BEAM_FIELDS = ("length", "mass_per_length", "EI", "GJ", "polar_inertia_per_length", "damping",
-               "shapes", "modes", "elements")
+               "shapes", "modes", "elements", "stiffening")
 MODE_FIELDS = ("y", "z", "torsion")
 
 INERTIA_HINT = "give [Ixx, Iyy, Izz, Ixy, Iyz, Ixz], a 3x3 matrix or 3 principal values"
@@ -228,6 +228,10 @@ def _beam(data, where: str) -> Beam:
         kw["modes"] = {k: _count(v, _join(_join(where, "modes"), k)) for k, v in modes.items()}
     if "elements" in data:
         kw["elements"] = _count(data["elements"], _join(where, "elements"), 1)
+    if "stiffening" in data:
+        if not isinstance(data["stiffening"], bool):
+            raise ModelError(f"{_join(where, 'stiffening')}: must be true or false (got {data['stiffening']!r})")
+        kw["stiffening"] = data["stiffening"]
     # Beam's messages already start with "beam."; prefix only the link part of the path.
     link_path = where.rsplit(".beam", 1)[0]
     return _build(Beam, link_path, **kw)
@@ -373,6 +377,8 @@ def _beam_dict(beam: Beam) -> dict:
     }
     if beam.elements or beam.shapes == "finite_elements":
         out["elements"] = int(beam.elements)
+    if not beam.stiffening:
+        out["stiffening"] = False
     return out
 
 

@@ -163,8 +163,12 @@ class Beam:
     shapes: str = "clamped_free"
     modes: dict = field(default_factory=lambda: {"y": 1, "z": 1, "torsion": 0})
     elements: int = 0
+    stiffening: bool = True  # geometric stiffening (second-order axial shortening); False: first-order model
 
     def __post_init__(self):
+        if not isinstance(self.stiffening, (bool, np.bool_)):
+            raise ModelError(f"beam.stiffening: must be true or false (got {self.stiffening!r})")
+        self.stiffening = bool(self.stiffening)
         self.length = _real(self.length, "beam.length")
         self.mass_per_length = _real(self.mass_per_length, "beam.mass_per_length")
         if not (np.isfinite(self.length) and self.length > 0):
@@ -454,10 +458,12 @@ class Robot:
     def jacobian(self, q, link=-1, point=None, order=1):
         return self._numeric().jacobian(self, q, link=link, point=point, order=order)
 
-    def natural_frequencies(self, q=None):
+    def natural_frequencies(self, q=None, qd=None):
+        """Natural frequencies (rad/s, ascending) about q at rest, or with qd about a steady
+        motion at constant joint rates (flexible coordinates only, gyroscopic terms included)."""
         from ..analysis.frequencies import natural_frequencies
 
-        return natural_frequencies(self, q)
+        return natural_frequencies(self, q, qd=qd)
 
     def _repr_html_(self):
         """Notebook view: coordinates, masses, the DH table, the beams and a picture of the arm."""

@@ -128,7 +128,12 @@ def _beam_exponents(beam, link):
         inertia = "Jp" if tors[k] else "rhoA"
         return {"zeta": 1, inertia: 0.5, ei[beam.directions[k]]: 0.5, L: s[k] + s[l] + (0 if tors[k] else -1)}
 
-    return {"C0": c0, "Ck": ck, "Ckl": ckl, "Dk": dk, "K": stiff, "Cd": damp}
+    rules = {"C0": c0, "Ck": ck, "Ckl": ckl, "Dk": dk, "K": stiff, "Cd": damp}
+    if beam.stiffening:  # second-order fields r_kl ~ L theta_k theta_l, theta ~ L**(s_k - 1) (bending)
+        e = [s[k] - (0 if tors[k] else 1) for k in range(len(s))]
+        rules["Fkl"] = lambda k, l, a, b: {"rhoA": 1, L: 2 + pos(a) + e[k] + e[l]}
+        rules["Dkl"] = lambda k, l, a, b: {L: e[k] + e[l] + (1 if b == 3 else 0)}
+    return rules
 
 
 def _sliding_exponents(beam):
