@@ -66,7 +66,9 @@ def _wrench_forces(robot, q, f_ext):
             raise ValueError(f"f_ext[{k}]: expected (link, point, wrench), got {entry!r:.60}")
         link, point, wrench = entry
         wrench = inputs.vector(wrench, 6, f"f_ext[{k}] wrench [fx, fy, fz, mx, my, mz]")
-        J = jacobian(robot, q, link=link, point=point)
+        # the kinematics of the dynamics: second order on the beams with geometric stiffening
+        i, pt = inputs.link_index(robot, link), inputs.point(point)
+        J = _in_chunks(robot, lambda q: l4.point_jacobian(_model(robot), q, i, pt, second_order=None), q)
         total = total + (np.swapaxes(J, -1, -2) @ wrench[..., None])[..., 0]
     return total
 
@@ -192,7 +194,7 @@ def jacobian(robot, q, link=-1, point=None, order=1):
     """Geometric Jacobian (..., 6, nq) of a point of a link (in its distal frame), rows
     [linear velocity; angular velocity] in the base frame, flexible columns included.
 
-    order=1: the kinematics of the dynamics model (deflections linear in q_f).
+    order=1: deflections linear in q_f (the first-order dynamics model).
     order=2: adds the foreshortening of each beam (its tip moves back along the axis by
     1/2 int (w')^2 dx), so the Jacobian is exact to first order in the deflection (Piedboeuf,
     001 sec. 2-3: second-order kinematics).
