@@ -28,7 +28,7 @@ from pathlib import Path
 
 from . import cbuild
 
-FORMAT = 6  # bump when the generated code or the manifest changes meaning
+FORMAT = 7  # bump when the generated code or the manifest changes meaning
 DYNAMICS_FREE = ("name", "description", "source", "controller")  # model-file fields the equations ignore
 LINK_VALUES = ("a", "d", "mass", "com", "inertia", "armature", "hub")
 BEAM_VALUES = ("length", "mass_per_length", "EI", "GJ", "polar_inertia_per_length", "damping")
