@@ -62,7 +62,9 @@ def _scalar_field(x):
     """x[..., 0] of a 1-d object array is a bare element; keep it an array for broadcasting."""
     if isinstance(x, np.ndarray):
         return x
-    out = np.empty((), dtype=float if isinstance(x, (int, float)) else object)
+    if isinstance(x, (int, float, complex, np.number)):  # complex: complex-step derivatives stay complex
+        return np.asarray(x)
+    out = np.empty((), dtype=object)
     out[()] = x
     return out
 
@@ -216,22 +218,56 @@ class RevoluteBeam:
         return 0.5 * ((p @ self.K) * p).sum(-1)
 
 
+def _pairs(c, T):
+    """sum_l c[..., l] T[..., l, k, :, :] -> (..., k, 4, 4) for a batch-dependent 4-index T."""
+    if c.dtype != object and T.dtype != object:
+        return np.einsum("...l,...lkab->...kab", c, T)
+    return (c[..., :, None, None, None] * T).sum(axis=-4)
+
+
+def _quadratic_form(T0, T1, T2, p, pd, pdd):
+    """X = 1/2 xi^T T(d) xi, its time derivatives and partials for a sliding beam's local
+    coordinates p = (d, xi): T0, T1, T2 = T(d) and its first two d-derivatives (..., n, n, 4, 4).
+    Returns (X, X_dot, X_ddot, dX/dp (..., 1 + n, 4, 4))."""
+    (_, xi), (v, xid), (a, xidd) = _first(p), _first(pd), _first(pdd)
+    P0, P1 = _pairs(xi, T0), _pairs(xi, T1)  # sum_l xi_l T_lk, and of T'
+    X = 0.5 * lincomb(xi, P0)
+    Xd_d = 0.5 * lincomb(xi, P1)  # dX/dd
+    Xp = np.concatenate([Xd_d[..., None, :, :], P0], axis=-3)
+    vv = _scalar_field(v * v)
+    Xdot = v[..., None, None] * Xd_d + lincomb(xid, P0)
+    Xddot = (a[..., None, None] * Xd_d + 2 * v[..., None, None] * lincomb(xid, P1)
+             + 0.5 * vv[..., None, None] * lincomb(xi, _pairs(xi, T2))
+             + lincomb(xidd, P0) + lincomb(xid, _pairs(xid, T0)))
+    return X, Xdot, Xddot, Xp
+
+
 class SlidingBeam:
     """Translating beam of a prismatic joint. Local coordinates: (d, xi_1..xi_n).
 
     In the link frame (z along the joint axis, tip at the origin) a material point keeps its
     axial coordinate z in [-l0, 0]; the outside part z in [-d, 0] deflects by
     ``sum_k xi_k d^s_k psi_k(1 + z/d) e_k``, the inside part is rigid.
+
+    Second order (kinematics, and the dynamics with ``stiffening``): the outside part also moves
+    by h2 = 1/2 sum xi_k xi_l d^(s_k + s_l - 1) r_kl(1 + z/d), the shortening of the bent part
+    towards the hub (r_kl of the unit-length beam, :mod:`.second_order`), and the tip transform
+    gains 1/2 sum xi_k xi_l (d^(s_k + s_l - 2) R_kl + d^(s_k + s_l - 1) r_kl(1)). As for the
+    revolute beam, the kinetic energy keeps T_s = int r0_dot . r2_dot dm, whose Lagrange terms
+    carry the stiffness of the axial loads; F = int h0 h2^T dm = 1/2 sum xi_k xi_l
+    (d^(s_k + s_l + 1) FA_kl + d^(s_k + s_l) FB_kl) with constant FA (axial) and FB (mass) parts.
     """
 
     sliding = True
-    stiffening = False  # geometric stiffening of sliding beams is not modelled (first order)
+    stiffening = False  # set by the builder from Beam.stiffening
+    FA = FB = None  # (n, n, 4, 4) shortening moments, set by the builder when stiffening
 
     def __init__(self, sets, directions, axis, mu, l0, EI, damping_ratio, ref_length):
         from ..discretize import mass_matrix as shapes_mass
         from ..discretize import stiffness_matrix
 
         ax, t1, t2 = axis
+        self.axes = axis
         self.n = len(directions)
         self.directions = directions
         self.shapes = sets
@@ -311,14 +347,66 @@ class SlidingBeam:
 
         return shortening_matrix(self.shapes, 1.0)
 
+    # ----- second order ------------------------------------------------------------------
+    @functools.cached_property
+    def _unit_kinematics(self):
+        from .second_order import BeamKinematics
+
+        return BeamKinematics(self.shapes, 1.0, self.axes)
+
+    @functools.cached_property
+    def _second_exponents(self):
+        """s_k + s_l - 1: the power of d of the second-order displacements (n, n, 1, 1)."""
+        return (self.s[:, None] + self.s[None, :] - 1.0)[:, :, None, None]
+
+    @functools.cached_property
+    def _tip_second(self):
+        """(rotation part R_kl, displacement part r_kl) of the unit beam's tip tensor, (n, n, 4, 4)."""
+        R, r = self._unit_kinematics.section(1.0)
+        DR, Dr = np.zeros(R.shape[:2] + (4, 4)), np.zeros(R.shape[:2] + (4, 4))
+        DR[..., :3, :3], Dr[..., :3, 3] = R, r
+        from .structure import _exact_zeros
+
+        return _exact_zeros(DR), _exact_zeros(Dr)
+
+    def _tip_tensors(self, d):
+        """D_kl(d) = d^(e - 1) R_kl + d^e r_kl (e = s_k + s_l - 1) and its first two d-derivatives."""
+        DR, Dr = self._tip_second
+        e = self._second_exponents
+        dd = d[..., None, None, None, None]
+        return (dd ** (e - 1) * DR + dd**e * Dr,
+                (e - 1) * dd ** (e - 2) * DR + e * dd ** (e - 1) * Dr,
+                (e - 1) * (e - 2) * dd ** (e - 3) * DR + e * (e - 1) * dd ** (e - 2) * Dr)
+
     def second_order_tip(self, p, pd, pdd):
-        """Second-order parts of (D, D_dot, D_ddot): the foreshortening of the tip only (the
-        rotation and its rate stay first order for a sliding beam)."""
-        shift, rate = self.shortening(p, pd)
-        dD = ops.zeros_like_batch(p.shape[:-1], (4, 4), p)
-        dDd = ops.zeros_like_batch(p.shape[:-1], (4, 4), p)
-        dD[..., self.axis, 3], dDd[..., self.axis, 3] = shift, rate
-        return dD, dDd, 0 * dD
+        """Second-order parts of (D, D_dot, D_ddot): 1/2 xi^T D_kl(d) xi (foreshortening of the tip,
+        rotation to second order) and its time derivatives."""
+        X, Xd, Xdd, _ = _quadratic_form(*self._tip_tensors(_first(p)[0]), p, pd, pdd)
+        return X, Xd, Xdd
+
+    def shortening_tensors(self):
+        """(FA_kl, FB_kl) (n, n, 4, 4): int_0^1 (eta - 1) e_ax r_kl(eta)^T and int_0^1 e_4 r_kl(eta)^T,
+        times rhoA, over the outside part of the unit beam (geometric stiffening)."""
+        from .second_order import rule
+        from .structure import _exact_zeros
+
+        kin = self._unit_kinematics
+        eta, w = rule(self.shapes, 0.0, 1.0)
+        FA, FB = np.zeros((self.n, self.n, 4, 4)), np.zeros((self.n, self.n, 4, 4))
+        for x, wx in zip(eta, w):
+            _, r = kin.section(x)
+            FA[..., self.ax, :3] += (self.mu * wx * (x - 1.0)) * r
+            FB[..., 3, :3] += (self.mu * wx) * r
+        return _exact_zeros(FA), _exact_zeros(FB)
+
+    def shortening_moments(self, p, pd, pdd):
+        """F = int h0 h2^T dm of the outside part, its time derivatives, and dF/dp (..., 1 + n, 4, 4)."""
+        e = self._second_exponents
+        dd = _first(p)[0][..., None, None, None, None]
+        T0 = dd ** (e + 2) * self.FA + dd ** (e + 1) * self.FB
+        T1 = (e + 2) * dd ** (e + 1) * self.FA + (e + 1) * dd**e * self.FB
+        T2 = (e + 2) * (e + 1) * dd**e * self.FA + (e + 1) * e * dd ** (e - 1) * self.FB
+        return _quadratic_form(T0, T1, T2, p, pd, pdd)
 
     def shortening(self, p, pd):
         """Axial tip shift -1/2 xi^T S(d) xi and its rate (foreshortening; kinematics only)."""
@@ -345,9 +433,14 @@ class SlidingBeam:
         return pts
 
     def tip_partials(self, p, second_order=False):
+        """dD/dp_j for p = (d, xi) (..., 1 + n, 4, 4); with second_order those of the quadratic tip."""
         (d, xi) = _first(p)
         first = lincomb(xi, self._Dk(d, 1))[..., None, :, :]
-        return np.concatenate([first, self._Dk(d, 0)], axis=-3)
+        out = np.concatenate([first, self._Dk(d, 0)], axis=-3)
+        if second_order:
+            zero = 0 * p
+            out = out + _quadratic_form(*self._tip_tensors(d), p, zero, zero)[3]
+        return out
 
     # ----- moments ---------------------------------------------------------------------
     # The transverse fields of the outside part are combinations of three families per shape,
@@ -425,7 +518,12 @@ class SlidingBeam:
         Hd = self._S2(Bx, Ux, c_hd[..., None, :])
         Hdd = self._S2(Bx, Ux, c_hdd[..., None, :])
         X = Hh @ _T(Whdd)[..., None, :, :] + 2 * (Hd @ _T(Whd)[..., None, :, :]) + Hdd @ _T(Wh)[..., None, :, :]
-        return phi, ops.trace_product(Wh[..., None, :, :], X)
+        own = ops.trace_product(Wh[..., None, :, :], X)
+        if self.stiffening:  # Lagrange terms of T_s: int (dr0/dq).r2_ddot + (dr2/dq).r0_ddot
+            F, Fd, Fdd, Fp = self.shortening_moments(p, pd, pdd)
+            phi = phi + (F + _T(F)) @ _T(Whdd) + 2 * (Fd @ _T(Whd)) + Fdd @ _T(Wh)
+            own = own + ops.trace_product(_T(Fp), (_T(Whdd) @ Wh)[..., None, :, :])
+        return phi, own
 
     def elastic(self, p, pd):
         (d, xi) = _first(p)
@@ -443,18 +541,25 @@ class SlidingBeam:
         N = self.C0 + S1h + _T(S1h) + self._S2(B, c_h, c_h)
         Nd = self._S1(A, c_hd) + self._S2(B, c_h, c_hd)
         S = self._S2(B, c_hd, c_hd)
-        return (
+        out = (
             ops.trace_product(Whd @ N, _T(Whd))
             + 2 * ops.trace_product(Whd @ Nd, _T(Wh))
             + ops.trace_product(Wh @ S, _T(Wh))
         )
+        if self.stiffening:  # 2 T_s = 2 int r0_dot . r2_dot dm
+            F, Fd, _, _ = self.shortening_moments(p, pd, 0 * pd)
+            out = out + 2 * (ops.trace_product(Whd @ F, _T(Whd)) + ops.trace_product(Whd @ Fd, _T(Wh)))
+        return out
 
     def moment(self, p):
-        """int h dm (4-vector, last entry the mass) in the link frame."""
+        """int h dm (4-vector, last entry the mass) in the link frame (with the shortening when stiffening)."""
         zero = np.zeros_like(p)
         d, c_h, _, _, _ = self._coefficients(p, zero, zero)
         A, _ = self._moment_tensors(d)
-        return self.C0[:, 3] + self._S1(A, c_h)[..., 3, :]
+        out = self.C0[:, 3] + self._S1(A, c_h)[..., 3, :]
+        if self.stiffening:
+            out = out + self.shortening_moments(p, zero, zero)[0][..., 3, :]
+        return out
 
     def strain(self, p):
         (d, xi) = _first(p)

@@ -175,8 +175,60 @@ class EnergyLagrangian:
         wts = np.concatenate([mu * dr * wq, mu * (l0 - dr) * 0.5 * w2])
         hom = np.concatenate([pts, np.ones((len(pts), 1))], axis=1)
         world = (Wh @ hom.T).T[:, :3]
-        Wt = Wh @ _deflection_transform(np.zeros(3), tip_rot, tip_disp)
+        D = _deflection_transform(np.zeros(3), tip_rot, tip_disp)
+        if beam.stiffening and len(xi):
+            shift, D2 = self._sliding_second_order(bm, d, xi, eta_now, ax, (t1, t2))
+            rest = np.zeros((len(z_out), 4))
+            rest[:, ax], rest[:, 3] = z_out, 1.0
+            axial = np.zeros((len(z_out), 3), dtype=complex)
+            axial[:, ax] = shift
+            self._second.append((mu * dr * wq, (Wh @ rest.T).T[:, :3], (Wh[:3, :3] @ axial.T).T))
+            D = D + D2
+        Wt = Wh @ D
         return Wt, wts, world
+
+    def _sliding_second_order(self, bm, d, xi, eta_now, ax, transverse):
+        """Second order of a sliding beam bending in its two transverse planes (no torsion), from
+        the slopes theta = w' of the outside part (length d): the axial shift of the material points
+        now at eta_now, -1/2 int_0^x |w'|^2, and the second-order tip transform (rotation
+        1/2 (skew(theta)^2 + skew(int theta x theta')), tip shift along the axis). Complex-step safe
+        in d, xi and eta_now (the upper limit's imaginary part enters through the integrand)."""
+        eta_g, w_g = np.polynomial.legendre.leggauss(self.n_gauss)
+        e_ax = np.eye(3)[ax]
+
+        def slopes(eta, deriv=1):
+            """w^(deriv) in x of each bending plane at stations eta (real): (2, len(eta)) complex."""
+            out = np.zeros((2, len(eta)), dtype=complex)
+            pos = 0
+            for direction, ss in bm.shapes.items():
+                k = 0 if direction == "y" else 1
+                sc = np.asarray(ss.scale, float)
+                a = xi[pos : pos + ss.n]
+                pos += ss.n
+                out[k] += (a * d ** (sc - deriv)) @ ss(eta, deriv=deriv)
+            return out
+
+        def shortening(upper):
+            """-1/2 int_0^upper |w'|^2 dx (x = eta d)."""
+            lo, hi = 0.0, float(np.real(upper))
+            nodes = lo + 0.5 * (eta_g + 1.0) * (hi - lo)
+            g = (slopes(nodes) ** 2).sum(0)
+            end = (slopes(np.array([hi])) ** 2).sum()
+            return -0.5 * d * (0.5 * (hi - lo) * (w_g @ g) + 1j * np.imag(upper) * end)
+
+        shift = np.array([shortening(u) for u in eta_now])
+        nodes = 0.5 * (eta_g + 1.0)
+        th, dth = slopes(nodes, 1), slopes(nodes, 2)
+        n_y, n_z = (np.cross(e_ax, np.eye(3)[t]) for t in transverse)
+        twist = 0.5 * d * (w_g @ (th[0] * dth[1] - th[1] * dth[0])) * np.cross(n_y, n_z)
+        tip = slopes(np.array([1.0]))[:, 0]
+        theta = tip[0] * n_y + tip[1] * n_z
+        S = np.array([[0, -theta[2], theta[1]], [theta[2], 0, -theta[0]], [-theta[1], theta[0], 0]])
+        C = np.array([[0, -twist[2], twist[1]], [twist[2], 0, -twist[0]], [-twist[1], twist[0], 0]])
+        D2 = np.zeros((4, 4), dtype=complex)
+        D2[:3, :3] = 0.5 * (S @ S + C)
+        D2[:3, 3] = shortening(1.0) * e_ax
+        return shift, D2
 
     def _second_order(self):
         """(weights, undeformed points, second-order displacements) of the last cloud, stacked."""

@@ -307,8 +307,12 @@ def sliding_beam(beam, sets, offset) -> SlidingBeam:
     """The translating-beam model of the Beam data ``beam`` with the given shape sets
     (direction -> set) and DH offset (the outside length at q = 0)."""
     dirs = [k for k, ss in sets.items() for _ in range(ss.n)]
-    return SlidingBeam(sets, dirs, AXES["prismatic"], beam.mass_per_length, beam.length, beam.EI, beam.damping,
-                       offset)
+    model = SlidingBeam(sets, dirs, AXES["prismatic"], beam.mass_per_length, beam.length, beam.EI, beam.damping,
+                        offset)
+    if beam.stiffening and model.n:
+        model.stiffening = True
+        model.FA, model.FB = model.shortening_tensors()
+    return model
 
 
 def build(robot) -> Model:

@@ -154,7 +154,10 @@ def _sliding_exponents(beam):
         return {"zeta": 1, "rhoA": 0.5, ei[direction(k)]: 0.5}
 
     mass = lambda *idx: {"rhoA": 1}
-    return {"C0": c0, "Aax": mass, "A4": mass, "Bc": mass, "Kbar": stiff, "K": stiff, "Cd": damp}
+    rules = {"C0": c0, "Aax": mass, "A4": mass, "Bc": mass, "Kbar": stiff, "K": stiff, "Cd": damp}
+    if beam.stiffening:
+        rules.update(FA=mass, FB=mass)  # shortening moments: rhoA times numbers (powers of d traced)
+    return rules
 
 
 def _symbolic_beam(beam, link, i, P, exponents):
