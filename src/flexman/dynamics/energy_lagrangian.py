@@ -132,15 +132,24 @@ class EnergyLagrangian:
         tip = root + L * np.eye(3)[ax]
         D = _deflection_transform(tip, tip_rot, tip_disp)
         if beam.stiffening:
-            kin = bm.kinematics
-            r2 = np.array([np.einsum("k,l,kla->a", p, p, kin.section(x)[1]) * 0.5 for x in s.real])
+            r_kl, D_kl = self._second_order_fields(bm, s.real, tip)
+            r2 = 0.5 * np.einsum("k,l,xkla->xa", p, p, r_kl)
             rest = np.concatenate([root + np.outer(s, np.eye(3)[ax]), np.ones((len(s), 1))], axis=1)
-            w4 = 0.25 * mu * L * wq
-            for _ in range(4):  # the four section points share the centre line's shortening
-                self._second.append((w4, (Wh @ rest.T).T[:, :3], (Wh[:3, :3] @ r2.T).T))
-            D = D + 0.5 * np.einsum("k,l,klab->ab", p, p, kin.tip_tensor(tip))
+            # the four section points share the centre line's shortening: one point of their weight
+            self._second.append((mu * L * wq, (Wh @ rest.T).T[:, :3], (Wh[:3, :3] @ r2.T).T))
+            D = D + 0.5 * np.einsum("k,l,klab->ab", p, p, D_kl)
         Wt = Wh @ D
         return Wt, np.concatenate(wts), world
+
+    def _second_order_fields(self, bm, stations, tip):
+        """r_kl at the stations (nx, n, n, 3) and the tip tensor D_kl of a revolute beam; they do not
+        depend on the configuration, so they are computed once per beam."""
+        cache = self.__dict__.setdefault("_fields", {})
+        key = id(bm)
+        if key not in cache:
+            kin = bm.kinematics
+            cache[key] = (np.array([kin.section(x)[1] for x in stations]), kin.tip_tensor(tip))
+        return cache[key]
 
     def _sliding(self, link, bm, d, xi, Wh):
         """Translating beam: material labelled by its fixed axial coordinate z in [-l0, 0]."""
