@@ -11,7 +11,7 @@ import pytest
 import flexman as fm
 from flexman import Beam, Link, RigidBody, Robot
 from flexman.dynamics.energy_lagrangian import EnergyLagrangian
-from flexman.validation import ROTATING_FLAP, rotating_frequencies
+from flexman.validation import ROTATING_FLAP, rotating_cantilever, rotating_frequencies
 
 
 def rp_arm(stiffening=True, modes=None):
@@ -73,14 +73,8 @@ def test_power_balance_of_the_stiffened_sliding_beam():
 
 
 def sliding_rotor(plane, stiffening=True, modes=5):
-    """The rotating cantilever on a prismatic joint: the hub exit sits on the spin axis (frame 1's
-    origin), 1 m of the 1.5 m beam outside (L = EI = rhoA = 1); bending along y is in the plane of
-    rotation (chordwise), along z along the spin axis (flapwise)."""
-    along = {"chord": "y", "flap": "z"}[plane]
-    beam = Beam(length=1.5, mass_per_length=1.0, EI=[1.0, 1.0], stiffening=stiffening,
-                modes={k: (modes if k == along else 0) for k in "yz"})
-    return Robot(links=[Link(joint="revolute", alpha=np.pi / 2, body=RigidBody(mass=1.0, inertia=[0.5, 0.5, 1.0])),
-                        Link(joint="prismatic", d=1.0, beam=beam)], gravity=[0, 0, 0], dh="standard")
+    """The rotating cantilever on a prismatic joint (flexman.validation.rotating_cantilever)."""
+    return rotating_cantilever(plane, modes, stiffening, joint="prismatic")
 
 
 def spin(robot, omega):

@@ -202,23 +202,29 @@ ROTATING_FLAP = {
 ROTOR_MODES = 5
 
 
-def rotating_cantilever(plane, modes=ROTOR_MODES, stiffening=True):
-    """The rotating beam in flexman's units (L = EI = rhoA = 1): one flexible link on a revolute
-    joint about z, bending along z (plane="flap", out of the plane of rotation) or along y
-    (plane="chord", in the plane of rotation)."""
+def rotating_cantilever(plane, modes=ROTOR_MODES, stiffening=True, joint="revolute"):
+    """The rotating beam in flexman's units (L = EI = rhoA = 1), bending along the spin axis
+    (plane="flap") or in the plane of rotation (plane="chord"). joint="revolute": one flexible link
+    on a revolute joint about z (bending along z is flapwise). joint="prismatic": the beam slides
+    in a hub on the spin axis, 1 m of its 1.5 m outside, the hub exit on the axis (bending along z
+    of the link frame is along the spin axis); the held prismatic joint makes it the same cantilever."""
     from .model import Beam, Link, RigidBody, Robot
 
     along = {"flap": "z", "chord": "y"}[plane]
-    beam = Beam(length=1.0, mass_per_length=1.0, EI=[1.0, 1.0], stiffening=stiffening,
-                modes={d: (modes if d == along else 0) for d in ("y", "z")})
-    hub = RigidBody(mass=0.0, inertia=[0.5, 0.5, 1.0])  # any hub: the joint rate is held
-    return Robot(links=[Link(joint="revolute", beam=beam, hub=hub)], gravity=[0.0, 0.0, 0.0], dh="modified")
+    beam = Beam(length=1.0 if joint == "revolute" else 1.5, mass_per_length=1.0, EI=[1.0, 1.0],
+                stiffening=stiffening, modes={d: (modes if d == along else 0) for d in ("y", "z")})
+    if joint == "revolute":
+        hub = RigidBody(mass=0.0, inertia=[0.5, 0.5, 1.0])  # any hub: the joint rate is held
+        return Robot(links=[Link(joint="revolute", beam=beam, hub=hub)], gravity=[0.0, 0.0, 0.0], dh="modified")
+    spinner = RigidBody(mass=1.0, inertia=[0.5, 0.5, 1.0])
+    return Robot(links=[Link(joint="revolute", alpha=np.pi / 2, body=spinner),
+                        Link(joint="prismatic", d=1.0, beam=beam)], gravity=[0.0, 0.0, 0.0], dh="standard")
 
 
 @lru_cache(maxsize=None)
-def rotating_frequencies(plane, spin, modes=ROTOR_MODES, stiffening=True):
-    """Nondimensional frequencies of the spinning cantilever about its steady spin (joint rate held)."""
-    robot = rotating_cantilever(plane, modes, stiffening)
+def rotating_frequencies(plane, spin, modes=ROTOR_MODES, stiffening=True, joint="revolute"):
+    """Nondimensional frequencies of the spinning cantilever about its steady spin (joint rates held)."""
+    robot = rotating_cantilever(plane, modes, stiffening, joint)
     qd = np.zeros(robot.nq)
     qd[0] = spin
     return tuple(robot.natural_frequencies(np.zeros(robot.nq), qd=qd))
@@ -322,6 +328,16 @@ def _cases():
             Case(f"clamped-free beam, exact, mode {mode}", f"{TG} Table 1 (rad/s)", value, 1e-4,
                  lambda m=mode: table1_exact(m), relative=True, unit="rad/s")
         )
+    for spin in (6, 12):  # the same cantilever as the flexible link of a prismatic joint
+        flap1 = ROTATING_FLAP[spin][0]
+        cases.append(
+            Case(f"rotating cantilever on a prismatic joint, flapwise mode 1, Omega = {spin}",
+                 f"{WRIGHT} (omega / sqrt(EI/(rhoA L^4)))", flap1, 5e-3,
+                 lambda s=spin: rotating_frequencies("flap", float(s), joint="prismatic")[0], relative=True))
+        cases.append(
+            Case(f"rotating cantilever on a prismatic joint, chordwise mode 1, Omega = {spin}",
+                 f"{WRIGHT}: sqrt(flap^2 - Omega^2)", round(float(np.sqrt(flap1**2 - spin**2)), 4), 5e-3,
+                 lambda s=spin: rotating_frequencies("chord", float(s), joint="prismatic")[0], relative=True))
     return cases
 
 
