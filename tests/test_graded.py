@@ -67,24 +67,24 @@ def test_seed_and_total_on_tracers():
 
 
 # ----- the truncated mass matrix ----------------------------------------------------------
-def _beam(rng, shapes, length):
+def _beam(rng, shapes, length, stiffening=False):
     return Beam(length, rng.uniform(0.5, 2.0), list(rng.uniform(20.0, 80.0, 2)), shapes=shapes,
                 modes={"y": int(rng.integers(1, 3)), "z": int(rng.integers(0, 2)), "torsion": 0},
-                elements=int(rng.integers(1, 3)) if shapes == "finite_elements" else 0)
+                elements=int(rng.integers(1, 3)) if shapes == "finite_elements" else 0, stiffening=stiffening)
 
 
 def _body(rng):
     return RigidBody(rng.uniform(0.1, 1.0), rng.uniform(-0.05, 0.05, 3), np.diag(rng.uniform(4e-3, 6e-3, 3)))
 
 
-def random_arm(seed_, shapes, prismatic):
+def random_arm(seed_, shapes, prismatic, stiffening=False):
     """Two flexible revolute links, then (if prismatic) a sliding flexible boom."""
     rng = np.random.default_rng(seed_)
     links = []
     for i in range(2):
         a = rng.uniform(0.4, 1.0)
         links.append(Link("revolute", a=a, alpha=rng.uniform(-1.5, 1.5), d=rng.uniform(0, 0.2),
-                          hub=_body(rng), beam=_beam(rng, shapes, a)))
+                          hub=_body(rng), beam=_beam(rng, shapes, a, stiffening)))
     if prismatic:
         links.append(Link("prismatic", d=0.6, theta=rng.uniform(-1, 1), body=_body(rng),
                           beam=_beam(rng, shapes, rng.uniform(1.0, 1.5))))
@@ -110,16 +110,19 @@ def first_order(robot, q, h=1e-30):
     return out
 
 
-ARMS = [(s, shapes, p) for s, (shapes, p) in enumerate(
+ARMS = [(s, shapes, p, False) for s, (shapes, p) in enumerate(
     [("clamped_free", False), ("finite_elements", False), ("clamped_mass", True), ("finite_elements", True)])]
+ARMS.append(pytest.param(4, "clamped_free", False, True, marks=pytest.mark.slow))
 
 
-@pytest.mark.parametrize("seed_,shapes,prismatic", ARMS)
-def test_truncated_mass_matrix_is_the_taylor_polynomial(seed_, shapes, prismatic):
-    robot = random_arm(seed_, shapes, prismatic)
+@pytest.mark.parametrize("seed_,shapes,prismatic,stiffening", ARMS)
+def test_truncated_mass_matrix_is_the_taylor_polynomial(seed_, shapes, prismatic, stiffening):
+    robot = random_arm(seed_, shapes, prismatic, stiffening)
     rng = np.random.default_rng(10 + seed_)
-    top = 2 * sum(lk.is_flexible for lk in robot.links)  # each deflection transform D adds up to 2 degrees
-    progs = {k: fm.derive(robot, formulation="book", truncate=k).program("mass_matrix") for k in (0, 1, top - 1, top)}
+    # each first-order deflection transform D adds up to 2 degrees, a quadratic one (stiffening) 4
+    top = sum((4 if stiffening else 2) for lk in robot.links if lk.is_flexible)
+    below = 2 if stiffening else top - 1  # first order: the top degree is reached; stiffened: beyond 2
+    progs = {k: fm.derive(robot, formulation="book", truncate=k).program("mass_matrix") for k in (0, 1, below, top)}
     for _ in range(2):
         q = _state(robot, rng)
         q0 = q.copy()
@@ -128,7 +131,7 @@ def test_truncated_mass_matrix_is_the_taylor_polynomial(seed_, shapes, prismatic
         assert np.abs(run_program(progs[0], q)["M"] - robot.mass_matrix(q0)).max() < 1e-10
         assert np.abs(run_program(progs[1], q)["M"] - lin).max() < 1e-8
         assert np.abs(run_program(progs[top], q)["M"] - exact).max() < 1e-12 * max(1.0, np.abs(exact).max())
-        assert np.abs(run_program(progs[top - 1], q)["M"] - exact).max() > 1e-9  # the top degree is reached
+        assert np.abs(run_program(progs[below], q)["M"] - exact).max() > 1e-9  # degrees up to top are there
         assert np.abs(exact - lin).max() > 1e-6  # the check would notice a missing truncation
 
 
