@@ -5,15 +5,16 @@ from .simulate import Result, simulate, simulate_batch
 __version__ = "0.1.0"
 
 
-def load(path):
-    """Load a robot from a YAML, TOML or JSON model file (or a bundled example name)."""
+def load(path, overlay=None):
+    """Load a robot from a YAML, TOML or JSON model file, a URDF (with an optional overlay
+    that makes chosen links flexible) or a bundled example name."""
     from .model.io import load as _load
 
-    return _load(path)
+    return _load(path, overlay=overlay)
 
 
 def save(robot, path):
-    """Save a robot to YAML, TOML or JSON (chosen by the file extension)."""
+    """Save a robot to YAML, TOML, JSON or URDF (the rigid part), chosen by the file extension."""
     from .model.io import save as _save
 
     return _save(robot, path)

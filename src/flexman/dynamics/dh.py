@@ -3,6 +3,9 @@
 J is the joint motion (Rz for revolute, Tz for prismatic), P and N are constant. Then
 dA/dq = P @ G @ J @ N with G the joint's 4x4 generator, and d2A/dq2 = P @ G @ G @ J @ N.
 Standard DH: A = Rz(theta) Tz(d) Tx(a) Rx(alpha); modified (Craig): A = Rx(alpha) Tx(a) Rz(theta) Tz(d).
+A joint with a general placement (URDF style): A = O Rot(axis, q) with O = Trans(xyz) Rz Ry Rx(rpy);
+written as P = O R, N = R^T with R a rotation taking z onto the axis, so that J(q) is again
+about (along) z and every algorithm takes any fixed transform before the joint.
 """
 from __future__ import annotations
 
@@ -17,6 +20,11 @@ GEN_PRISMATIC = np.array([[0.0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 1], [0, 0, 0, 
 def rot_x(t):
     c, s = np.cos(t), np.sin(t)
     return np.array([[1.0, 0, 0, 0], [0, c, -s, 0], [0, s, c, 0], [0, 0, 0, 1]])
+
+
+def rot_y(t):
+    c, s = np.cos(t), np.sin(t)
+    return np.array([[c, 0.0, s, 0], [0, 1, 0, 0], [-s, 0, c, 0], [0, 0, 0, 1]])
 
 
 def rot_z(t):
@@ -39,13 +47,52 @@ def _snap(T, tol=1e-15):
     return T
 
 
+def rpy_matrix(rpy):
+    """4x4 rotation of URDF's fixed-axis roll, pitch, yaw: Rz(yaw) Ry(pitch) Rx(roll)."""
+    return rot_z(rpy[2]) @ rot_y(rpy[1]) @ rot_x(rpy[0])
+
+
+def align_z(axis):
+    """4x4 rotation taking z onto the unit vector ``axis`` (identity for z; for a coordinate
+    axis a signed permutation, so traced equations keep exact zeros and ones)."""
+    axis = np.asarray(axis, float)
+    z = np.array([0.0, 0.0, 1.0])
+    out = np.eye(4)
+    c = float(axis @ z)
+    if c > 1 - 1e-15:
+        return out
+    if c < -1 + 1e-15:
+        return rot_x(np.pi)
+    v = np.cross(z, axis)
+    s = np.linalg.norm(v)
+    k = v / s
+    K = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+    out[:3, :3] = np.eye(3) + s * K + (1 - c) * K @ K  # Rodrigues
+    return out
+
+
+def link_convention(link, convention: str) -> str:
+    """The convention that places a link's beam: a placed joint's frame sits at the joint,
+    like modified DH, so its beam starts at the frame origin."""
+    return "modified" if link.placement is not None else convention
+
+
 def split(link, convention: str):
-    """Constant parts (P, N) and the joint offset of a link's DH transform."""
+    """Constant parts (P, N) and the joint offset of a link's transform A = P J(q + offset) N."""
     P, N, offset = _split(link, convention)
     return _snap(P), _snap(N), offset
 
 
+def placement_parts(placement):
+    """(origin rotation-with-alignment O_R R, N = R^T) of a placed joint, without the translation."""
+    R = align_z(placement.axis)
+    return rpy_matrix(placement.rpy) @ R, R.T
+
+
 def _split(link, convention: str):
+    if link.placement is not None:
+        rot, N = placement_parts(link.placement)
+        return trans(*link.placement.xyz) @ rot, N, 0.0
     revolute = link.joint == "revolute"
     if convention == "standard":
         if revolute:

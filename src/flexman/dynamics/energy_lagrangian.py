@@ -115,7 +115,7 @@ class EnergyLagrangian:
                 tip_disp[t] += a @ phi_tip
                 tip_rot += (a @ slope_tip) * np.cross(np.eye(3)[ax], np.eye(3)[t])
         root = np.zeros(3)
-        root[ax] = -L if self.robot.dh == "standard" else 0.0
+        root[ax] = -L if dh.link_convention(link, self.robot.dh) == "standard" else 0.0
         centre = root + np.outer(s, np.eye(3)[ax]) + disp
         rho = np.sqrt(jp / mu)
         pts, wts = [], []

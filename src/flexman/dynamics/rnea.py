@@ -219,7 +219,9 @@ def _fingerprint(robot):
 
     links = tuple(
         (l.joint, l.a, l.alpha, l.d, l.theta, body(l.body), body(l.hub), l.armature, l.viscous,
-         l.coulomb, None if l.beam is None else (l.beam.length, l.beam.mass_per_length, l.beam.polar_inertia_per_length))
+         l.coulomb, None if l.placement is None else (tuple(l.placement.xyz), tuple(l.placement.rpy),
+                                                      tuple(l.placement.axis)),
+         None if l.beam is None else (l.beam.length, l.beam.mass_per_length, l.beam.polar_inertia_per_length))
         for l in robot.links
     )
     return (robot.dh, tuple(robot.gravity), body(robot.payload), links)

@@ -76,7 +76,7 @@ def _beam_model(link, convention, loads) -> RevoluteBeam:
     beam = link.beam
     L, mu, jp = beam.length, beam.mass_per_length, beam.polar_inertia_per_length
     ax, t1, t2 = AXES[link.joint]
-    start = -L if convention == "standard" else 0.0
+    start = -L if dh.link_convention(link, convention) == "standard" else 0.0
     root = np.zeros(3)
     root[ax] = start
     tip = root.copy()
@@ -222,6 +222,7 @@ def rod_second_moments(link, convention):
     L, mu, jp = beam.length, beam.mass_per_length, beam.polar_inertia_per_length
     ax, t1, t2 = AXES[link.joint]
     # standard DH and prismatic: the beam ends at the frame origin; modified DH: it starts there
+    convention = dh.link_convention(link, convention)
     start = -L if (convention == "standard" or link.joint == "prismatic") else 0.0
     eta, w = np.polynomial.legendre.leggauss(2)  # exact for the quadratic integrand
     s = start + 0.5 * L * (eta + 1.0)
@@ -284,7 +285,7 @@ def _distal_loads(robot, i):
     L = link.d if link.joint == "prismatic" else beam.length  # length outside the hub at q = 0
     ax, t1, t2 = AXES[robot.links[i].joint]
     J4 = second_moments_at_rest(robot, i)  # in link i's distal DH frame
-    if robot.dh == "modified" and link.joint == "revolute":  # that frame sits at the joint: move to the tip
+    if dh.link_convention(link, robot.dh) == "modified" and link.joint == "revolute":  # that frame sits at the joint: move to the tip
         shift = np.eye(4)
         shift[ax, 3] = -beam.length
         J4 = shift @ J4 @ shift.T

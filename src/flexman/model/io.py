@@ -26,7 +26,7 @@ from . import names
 from .errors import ModelError
 from .limits import MAX_DOCUMENT_BYTES
 from .parse import parse, plain_copy
-from .robot import DH_CONVENTIONS, JOINT_TYPES, SHAPE_KINDS, Beam, Link, RigidBody, Robot, inertia_matrix
+from .robot import DH_CONVENTIONS, JOINT_TYPES, SHAPE_KINDS, Beam, Link, Placement, RigidBody, Robot, inertia_matrix
 
 FORMATS = {".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".json": "json"}
 
@@ -34,7 +34,9 @@ TOP_FIELDS = ("name", "description", "source", "gravity", "dh", "links", "payloa
               "statics")
 STATICS_FIELDS = ("point", "gauges", "forces")
 LINK_FIELDS = ("name", "joint", "a", "alpha", "d", "theta", "mass", "com", "inertia", "hub", "beam",
-               "armature", "viscous", "coulomb", "limits")
+               "armature", "viscous", "coulomb", "limits", "placement")
+PLACEMENT_FIELDS = ("xyz", "rpy", "axis")
+DH_FIELDS = ("a", "alpha", "d", "theta")
 BODY_FIELDS = ("mass", "com", "inertia")
 HUB_FIELDS = ("mass", "inertia", "offset")
 BEAM_FIELDS = ("length", "mass_per_length", "EI", "GJ", "polar_inertia_per_length", "damping",
@@ -237,12 +239,32 @@ def _beam(data, where: str) -> Beam:
     return _build(Beam, link_path, **kw)
 
 
+def _placement(data, where: str) -> Placement:
+    """``{xyz: [x, y, z], rpy: [roll, pitch, yaw], axis: [ax, ay, az]}`` (URDF joint origin and axis)."""
+    _check_fields(data, where, PLACEMENT_FIELDS)
+    xyz = _vec3(data.get("xyz", [0.0, 0.0, 0.0]), _join(where, "xyz"))
+    rpy = data.get("rpy", [0.0, 0.0, 0.0])
+    if not isinstance(rpy, (list, tuple)) or len(rpy) != 3:
+        raise ModelError(f"{_join(where, 'rpy')}: expected 3 angles [roll, pitch, yaw] (got {_describe(rpy)})")
+    rpy = [_angle(v, _join(_join(where, "rpy"), i)) for i, v in enumerate(rpy)]
+    axis = _vec3(data.get("axis", [0.0, 0.0, 1.0]), _join(where, "axis"))
+    if not np.linalg.norm(axis) > 1e-9:
+        raise ModelError(f"{_join(where, 'axis')}: must be a non-zero vector such as [0, 0, 1]")
+    return Placement(xyz, rpy, axis)
+
+
 def _link(data, where: str) -> Link:
     _check_fields(data, where, LINK_FIELDS)
     joint = _choice(data.get("joint", "revolute"), _join(where, "joint"), JOINT_TYPES, "joint type")
     kw = {"joint": joint}
     if "name" in data:
         kw["name"] = _identifier(data["name"], _join(where, "name"))
+    if "placement" in data:
+        given = [k for k in DH_FIELDS if k in data]
+        if given:
+            raise ModelError(f"{_join(where, given[0])}: a link with a placement takes no DH values; "
+                             "remove a, alpha, d, theta or the placement")
+        kw["placement"] = _placement(data["placement"], _join(where, "placement"))
     for key in ("a", "d"):
         kw[key] = _number(data.get(key, 0.0), _join(where, key))
     for key in ("alpha", "theta"):
@@ -398,8 +420,12 @@ def robot_to_dict(robot: Robot) -> dict:
     for link in robot.links:
         item = {"name": link.name} if link.name else {}
         item["joint"] = link.joint
-        for key in ("a", "alpha", "d", "theta"):
-            item[key] = float(getattr(link, key))
+        if link.placement is not None:
+            pl = link.placement
+            item["placement"] = {"xyz": _floats(pl.xyz), "rpy": _floats(pl.rpy), "axis": _floats(pl.axis)}
+        else:
+            for key in DH_FIELDS:
+                item[key] = float(getattr(link, key))
         item.update(_body_dict(link.body))
         for key in ("armature", "viscous", "coulomb"):
             if getattr(link, key):
@@ -517,8 +543,14 @@ def _example_module():
     return examples if hasattr(examples, "names") and hasattr(examples, "load") else None
 
 
-def load(path_or_name) -> Robot:
-    """Load a robot from a model file (by extension) or, failing that, a bundled example name."""
+def load(path_or_name, overlay=None) -> Robot:
+    """Load a robot from a model file (by extension), a URDF file or, failing that, a
+    bundled example name.
+
+    ``overlay`` (a model-style file or a dict) applies to a URDF: it turns chosen links
+    into beams (:mod:`flexman.model.urdf`). A model file with a top-level ``urdf:`` field
+    is such an overlay; its URDF path is relative to the file.
+    """
     if not isinstance(path_or_name, (str, os.PathLike)):
         raise ModelError(f"expected a model file path or a bundled example name, got {type(path_or_name).__name__}")
     if isinstance(path_or_name, str) and not path_or_name.strip():
@@ -531,6 +563,25 @@ def load(path_or_name) -> Robot:
         known = f"; bundled examples: {', '.join(examples.names())}" if examples is not None else ""
         what = "is a directory, not a model file" if path.is_dir() else "no such model file or bundled example"
         raise ModelError(f"{path_or_name}: {what}{known}")
+    if path.suffix.lower() == ".urdf":
+        from .urdf import read_urdf
+
+        robot = read_urdf(path)
+        return robot if overlay is None else _with_overlay(robot, overlay)
+    if overlay is not None:
+        raise ModelError(f"{path}: an overlay applies to a .urdf file only")
+    data = read_data(path)
+    if isinstance(data, dict) and "urdf" in data:
+        return load_overlay(data, path)
+    try:
+        return robot_from_dict(data)
+    except ModelError as exc:
+        raise ModelError(" ".join(f"{path}: {exc}".split())) from None
+
+
+def read_data(path) -> dict:
+    """The parsed plain data of a YAML, TOML or JSON file."""
+    path = Path(path)
     fmt = _format(path)
     try:
         if path.stat().st_size > MAX_DOCUMENT_BYTES:
@@ -540,9 +591,34 @@ def load(path_or_name) -> Robot:
     except (OSError, UnicodeDecodeError) as exc:
         raise ModelError(f"{path}: cannot read the file ({exc})") from None
     try:
-        return robot_from_dict(_parse(text, fmt))
+        return _parse(text, fmt)
     except ModelError as exc:
         raise ModelError(" ".join(f"{path}: {exc}".split())) from None
+
+
+def load_overlay(data: dict, path) -> Robot:
+    """A robot from an overlay whose ``urdf:`` field names the URDF (relative to ``path``)."""
+    from .urdf import read_urdf
+
+    urdf = data.get("urdf")
+    if not isinstance(urdf, str) or not urdf.lower().endswith(".urdf"):
+        raise ModelError(f"{path}: urdf: must be the path of a .urdf file (got {_describe(urdf)})")
+    target = (Path(path).parent / urdf)
+    if not target.is_file():
+        raise ModelError(f"{path}: urdf: no such file {target}")
+    return _with_overlay(read_urdf(target), data, path)
+
+
+def _with_overlay(robot: Robot, overlay, path=None) -> Robot:
+    from .urdf import apply_overlay
+
+    if not isinstance(overlay, dict):
+        path = Path(overlay)
+        overlay = read_data(path)
+    try:
+        return apply_overlay(robot, overlay)
+    except ModelError as exc:
+        raise ModelError(" ".join(f"{path or 'overlay'}: {exc}".split())) from None
 
 
 class _YamlDumper(yaml.SafeDumper):
@@ -584,10 +660,15 @@ def dumps(robot: Robot, fmt: str = "yaml") -> str:
 
 
 def save(robot: Robot, path) -> Path:
-    """Write a robot to ``path`` (format from the extension); returns the path for ``load``."""
+    """Write a robot to ``path`` (format from the extension; ``.urdf`` writes the rigid part,
+    see :func:`flexman.model.urdf.robot_to_urdf`); returns the path for ``load``."""
     from ..outputs import write_text
 
     if not isinstance(robot, Robot):
         raise ValueError(f"save: expected a Robot, got {type(robot).__name__}")
     path = Path(path)
+    if path.suffix.lower() == ".urdf":
+        from .urdf import robot_to_urdf
+
+        return write_text(path, robot_to_urdf(robot))
     return write_text(path, dumps(robot, _format(path)))  # whole or not at all

@@ -129,9 +129,7 @@ class RigidBody:
     def from_second_moments(cls, J):
         """The rigid body whose second-moment matrix ``int h h^T dm`` (4x4) is J."""
         m = float(J[3, 3])
-        if m <= 0:
-            return cls()
-        c = np.asarray(J[:3, 3], float) / m
+        c = np.asarray(J[:3, 3], float) / m if m > 0 else np.zeros(3)  # a massless body may still have inertia
         second = np.asarray(J[:3, :3], float) - m * np.outer(c, c)
         return cls(m, c, np.trace(second) * np.eye(3) - second)
 
@@ -243,8 +241,32 @@ class Beam:
 
 
 @dataclass
+class Placement:
+    """A joint placed like a URDF joint instead of by a DH row.
+
+    The link's own frame is reached from the previous link's frame by the fixed transform
+    ``Trans(xyz) Rz(yaw) Ry(pitch) Rx(roll)`` (URDF's ``origin``) followed by the joint
+    motion about (revolute) or along (prismatic) the unit vector ``axis`` of that frame.
+    """
+
+    xyz: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    rpy: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    axis: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
+
+    def __post_init__(self):
+        self.xyz = _vec3(self.xyz, "placement.xyz")
+        self.rpy = _vec3(self.rpy, "placement.rpy")
+        axis = _vec3(self.axis, "placement.axis")
+        norm = float(np.linalg.norm(axis))
+        if norm < 1e-9:
+            raise ModelError("placement.axis: must be a non-zero vector such as [0, 0, 1]")
+        self.axis = axis / norm
+
+
+@dataclass
 class Link:
-    """One DH row with its joint, rigid body, optional hub and optional flexible beam.
+    """One DH row (or one URDF-style placement) with its joint, rigid body, optional hub
+    and optional flexible beam.
 
     ``body`` is expressed in the link's own DH frame; on a flexible link it rides on the
     deflected distal frame (after E). ``hub`` is a rigid joint mass (thesis S transform)
@@ -264,6 +286,7 @@ class Link:
     coulomb: float = 0.0
     limits: tuple | None = None
     name: str = ""
+    placement: Placement | None = None
 
     def __post_init__(self):
         for key, kind in (("body", RigidBody), ("hub", RigidBody), ("beam", Beam)):
@@ -297,6 +320,8 @@ class Link:
             else:
                 within([lo, hi], "limits", lim.MAX_LENGTH, " m")
             self.limits = (lo, hi)
+        if self.placement is not None and any((self.a, self.alpha, self.d, self.theta)):
+            raise ModelError("placement: give either DH values (a, alpha, d, theta) or a placement, not both")
 
     @property
     def is_flexible(self) -> bool:
@@ -348,6 +373,11 @@ class Robot:
         for i, link in enumerate(self.links):
             if link.beam is not None and link.joint == "prismatic" and link.beam.n_dofs("torsion"):
                 raise ModelError(f"links[{i}].beam.modes.torsion: a sliding (prismatic) beam bends only; set torsion: 0")
+            if link.beam is not None and link.joint == "prismatic" and link.placement is not None:
+                raise ModelError(
+                    f"links[{i}].beam: a flexible prismatic link needs DH placement (a sliding beam along z); "
+                    "use a, alpha, d, theta for this link"
+                )
             if link.beam is not None and link.joint == "prismatic" and self.dh == "standard":
                 if link.a != 0.0 or link.alpha != 0.0:
                     raise ModelError(

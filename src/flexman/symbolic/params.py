@@ -59,7 +59,11 @@ def _obj_trans(x=0.0, y=0.0, z=0.0):
 
 
 def _dh_split(link, convention, i, P):
-    """Like dynamics.dh.split with a and d as symbols."""
+    """Like dynamics.dh.split with a and d (or a placement's xyz) as symbols."""
+    if link.placement is not None:
+        rot, N = dh.placement_parts(link.placement)
+        xyz = [P.sym(f"{c}{i + 1}", v) for c, v in zip(("px", "py", "pz"), link.placement.xyz)]
+        return _obj_trans(*xyz) @ dh._snap(rot).astype(object), dh._snap(N).astype(object), 0.0
     a = P.sym(f"a{i + 1}", link.a)
     d = P.sym(f"d{i + 1}", link.d)
     rx, rz = dh.rot_x(link.alpha), dh.rot_z(link.theta)

@@ -1,0 +1,331 @@
+"""URDF import and export for serial chains, and the overlay that makes chosen links flexible.
+
+A URDF joint places its child link's frame by a fixed ``origin`` (xyz, rpy) and moves it
+about or along ``axis``; each movable joint becomes one flexman link with that
+:class:`~flexman.model.robot.Placement`. Fixed joints are merged: their child's inertial
+joins the moving link before them and their origin is carried into the next joint.
+Bodies fixed to the root link do not move and are dropped.
+
+The XML is parsed with ``defusedxml`` (no entity expansion, no external references) and
+files over ``MAX_BYTES`` are refused. Every problem is one :class:`ModelError` line that
+names the URDF element.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ModelError
+from .robot import Link, Placement, RigidBody, Robot
+
+MAX_BYTES = 5_000_000
+MOVING = {"revolute": "revolute", "continuous": "revolute", "prismatic": "prismatic"}
+OVERLAY_LINK_FIELDS = ("beam", "mass", "com", "inertia", "hub", "armature", "viscous", "coulomb", "limits")
+
+
+# ----- small geometry helpers --------------------------------------------------------------
+def rpy_matrix(rpy) -> np.ndarray:
+    """3x3 rotation Rz(yaw) Ry(pitch) Rx(roll) (URDF fixed-axis roll, pitch, yaw)."""
+    from ..dynamics.dh import rpy_matrix as rpy4
+
+    return rpy4(rpy)[:3, :3]
+
+
+def matrix_rpy(R) -> np.ndarray:
+    """Roll, pitch, yaw of a rotation matrix (the inverse of :func:`rpy_matrix`)."""
+    pitch = np.arctan2(-R[2, 0], np.hypot(R[0, 0], R[1, 0]))
+    if np.hypot(R[0, 0], R[1, 0]) < 1e-12:  # gimbal lock: put everything in yaw
+        return np.array([0.0, pitch, np.arctan2(-R[0, 1], R[1, 1])])
+    return np.array([np.arctan2(R[2, 1], R[2, 2]), pitch, np.arctan2(R[1, 0], R[0, 0])])
+
+
+def _frame(xyz, rpy) -> np.ndarray:
+    T = np.eye(4)
+    T[:3, :3] = rpy_matrix(rpy)
+    T[:3, 3] = xyz
+    return T
+
+
+def _moved(body: RigidBody, T) -> np.ndarray:
+    """Second moments (4x4) of a body given in frame B, expressed in frame A (T = A <- B)."""
+    return T @ body.pseudo_inertia() @ T.T
+
+
+# ----- parsing ------------------------------------------------------------------------------
+def _parse_xml(text: str, where: str):
+    import defusedxml.ElementTree as ET
+    from defusedxml import DefusedXmlException
+
+    if len(text.encode("utf-8")) > MAX_BYTES:
+        raise ModelError(f"{where}: URDF larger than {MAX_BYTES // 1_000_000} MB; refusing to read it")
+    try:
+        root = ET.fromstring(text, forbid_dtd=True)
+    except DefusedXmlException as exc:
+        raise ModelError(f"{where}: URDF uses a forbidden XML feature ({type(exc).__name__}); "
+                         "remove the DOCTYPE/ENTITY declarations") from None
+    except ET.ParseError as exc:
+        raise ModelError(f"{where}: malformed XML ({exc})") from None
+    if root.tag != "robot":
+        raise ModelError(f"{where}: the root element is <{root.tag}>; a URDF starts with <robot>")
+    return root
+
+
+def _floats(elem, attr: str, n: int, where: str, default=None) -> np.ndarray:
+    text = elem.get(attr) if elem is not None else None
+    if text is None:
+        if default is None:
+            raise ModelError(f"{where}: attribute '{attr}' missing")
+        return np.asarray(default, float)
+    try:
+        vals = np.array([float(v) for v in text.split()])
+    except ValueError:
+        raise ModelError(f"{where}: attribute {attr}=\"{text}\" must be {_count(n)}") from None
+    if vals.shape != (n,) or not np.all(np.isfinite(vals)):
+        raise ModelError(f"{where}: attribute {attr}=\"{text}\" must be {_count(n)}")
+    return vals
+
+
+def _count(n: int) -> str:
+    return "a finite number" if n == 1 else f"{n} finite numbers separated by spaces"
+
+
+def _origin(elem, where: str) -> np.ndarray:
+    org = elem.find("origin")
+    w = f"{where}/origin"
+    return _frame(_floats(org, "xyz", 3, w, (0, 0, 0)), _floats(org, "rpy", 3, w, (0, 0, 0)))
+
+
+def _inertial(link_elem, where: str) -> RigidBody | None:
+    """The link's inertial in the link frame, or None when it has none."""
+    inertial = link_elem.find("inertial")
+    if inertial is None:
+        return None
+    w = f"{where}/inertial"
+    T = _origin(inertial, w)
+    mass_el = inertial.find("mass")
+    if mass_el is None:
+        raise ModelError(f"{w}: <mass value=...> missing")
+    mass = float(_floats(mass_el, "value", 1, f"{w}/mass")[0])
+    if mass < 0:
+        raise ModelError(f"{w}/mass: value must be >= 0 (got {mass:g})")
+    inertia_el = inertial.find("inertia")
+    if inertia_el is None:
+        raise ModelError(f"{w}: <inertia ixx=... iyy=... izz=... ixy=... ixz=... iyz=...> missing")
+    vals = {k: float(_floats(inertia_el, k, 1, f"{w}/inertia", (0.0,))[0])
+            for k in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")}
+    Ic = np.array([[vals["ixx"], vals["ixy"], vals["ixz"]],
+                   [vals["ixy"], vals["iyy"], vals["iyz"]],
+                   [vals["ixz"], vals["iyz"], vals["izz"]]])
+    R = T[:3, :3]
+    try:
+        return RigidBody(mass, T[:3, 3], R @ Ic @ R.T)
+    except ModelError as exc:
+        raise ModelError(f"{w}: {exc}") from None
+
+
+def _ident(name: str) -> str:
+    """A flexman identifier for a URDF name (other characters become _)."""
+    out = re.sub(r"\W", "_", name)
+    return out if re.match(r"[A-Za-z_]", out) else f"_{out}"
+
+
+def _chain(root, where: str):
+    """(root link name, [joint elements in chain order]) of a serial URDF, or a clear error."""
+    links = {}
+    for el in root.findall("link"):
+        name = el.get("name")
+        if not name:
+            raise ModelError(f"{where}: a <link> without a name")
+        if name in links:
+            raise ModelError(f"{where}: <link name=\"{name}\"> appears twice")
+        links[name] = el
+    if not links:
+        raise ModelError(f"{where}: no <link> elements")
+    by_parent, parent_of = {}, {}
+    for j in root.findall("joint"):
+        jname = j.get("name", "?")
+        jw = f"<joint name=\"{jname}\">"
+        parent, child = j.find("parent"), j.find("child")
+        if parent is None or child is None or not parent.get("link") or not child.get("link"):
+            raise ModelError(f"{where}: {jw} needs <parent link=...> and <child link=...>")
+        p, c = parent.get("link"), child.get("link")
+        for name in (p, c):
+            if name not in links:
+                raise ModelError(f"{where}: {jw} names link '{name}', which has no <link> element")
+        if c in parent_of:
+            raise ModelError(f"{where}: {jw}: link '{c}' is already the child of joint "
+                             f"'{parent_of[c].get('name')}' (a closed loop); flexman reads serial chains")
+        parent_of[c] = j
+        by_parent.setdefault(p, []).append(j)
+    roots = [n for n in links if n not in parent_of]
+    if len(roots) != 1:
+        what = "no root link (a closed loop)" if not roots else f"several root links ({', '.join(roots)})"
+        raise ModelError(f"{where}: {what}; flexman reads one serial chain")
+    chain, name = [], roots[0]
+    while name in by_parent:
+        joints = by_parent[name]
+        if len(joints) > 1:
+            names = ", ".join(j.get("name", "?") for j in joints)
+            raise ModelError(f"{where}: <link name=\"{name}\"> is the parent of several joints ({names}); "
+                             "flexman reads one serial chain, not a tree")
+        chain.append(joints[0])
+        name = joints[0].find("child").get("link")
+    return roots[0], chain, links
+
+
+def robot_from_urdf(text: str, where: str = "URDF") -> Robot:
+    """A rigid :class:`Robot` from URDF text (one serial chain)."""
+    root = _parse_xml(text, where)
+    _, chain, links = _chain(root, where)
+    out = []  # (name, joint, placement, second moments, limits, damping, friction)
+    carry = np.eye(4)  # fixed transforms since the last moving link's frame
+    for j in chain:
+        jname = j.get("name", "?")
+        jw = f"<joint name=\"{jname}\">"
+        kind = j.get("type")
+        child = j.find("child").get("link")
+        lw = f"<link name=\"{child}\">"
+        if j.find("mimic") is not None:
+            raise ModelError(f"{where}: {jw}: <mimic> joints are not supported (each joint is a coordinate)")
+        origin = carry @ _origin(j, f"{where}: {jw}")
+        body = _inertial(links[child], f"{where}: {lw}")
+        if kind == "fixed":
+            carry = origin
+            if out and body is not None:
+                out[-1]["J"] += _moved(body, carry)
+            continue
+        if kind not in MOVING:
+            raise ModelError(f"{where}: {jw}: joint type '{kind}' is not supported; flexman reads "
+                             "revolute, continuous, prismatic and fixed joints")
+        if body is None:
+            raise ModelError(f"{where}: {lw}: no <inertial>; give its <mass> and <inertia> "
+                             "(a link moved by a joint needs them)")
+        axis = _floats(j.find("axis"), "xyz", 3, f"{where}: {jw}/axis", (1, 0, 0))
+        if np.linalg.norm(axis) < 1e-9:
+            raise ModelError(f"{where}: {jw}/axis: xyz must be a non-zero vector")
+        limits = None
+        lim = j.find("limit")
+        if kind != "continuous" and lim is not None and lim.get("lower") is not None:
+            lo = float(_floats(lim, "lower", 1, f"{where}: {jw}/limit")[0])
+            hi = float(_floats(lim, "upper", 1, f"{where}: {jw}/limit", (0.0,))[0])
+            limits = (lo, hi) if lo < hi else None
+        dyn = j.find("dynamics")
+        damping = float(_floats(dyn, "damping", 1, f"{where}: {jw}/dynamics", (0.0,))[0])
+        friction = float(_floats(dyn, "friction", 1, f"{where}: {jw}/dynamics", (0.0,))[0])
+        if damping < 0 or friction < 0:
+            raise ModelError(f"{where}: {jw}/dynamics: damping and friction must be >= 0")
+        placement = Placement(origin[:3, 3], matrix_rpy(origin[:3, :3]), axis)
+        out.append({"name": _ident(child), "joint": MOVING[kind], "placement": placement,
+                    "J": body.pseudo_inertia(), "limits": limits, "viscous": damping, "coulomb": friction})
+        carry = np.eye(4)
+    if not out:
+        raise ModelError(f"{where}: no revolute, continuous or prismatic joint; nothing moves")
+    robot_links = [
+        Link(joint=d["joint"], placement=d["placement"], body=RigidBody.from_second_moments(d["J"]),
+             limits=d["limits"], viscous=d["viscous"], coulomb=d["coulomb"], name=d["name"])
+        for d in out
+    ]
+    robot = Robot(links=robot_links, name=_ident(root.get("name") or "robot"))
+    robot.controller, robot.description, robot.source = None, "", ""
+    return robot
+
+
+def read_urdf(path) -> Robot:
+    """A rigid robot from a URDF file."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise ModelError(f"{path}: URDF larger than {MAX_BYTES // 1_000_000} MB; refusing to read it")
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelError(f"{path}: cannot read the file ({exc})") from None
+    return robot_from_urdf(text, str(path))
+
+
+# ----- overlay: chosen links become beams ---------------------------------------------------------
+def apply_overlay(robot: Robot, overlay: dict, where: str = "overlay") -> Robot:
+    """The robot with an overlay applied: top-level name/description/source/gravity/payload/
+    controller, and ``links: {link_name: {beam: ..., mass: ..., ...}}`` per link."""
+    from .io import _check_fields, _join, robot_from_dict, robot_to_dict
+
+    _check_fields(overlay, "", ("urdf", "name", "description", "source", "gravity", "payload",
+                                "controller", "links"), "overlay")
+    data = robot_to_dict(robot)
+    for key in ("name", "description", "source", "gravity", "payload", "controller"):
+        if key in overlay:
+            data[key] = overlay[key]
+    per_link = overlay.get("links", {}) or {}
+    if not isinstance(per_link, dict):
+        raise ModelError("links: an overlay's links is a mapping {link_name: {beam: ..., ...}}")
+    names = [item.get("name", "") for item in data["links"]]
+    for name, fields in per_link.items():
+        lw = _join("links", str(name))
+        if name not in names:
+            raise ModelError(f"{lw}: no moving link of that name; links: {', '.join(names)}")
+        _check_fields(fields, lw, OVERLAY_LINK_FIELDS)
+        data["links"][names.index(name)].update(fields)
+    return robot_from_dict(data)
+
+
+# ----- export ----------------------------------------------------------------------------------
+def _fmt(values) -> str:
+    return " ".join(repr(float(v)) for v in np.ravel(values))
+
+
+def robot_to_urdf(robot: Robot) -> str:
+    """URDF text for the rigid part of a robot: beams become rigid rods, hubs and the payload
+    join their link's inertial. Gravity, joint armature and the beams' flexibility are not
+    expressible in URDF and are left out."""
+    from ..dynamics import dh
+    from ..dynamics.structure import rod_second_moments
+
+    names = [_ident(l.name) if l.name else f"link{i + 1}" for i, l in enumerate(robot.links)]
+    lines = ['<?xml version="1.0"?>', f'<robot name="{_ident(robot.name)}">', '  <link name="base_link"/>']
+    prev_N, prev = np.eye(4), "base_link"
+    for i, link in enumerate(robot.links):
+        P, N, offset = dh.split(link, robot.dh)
+        if link.placement is not None:  # URDF frame = the link's own frame, axis as given
+            O = prev_N @ dh.trans(*link.placement.xyz) @ dh.rpy_matrix(link.placement.rpy)
+            axis, to_urdf = link.placement.axis, np.eye(4)
+        else:  # URDF frame = the joint frame after J; axis z; the offset goes into the origin
+            O = prev_N @ P @ dh.joint_motion(np.array(offset), link.joint == "revolute")
+            axis, to_urdf = np.array([0.0, 0.0, 1.0]), N
+        J = link.body.pseudo_inertia()
+        if link.hub is not None:
+            J = J + link.hub.pseudo_inertia()
+        if link.beam is not None:
+            J = J + rod_second_moments(link, robot.dh)
+        if i == len(robot.links) - 1 and robot.payload is not None:
+            J = J + robot.payload.pseudo_inertia()
+        body = RigidBody.from_second_moments(to_urdf @ J @ to_urdf.T)
+        I = body.inertia
+        lines += [
+            f'  <link name="{names[i]}">',
+            "    <inertial>",
+            f'      <origin xyz="{_fmt(body.com)}" rpy="0 0 0"/>',
+            f'      <mass value="{_fmt(body.mass)}"/>',
+            f'      <inertia ixx="{_fmt(I[0, 0])}" ixy="{_fmt(I[0, 1])}" ixz="{_fmt(I[0, 2])}" '
+            f'iyy="{_fmt(I[1, 1])}" iyz="{_fmt(I[1, 2])}" izz="{_fmt(I[2, 2])}"/>',
+            "    </inertial>",
+            "  </link>",
+        ]
+        kind = link.joint if link.limits is not None or link.joint == "prismatic" else "continuous"
+        lines.append(f'  <joint name="joint{i + 1}" type="{kind}">')
+        lines += [
+            f'    <parent link="{prev}"/>',
+            f'    <child link="{names[i]}"/>',
+            f'    <origin xyz="{_fmt(O[:3, 3])}" rpy="{_fmt(matrix_rpy(O[:3, :3]))}"/>',
+            f'    <axis xyz="{_fmt(axis)}"/>',
+        ]
+        if kind != "continuous":
+            lo, hi = link.limits if link.limits is not None else (-1e3, 1e3)
+            lines.append(f'    <limit lower="{_fmt(lo)}" upper="{_fmt(hi)}" effort="1e6" velocity="1e3"/>')
+        if link.viscous or link.coulomb:
+            lines.append(f'    <dynamics damping="{_fmt(link.viscous)}" friction="{_fmt(link.coulomb)}"/>')
+        lines.append("  </joint>")
+        prev_N, prev = to_urdf, names[i]
+    lines.append("</robot>")
+    return "\n".join(lines) + "\n"

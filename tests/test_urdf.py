@@ -1,0 +1,249 @@
+"""URDF import/export and the general joint placement, checked against Pinocchio's own URDF
+parser (an independent reader and an independent dynamics code) on random serial chains
+written here and on the bundled arms exported to URDF."""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+import flexman as fm
+from flexman.model import ModelError
+
+pin = pytest.importorskip("pinocchio")
+
+TOL = 1e-10
+
+
+def _vec(v):
+    return " ".join(repr(float(x)) for x in v)
+
+
+def _random_inertial(rng, indent="    "):
+    m = float(rng.uniform(0.2, 3.0))
+    a, b, c = rng.uniform(0.02, 0.2, 3)  # second moments of a physical body: moments obey I1 + I2 >= I3
+    p = [float(b + c), float(a + c), float(a + b)]
+    return (
+        f"{indent}<inertial>\n"
+        f'{indent}  <origin xyz="{_vec(rng.uniform(-0.2, 0.2, 3))}" rpy="{_vec(rng.uniform(-np.pi, np.pi, 3))}"/>\n'
+        f'{indent}  <mass value="{m!r}"/>\n'
+        f'{indent}  <inertia ixx="{p[0]!r}" iyy="{p[1]!r}" izz="{p[2]!r}" ixy="0" ixz="0" iyz="0"/>\n'
+        f"{indent}</inertial>\n"
+    )
+
+
+def random_urdf(rng, n, fixed=True):
+    """A random serial chain: random origins and axes (some along coordinate axes), revolute,
+    continuous and prismatic joints, inertials with their own rotated frames, and fixed joints
+    with massive links between moving ones and at the tip."""
+    out = ['<?xml version="1.0"?>', '<robot name="random">', '  <link name="base"/>']
+    prev, k = "base", 0
+    kinds = []
+    for i in range(n):
+        segments = [("fixed", None)] if fixed and rng.random() < 0.4 else []
+        kind = rng.choice(["revolute", "continuous", "prismatic"], p=[0.5, 0.2, 0.3])
+        segments.append((kind, None))
+        for jtype, _ in segments:
+            k += 1
+            name = f"l{k}"
+            out.append(f'  <link name="{name}">\n{_random_inertial(rng)}  </link>')
+            axis = rng.standard_normal(3) if rng.random() < 0.5 else np.eye(3)[rng.integers(3)] * rng.choice([-1, 1])
+            out.append(f'  <joint name="j{k}" type="{jtype}">')
+            out.append(f'    <parent link="{prev}"/><child link="{name}"/>')
+            out.append(f'    <origin xyz="{_vec(rng.uniform(-0.5, 0.5, 3))}" rpy="{_vec(rng.uniform(-np.pi, np.pi, 3))}"/>')
+            if jtype != "fixed":
+                out.append(f'    <axis xyz="{_vec(axis)}"/>')
+            if jtype in ("revolute", "prismatic"):
+                out.append('    <limit lower="-2" upper="2" effort="10" velocity="3"/>')
+            out.append("  </joint>")
+            prev = name
+            if jtype != "fixed":
+                kinds.append(jtype)
+    if fixed:
+        out.append(f'  <link name="tool">\n{_random_inertial(rng)}  </link>')
+        out.append(f'  <joint name="jtool" type="fixed"><parent link="{prev}"/><child link="tool"/>'
+                   f'<origin xyz="0.1 0.2 0.3" rpy="0.3 0.2 0.1"/></joint>')
+    out.append("</robot>")
+    return "\n".join(out) + "\n", kinds
+
+
+def _pin_model(path, gravity=(0, 0, -9.81)):
+    model = pin.buildModelFromUrdf(str(path))
+    model.gravity.linear = np.asarray(gravity, float)
+    return model
+
+
+def _to_pin(model, q):
+    """Pinocchio's configuration vector: a continuous joint takes (cos q, sin q)."""
+    out = []
+    for j, qi in zip(list(model.joints)[1:], q):
+        out += [np.cos(qi), np.sin(qi)] if j.nq == 2 else [qi]
+    return np.array(out)
+
+
+def _pin_dynamics(model, q, qd, qdd):
+    data = model.createData()
+    qp = _to_pin(model, q)
+    M = pin.crba(model, data, qp)
+    M = np.triu(M) + np.triu(M, 1).T
+    b = pin.nonLinearEffects(model, data, qp, qd)
+    tau = pin.rnea(model, data, qp, qd, qdd)
+    return M, b, tau
+
+
+def _compare(robot, model, rng, trials=3):
+    worst = 0.0
+    for _ in range(trials):
+        q, qd, qdd = (rng.uniform(-1.5, 1.5, robot.nq) for _ in range(3))
+        M0, b0, t0 = _pin_dynamics(model, q, qd, qdd)
+        for ours, ref in ((robot.mass_matrix(q), M0), (robot.bias_forces(q, qd), b0),
+                          (robot.inverse_dynamics(q, qd, qdd), t0)):
+            err = np.max(np.abs(ours - ref)) / max(1.0, np.max(np.abs(ref)))
+            worst = max(worst, err)
+    return worst
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_urdf_chains_match_pinocchio(tmp_path, seed):
+    rng = np.random.default_rng(100 + seed)
+    text, kinds = random_urdf(rng, int(rng.integers(2, 7)))
+    path = tmp_path / "random.urdf"
+    path.write_text(text)
+    robot = fm.load(path)
+    assert [l.joint for l in robot.links] == ["prismatic" if k == "prismatic" else "revolute" for k in kinds]
+    assert _compare(robot, _pin_model(path), rng) < TOL
+
+
+@pytest.mark.parametrize("name", ["puma560", "stanford_arm", "saha_3link", "saha_3link_modified",
+                                  "dynaman_rp", "theodore_rrp", "flx_three_link"])
+def test_bundled_arms_exported_to_urdf_match_pinocchio(tmp_path, name):
+    """fm.save(robot, x.urdf) writes the rigid part; Pinocchio reading it agrees with flexman's
+    own DH model (beams as rigid rods, no armature or friction: URDF has no place for them)."""
+    robot = copy.deepcopy(fm.examples.load(name))
+    for link in robot.links:
+        link.armature = link.viscous = link.coulomb = 0.0
+        if link.beam is not None:
+            link.beam.modes = {"y": 0, "z": 0, "torsion": 0}
+    robot = fm.model.io.robot_from_dict(fm.model.io.robot_to_dict(robot))
+    path = fm.save(robot, tmp_path / f"{name}.urdf")
+    rng = np.random.default_rng(7)
+    assert _compare(robot, _pin_model(path, robot.gravity), rng) < TOL
+    back = fm.load(path)  # and our own reader gives the same dynamics through placements
+    back.gravity = robot.gravity
+    q, qd = rng.uniform(-1, 1, robot.nq), rng.uniform(-1, 1, robot.nq)
+    np.testing.assert_allclose(back.mass_matrix(q), robot.mass_matrix(q), atol=1e-11)
+    np.testing.assert_allclose(back.bias_forces(q, qd), robot.bias_forces(q, qd), atol=1e-10)
+
+
+def test_limits_damping_friction_are_read(tmp_path):
+    text = """<robot name="r"><link name="b"/>
+      <link name="a"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1"/></inertial></link>
+      <joint name="j" type="revolute"><parent link="b"/><child link="a"/><axis xyz="0 0 1"/>
+        <limit lower="-1.5" upper="2.5" effort="1" velocity="1"/><dynamics damping="0.3" friction="0.2"/></joint>
+    </robot>"""
+    path = tmp_path / "r.urdf"
+    path.write_text(text)
+    link = fm.load(path).links[0]
+    assert link.limits == (-1.5, 2.5) and link.viscous == 0.3 and link.coulomb == 0.2
+    assert link.placement.axis.tolist() == [0.0, 0.0, 1.0]
+
+
+GOOD_LINK = '<link name="{n}"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1"/></inertial></link>'
+
+
+def _joint(name, parent, child, kind="revolute"):
+    return (f'<joint name="{name}" type="{kind}"><parent link="{parent}"/><child link="{child}"/>'
+            f'<axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>')
+
+
+BAD = {
+    "malformed": ('<robot name="r"><link name="a"></robot>', "malformed XML"),
+    "entity": ('<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x "xxxx">]><robot name="r">&x;</robot>',
+               "forbidden XML feature"),
+    "tree": ('<robot name="r"><link name="b"/>' + GOOD_LINK.format(n="a") + GOOD_LINK.format(n="c")
+             + _joint("j1", "b", "a") + _joint("j2", "b", "c") + "</robot>", 'link name="b"> is the parent of several joints'),
+    "two chains": ('<robot name="r"><link name="b"/><link name="b2"/>' + GOOD_LINK.format(n="a")
+                   + _joint("j1", "b", "a") + "</robot>", "several root links (b, b2)"),
+    "loop": ('<robot name="r"><link name="b"/>' + GOOD_LINK.format(n="a") + GOOD_LINK.format(n="c")
+             + _joint("j1", "b", "a") + _joint("j2", "a", "c") + _joint("j3", "c", "a") + "</robot>",
+             'joint name="j3">: link \'a\' is already the child of joint \'j1\''),
+    "no inertial": ('<robot name="r"><link name="b"/><link name="a"/>' + _joint("j1", "b", "a") + "</robot>",
+                    'link name="a">: no <inertial>'),
+    "floating": ('<robot name="r"><link name="b"/>' + GOOD_LINK.format(n="a") + _joint("j1", "b", "a", "floating")
+                 + "</robot>", "joint type 'floating' is not supported"),
+    "planar": ('<robot name="r"><link name="b"/>' + GOOD_LINK.format(n="a") + _joint("j1", "b", "a", "planar")
+               + "</robot>", 'joint name="j1">: joint type \'planar\''),
+    "bad number": ('<robot name="r"><link name="b"/>' + GOOD_LINK.format(n="a").replace('value="1"', 'value="x"')
+                   + _joint("j1", "b", "a") + "</robot>", "inertial/mass: attribute value=\"x\""),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_urdf_gives_one_line_naming_the_element(tmp_path, case):
+    text, expected = BAD[case]
+    path = tmp_path / "bad.urdf"
+    path.write_text(text)
+    with pytest.raises(ModelError) as info:
+        fm.load(path)
+    message = str(info.value)
+    assert expected in message and "\n" not in message
+
+
+OVERLAY = """
+name: two_flexible
+gravity: [0, 0, -9.81]
+links:
+  a:
+    beam: {length: 0.5, mass_per_length: 2.0, EI: 50.0, modes: {y: 2, z: 1}}
+"""
+
+
+def test_overlay_turns_a_urdf_link_into_a_beam(tmp_path):
+    text = ('<robot name="r"><link name="b"/>' + GOOD_LINK.format(n="a") + GOOD_LINK.format(n="c")
+            + _joint("j1", "b", "a") + _joint("j2", "a", "c").replace('<axis', '<origin xyz="0.5 0 0"/><axis')
+            + "</robot>")
+    urdf = tmp_path / "r.urdf"
+    urdf.write_text(text)
+    (tmp_path / "o.yaml").write_text(OVERLAY)
+    robot = fm.load(urdf, overlay=tmp_path / "o.yaml")
+    assert robot.name == "two_flexible" and robot.nq == 5 and robot.links[0].beam.modes["y"] == 2
+    (tmp_path / "f.yaml").write_text(f"urdf: r.urdf\n{OVERLAY}")
+    same = fm.load(tmp_path / "f.yaml")  # the overlay as a model file naming its URDF
+    q, qd = np.linspace(-0.5, 0.5, 5), np.linspace(0.3, -0.2, 5)
+    np.testing.assert_array_equal(same.mass_matrix(q), robot.mass_matrix(q))
+    M = robot.mass_matrix(q)
+    assert np.allclose(M, M.T) and np.linalg.eigvalsh(M).min() > 0
+    tau = np.array([0.4, -0.3])
+    qdd = robot.forward_dynamics(q, qd, tau)
+    np.testing.assert_allclose(robot.inverse_dynamics(q, qd, qdd)[:2], tau, atol=1e-10)
+    (tmp_path / "bad.yaml").write_text("links: {nope: {beam: {length: 1, mass_per_length: 1}}}\n")
+    with pytest.raises(ModelError, match=r"links.nope: no moving link of that name; links: a, c"):
+        fm.load(urdf, overlay=tmp_path / "bad.yaml")
+
+
+def test_placement_model_file_round_trips_and_validates(tmp_path):
+    rng = np.random.default_rng(3)
+    text, _ = random_urdf(rng, 4)
+    (tmp_path / "r.urdf").write_text(text)
+    robot = fm.load(tmp_path / "r.urdf")
+    path = fm.save(robot, tmp_path / "r.yaml")
+    back = fm.load(path)
+    q = rng.uniform(-1, 1, robot.nq)
+    np.testing.assert_allclose(back.mass_matrix(q), robot.mass_matrix(q), rtol=0, atol=1e-13)
+    bad = path.read_text().replace("placement:", "a: 0.1\n  placement:", 1)
+    path.write_text(bad)
+    with pytest.raises(ModelError, match=r"links\[0\].a: a link with a placement takes no DH values"):
+        fm.load(path)
+
+
+def test_placement_symbolic_and_generated_code_match_numeric(tmp_path):
+    rng = np.random.default_rng(11)
+    text, _ = random_urdf(rng, 3)
+    (tmp_path / "r.urdf").write_text(text)
+    robot = fm.load(tmp_path / "r.urdf")
+    q, qd, qdd = (rng.uniform(-1, 1, robot.nq) for _ in range(3))
+    for parameters in ("numeric", "symbolic"):
+        fast = fm.derive(robot, parameters=parameters).compile("numpy")
+        np.testing.assert_allclose(fast.mass_matrix(q), robot.mass_matrix(q), atol=1e-10)
+        np.testing.assert_allclose(fast.inverse_dynamics(q, qd, qdd), robot.inverse_dynamics(q, qd, qdd), atol=1e-10)
