@@ -247,3 +247,24 @@ def test_placement_symbolic_and_generated_code_match_numeric(tmp_path):
         fast = fm.derive(robot, parameters=parameters).compile("numpy")
         np.testing.assert_allclose(fast.mass_matrix(q), robot.mass_matrix(q), atol=1e-10)
         np.testing.assert_allclose(fast.inverse_dynamics(q, qd, qdd), robot.inverse_dynamics(q, qd, qdd), atol=1e-10)
+
+
+def test_cli_reads_an_overlay_file_and_refuses_a_bad_urdf_in_one_line(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    text = ('<robot name="r"><link name="b"/>' + GOOD_LINK.format(n="a") + GOOD_LINK.format(n="c")
+            + _joint("j1", "b", "a") + _joint("j2", "a", "c").replace('<axis', '<origin xyz="0.5 0 0"/><axis')
+            + "</robot>")
+    (tmp_path / "r.urdf").write_text(text)
+    (tmp_path / "f.yaml").write_text(f"urdf: r.urdf\n{OVERLAY}")
+    run = [sys.executable, "-m", "flexman.cli"]
+    out = subprocess.run(run + ["info", str(tmp_path / "f.yaml"), "--json"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    info = json.loads(out.stdout)
+    assert info["nq"] == 5 and info["links"][1]["placement"]["xyz"] == [0.5, 0.0, 0.0]
+    (tmp_path / "bad.urdf").write_text(BAD["floating"][0])
+    out = subprocess.run(run + ["info", str(tmp_path / "bad.urdf")], capture_output=True, text=True)
+    assert out.returncode == 2 and "joint type 'floating' is not supported" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1

@@ -105,6 +105,8 @@ def _info_data(robot) -> dict:
             "beam_mass": beam.length * beam.mass_per_length if beam is not None else 0.0,
             "flexible_coordinates": beam.nf if beam is not None else 0,
             "limits": list(link.limits) if link.limits is not None else None,
+            "placement": None if link.placement is None else {
+                "xyz": list(link.placement.xyz), "rpy": list(link.placement.rpy), "axis": list(link.placement.axis)},
         })
     return {
         "name": robot.name, "description": getattr(robot, "description", ""),
@@ -149,6 +151,16 @@ def cmd_info(args) -> int:
                 _fmt(item["beam_mass"]), str(item["flexible_coordinates"])]
         table.add_row(*row)
     con.print(table)
+    placed = [item for item in data["links"] if item["placement"] is not None]
+    if placed:  # URDF-style links: their DH columns above are unused
+        ptable = Table(title="placed joints (origin xyz in m, rpy in deg, axis)")
+        for col in ("#", "xyz", "rpy", "axis"):
+            ptable.add_column(col, justify="right")
+        for item in placed:
+            pl = item["placement"]
+            ptable.add_row(str(item["index"]), " ".join(_fmt(v) for v in pl["xyz"]),
+                           " ".join(_fmt(math.degrees(v)) for v in pl["rpy"]), " ".join(_fmt(v) for v in pl["axis"]))
+        con.print(ptable)
     return 0
 
 

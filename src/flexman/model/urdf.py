@@ -37,8 +37,8 @@ def matrix_rpy(R) -> np.ndarray:
     """Roll, pitch, yaw of a rotation matrix (the inverse of :func:`rpy_matrix`)."""
     pitch = np.arctan2(-R[2, 0], np.hypot(R[0, 0], R[1, 0]))
     if np.hypot(R[0, 0], R[1, 0]) < 1e-12:  # gimbal lock: put everything in yaw
-        return np.array([0.0, pitch, np.arctan2(-R[0, 1], R[1, 1])])
-    return np.array([np.arctan2(R[2, 1], R[2, 2]), pitch, np.arctan2(R[1, 0], R[0, 0])])
+        return np.array([0.0, pitch, np.arctan2(-R[0, 1], R[1, 1])]) + 0.0
+    return np.array([np.arctan2(R[2, 1], R[2, 2]), pitch, np.arctan2(R[1, 0], R[0, 0])]) + 0.0  # no -0
 
 
 def _frame(xyz, rpy) -> np.ndarray:
