@@ -24,6 +24,7 @@ EXPECTED_NAMES = [
     "flx_three_link",
     "flx_three_link_lqr",
     "krb_spinup",
+    "panda_like",
     "piedboeuf_one_link",
     "puma560",
     "saha_3link",
@@ -31,6 +32,8 @@ EXPECTED_NAMES = [
     "stanford_arm",
     "theodore_rrp",
     "theodore_rrp_fem",
+    "ur5_like",
+    "ur5_like_flexible",
 ]
 
 NQ = {
@@ -43,6 +46,9 @@ NQ = {
     "flx_three_link": 7,  # 000 sec. 3.3.5, p. 68: "7 degrees of freedom in total"
     "flx_three_link_lqr": 7,  # the same arm
     "krb_spinup": 5,  # hub angle + 4 in-plane bending modes (chosen)
+    "panda_like": 7,
+    "ur5_like": 6,
+    "ur5_like_flexible": 6 + 2 * 4,  # two beams, two modes in each bending plane
     "piedboeuf_one_link": 6,  # 001 sec. 3.5: the motor angle and five polynomial shapes
     "puma560": 6,
     "stanford_arm": 6,
@@ -81,6 +87,12 @@ MASSES = {
     # 004 Table 3: m1 = 3.7051, m2 = 0.3310, m3 = 0.4303 kg
     "theodore_rrp": [3.7051, 0.3310, 0.4303],
     "theodore_rrp_fem": [3.7051, 0.3310, 0.4303],
+    # Universal Robots' UR5 dynamics table (examples/generate_urdf.py)
+    "ur5_like": [3.7, 8.393, 2.275, 1.219, 1.219, 0.1879],
+    # tip housings 2.0 and 1.0 kg plus aluminium tubes 1.64 kg/m x 0.425 m and 0.98 kg/m x 0.39225 m (chosen)
+    "ur5_like_flexible": [3.7, 2.0 + 1.64 * 0.425, 1.0 + 0.98 * 0.39225, 1.219, 1.219, 0.1879],
+    # Gaz et al. 2019, identified masses (examples/generate_urdf.py)
+    "panda_like": [4.970684, 0.646926, 3.228604, 3.587895, 1.225946, 1.666555, 0.735522],
 }
 
 
@@ -107,6 +119,11 @@ def reference_q(link) -> float:
 
 
 def dh_transform(link, q, convention):
+    if link.placement is not None:  # a URDF-style link: A = P J(q) N (flexman.dynamics.dh)
+        from flexman.dynamics.dh import joint_motion, split
+
+        P, N, _ = split(link, convention)
+        return P @ joint_motion(np.array(q), link.joint == "revolute") @ N
     theta = link.theta + (q if link.joint == "revolute" else 0.0)
     d = link.d + (q if link.joint == "prismatic" else 0.0)
     if convention == "standard":
@@ -120,8 +137,12 @@ def extent_box(robot, i):
     link = robot.links[i]
     A = dh_transform(link, reference_q(link), robot.dh)
     previous = -A[:3, :3].T @ A[:3, 3]
+    if link.placement is not None:  # a URDF frame sits at its joint: the link reaches to the next joint
+        after = robot.links[i + 1].placement if i + 1 < len(robot.links) else None
+        previous = after.xyz if after is not None else np.zeros(3)
     points = np.array([np.zeros(3), previous])
-    reach = sum(abs(l.a) + abs(l.d) + abs(reference_q(l)) for l in robot.links)
+    reach = sum(abs(l.a) + abs(l.d) + abs(reference_q(l)) + (np.linalg.norm(l.placement.xyz) if l.placement else 0)
+                for l in robot.links)
     margin = 0.25 * reach
     return points.min(axis=0) - margin, points.max(axis=0) + margin
 

@@ -268,3 +268,31 @@ def test_cli_reads_an_overlay_file_and_refuses_a_bad_urdf_in_one_line(tmp_path):
     out = subprocess.run(run + ["info", str(tmp_path / "bad.urdf")], capture_output=True, text=True)
     assert out.returncode == 2 and "joint type 'floating' is not supported" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("name", ["ur5_like", "panda_like"])
+def test_bundled_urdf_arms_match_pinocchio(name):
+    """The shipped URDFs read by Pinocchio and by flexman give the same dynamics."""
+    from flexman.examples import DATA
+
+    robot = fm.examples.load(name)
+    assert robot.nq == {"ur5_like": 6, "panda_like": 7}[name]
+    assert _compare(robot, _pin_model(DATA / f"{name}.urdf"), np.random.default_rng(5)) < TOL
+
+
+def test_flexible_ur5_like_is_the_urdf_with_two_beams():
+    robot = fm.examples.load("ur5_like_flexible")
+    rigid = fm.examples.load("ur5_like")
+    assert robot.n_joints == 6 and robot.nf == 8
+    assert [l.is_flexible for l in robot.links] == [False, True, True, False, False, False]
+    rng = np.random.default_rng(2)
+    q, qd = rng.uniform(-1, 1, robot.nq), rng.uniform(-1, 1, robot.nq)
+    q[6:] *= 1e-3  # millimetre deflections: the elastic forces stay of the order of the torques
+    M = robot.mass_matrix(q)
+    assert np.allclose(M, M.T, atol=1e-12) and np.linalg.eigvalsh(M).min() > 0
+    tau = rng.uniform(-5, 5, 6)
+    qdd = robot.forward_dynamics(q, qd, tau)
+    np.testing.assert_allclose(robot.inverse_dynamics(q, qd, qdd)[:6], tau, atol=1e-9)
+    # the wrist joints carry the same bodies as in the rigid arm: the URDF placements are shared
+    for i in (0, 3, 4, 5):
+        np.testing.assert_array_equal(robot.links[i].placement.xyz, rigid.links[i].placement.xyz)

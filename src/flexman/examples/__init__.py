@@ -46,10 +46,12 @@ def describe(name: str) -> str:
 
 
 def load(name: str):
-    """The :class:`~flexman.model.robot.Robot` of a bundled example."""
-    from ..model.io import robot_from_dict
+    """The :class:`~flexman.model.robot.Robot` of a bundled example (a model file, or an
+    overlay whose ``urdf:`` names a bundled URDF)."""
+    from ..model.io import load_overlay, robot_from_dict
 
     try:
-        return robot_from_dict(_data(name))
+        data = _data(name)
+        return load_overlay(data, path(name)) if "urdf" in data else robot_from_dict(data)
     except ModelError as exc:  # a broken bundled file is our bug: say which file
         raise ModelError(f"bundled example {name!r}: {exc}") from None
