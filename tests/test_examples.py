@@ -48,7 +48,7 @@ NQ = {
     "krb_spinup": 5,  # hub angle + 4 in-plane bending modes (chosen)
     "panda_like": 7,
     "ur5_like": 6,
-    "ur5_like_flexible": 6 + 2 * 4,  # two beams, two modes in each bending plane
+    "ur5_like_flexible": 6 + 2 * 2,  # two beams, one mode in each bending plane
     "piedboeuf_one_link": 6,  # 001 sec. 3.5: the motor angle and five polynomial shapes
     "puma560": 6,
     "stanford_arm": 6,

@@ -283,7 +283,7 @@ def test_bundled_urdf_arms_match_pinocchio(name):
 def test_flexible_ur5_like_is_the_urdf_with_two_beams():
     robot = fm.examples.load("ur5_like_flexible")
     rigid = fm.examples.load("ur5_like")
-    assert robot.n_joints == 6 and robot.nf == 8
+    assert robot.n_joints == 6 and robot.nf == 4
     assert [l.is_flexible for l in robot.links] == [False, True, True, False, False, False]
     rng = np.random.default_rng(2)
     q, qd = rng.uniform(-1, 1, robot.nq), rng.uniform(-1, 1, robot.nq)
