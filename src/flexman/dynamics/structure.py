@@ -184,17 +184,31 @@ def _exact_zeros(T, rel=1e-13):
 
 def shortening_moment_tensor(kinematics, root, ax, mu):
     """F_kl = int h0 r_kl^T dm (n, n, 4, 4): the undeformed points h0 = (root + x e_ax, 1) against the
-    second-order displacements r_kl(x) of :class:`.second_order.BeamKinematics` (geometric stiffening)."""
+    second-order displacements r_kl(x) of :class:`.second_order.BeamKinematics` (geometric stiffening).
+
+    With r_kl(x) = int_0^x Q_kl e + 1/2 (int_0^x (x - xi) s_kl) x e, exchanging the order of
+    integration turns the moments int w(x) r_kl(x) dx (w = 1 and w = x) into single integrals over
+    xi with the weights int_xi^L w and int_xi^L w (x - xi): one pass over the quadrature nodes."""
     from .second_order import rule
 
     L, n = kinematics.L, kinematics.n
-    eta, w = rule(kinematics.sets, 0.0, 1.0)
     out = np.zeros((n, n, 4, 4))
-    for x, wx in zip(eta * L, w * L):
-        h0 = np.append(root, 1.0)
-        h0[ax] += x
-        _, r = kinematics.section(x)
-        out[..., :, :3] += (mu * wx) * h0[:, None] * r[:, :, None, :]
+    if n == 0:
+        return out
+    eta, w = rule(kinematics.sets, 0.0, 1.0)
+    xi, wx = eta * L, w * L
+    th, dth, _ = kinematics.fields(eta)
+    Qe = kinematics._Q(th) @ kinematics.e  # (n, n, q, 3)
+    sk = kinematics._s(th, dth)  # (n, n, q, 3)
+    moments = []
+    for W, V in (((L - xi), (L - xi) ** 2 / 2),  # w = 1
+                 ((L**2 - xi**2) / 2, L**3 / 3 - xi * L**2 / 2 + xi**3 / 6)):  # w = x
+        r = np.einsum("klqa,q->kla", Qe, wx * W) + 0.5 * np.cross(np.einsum("klqa,q->kla", sk, wx * V), kinematics.e)
+        moments.append(mu * r)
+    I1, Ix = moments  # int r_kl dm, int x r_kl dm
+    for a in range(3):
+        out[:, :, a, :3] = root[a] * I1 + (Ix if a == ax else 0.0)
+    out[:, :, 3, :3] = I1
     return out
 
 
