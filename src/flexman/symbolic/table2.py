@@ -100,8 +100,9 @@ def _beam(length, discretization, directions):
     for d in directions:
         modes[d] = 2 if discretization == "assumed_modes" else 1
     if discretization == "assumed_modes":
-        return Beam(length, MU, (EI, EI), shapes="clamped_mass", modes=modes)
-    return Beam(length, MU, (EI, EI), shapes="finite_elements", modes=modes, elements=2)
+        return Beam(length, MU, (EI, EI), shapes="clamped_mass", modes=modes, stiffening=False)
+    # 004's first-order model (its Table 2 counts): no geometric stiffening
+    return Beam(length, MU, (EI, EI), shapes="finite_elements", modes=modes, elements=2, stiffening=False)
 
 
 def _links(name, disc, std):
