@@ -1,9 +1,10 @@
 """Analyses of a robot model: natural frequencies, linearization, quasi-static deflection,
-statics under endpoint loads and beam strain, closed-loop studies."""
+statics under endpoint loads and beam strain, closed-loop studies, the identification regressor."""
 from .beta_ode import (BetaResult, BetaTrajectory, GivenRootModes, SlidingLinkShapes, beta_ode,
                        clamped_mass_shapes, link_beta_ode, simulate_with_beta)
 from .closed_loop import closed_loop_eigenvalues, closed_loop_jacobian
 from .frequencies import linearize, natural_frequencies
+from .rigid_regressor import BaseParameters, base_parameters, regressor
 from .quasi_static import quasi_static_along, quasi_static_deflection
 from .statics import BucklingError, StaticsResult, statics
 from .stiffness import StiffnessMargin, stiffness_margin
@@ -34,4 +35,7 @@ __all__ = [
     "curvature",
     "deflection",
     "surface_strain",
+    "regressor",
+    "base_parameters",
+    "BaseParameters",
 ]
