@@ -36,6 +36,15 @@ def sweep(robot, parameters, run=None, scheduler=None, **options):
     return _sweep(robot, parameters, run=run, scheduler=scheduler, **options)
 
 
+def identify(robot, t, q, tau, parameters=None, **options):
+    """Identify parameters from measured motion: the base inertial parameters of a rigid arm by
+    weighted least squares, or named beam properties of flexible links by nonlinear least squares
+    on simulations; see :mod:`flexman.analysis.identification`."""
+    from .analysis.identification import identify as _identify
+
+    return _identify(robot, t, q, tau, parameters=parameters, **options)
+
+
 def __getattr__(name):
     import importlib
 
@@ -44,4 +53,4 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
-__all__ = ["Beam", "Link", "ModelError", "RigidBody", "Result", "Robot", "load", "save", "simulate", "simulate_batch", "derive", "sweep"]
+__all__ = ["Beam", "Link", "ModelError", "RigidBody", "Result", "Robot", "load", "save", "simulate", "simulate_batch", "derive", "sweep", "identify"]
