@@ -219,17 +219,23 @@ def _weakest(W, names):
 
 
 class _JointSpline:
-    """The measured joint motion as a prescription traj(t) -> (q, qd, qdd) (quintic spline)."""
+    """The measured joint motion as a prescription traj(t) -> (q, qd, qdd) (quintic spline),
+    tabulated on the integrator's half steps (RK4 asks for those times only)."""
 
-    def __init__(self, t, q):
+    def __init__(self, t, q, dt):
         from scipy.interpolate import make_interp_spline
 
-        self.t0 = t[0]
         self.spline = make_interp_spline(t - t[0], q, k=5)
-        self.d1, self.d2 = self.spline.derivative(1), self.spline.derivative(2)
+        self.half = 0.5 * dt
+        grid = np.arange(2 * len(t) + 1) * self.half
+        self.table = [self.spline(grid, nu) for nu in (0, 1, 2)]
 
     def __call__(self, s):
-        return self.spline(s), self.d1(s), self.d2(s)
+        k = s / self.half
+        i = int(round(k))
+        if abs(k - i) < 1e-9 and 0 <= i < len(self.table[0]):
+            return self.table[0][i], self.table[1][i], self.table[2][i]
+        return self.spline(s), self.spline(s, 1), self.spline(s, 2)
 
 
 def identify_beam(robot, t, q, tau, parameters, tip=None, curvature=None, cutoff=None, order=4, method="rk4",
@@ -267,13 +273,14 @@ def identify_beam(robot, t, q, tau, parameters, tip=None, curvature=None, cutoff
         channels.append(("curvature", data.reshape(N, -1)))
     channels.append(("tau", tau))
     qf, _, _, _ = filtered_motion(t, q, cutoff, order)
-    traj = _JointSpline(t, qf)
     dt = float(np.mean(np.diff(t)))
+    traj = _JointSpline(t, qf, dt)
     t_final = float(t[-1] - t[0])
+    trim = max(10, N // 20)  # the filter's and the spline's end effects
     scales = {}
     for key, data in channels:
-        rms = np.sqrt(np.nanmean(data ** 2, axis=0))
-        scales[key] = np.where(rms > 0, rms, 1.0) / (tau_weight if key == "tau" else 1.0)
+        rms = np.sqrt(np.nanmean(data[trim:N - trim] ** 2, axis=0))
+        scales[key] = np.where(rms > 0, rms, 1.0)
     start = np.array([physical.value(robot, n) for n in names])
     if np.any(start <= 0):
         bad = names[int(np.flatnonzero(start <= 0)[0])]
@@ -290,18 +297,30 @@ def identify_beam(robot, t, q, tau, parameters, tip=None, curvature=None, cutoff
             out["curvature"] = beam_curvature(variant, res.q[:k], link, xs).reshape(k, -1)
         return out, k
 
-    def residual(x):
+    def misfits(x):
         out, k = outputs(x)
-        parts = []
+        parts = {}
         for key, data in channels:
-            r = (out[key] - data[:k]) / scales[key]
-            r = np.where(np.isnan(r), 0.0, r)
+            r = out[key] - data[:k]
             if k < N:  # a diverged run: the missing samples count as large misfits
-                r = np.concatenate([r, np.full((N - k,) + r.shape[1:], 1e3)])
-            parts.append(r.ravel())
-        return np.concatenate(parts)
+                r = np.concatenate([r, np.full((N - k,) + r.shape[1:], 1e3) * scales[key]])
+            parts[key] = r[trim:N - trim]
+        return parts
 
-    sol = least_squares(residual, np.zeros(len(names)), x_scale=1.0, diff_step=1e-6, xtol=1e-10, ftol=1e-12)
+    def residual(x):
+        parts = misfits(x)
+        w = {key: (tau_weight if key == "tau" else 1.0) for key, _ in channels}
+        return np.concatenate([np.nan_to_num(w[key] * parts[key] / scales[key]).ravel() for key, _ in channels])
+
+    x = np.zeros(len(names))
+    for _ in range(1):  # fit, then weight each channel by its own residual level (noise unknown), refit
+        sol = least_squares(residual, x, diff_step=1e-6, xtol=1e-10, ftol=1e-12)
+        x = sol.x
+        parts = misfits(x)
+        for key, _ in channels:
+            std = np.sqrt(np.nanmean(parts[key] ** 2, axis=0))
+            scales[key] = np.where(std > 0, std, scales[key])
+    sol = least_squares(residual, x, diff_step=1e-6, xtol=1e-10, ftol=1e-12)
     values = start * np.exp(sol.x)
     J = sol.jac
     dof = max(len(sol.fun) - len(names), 1)
