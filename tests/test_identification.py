@@ -115,3 +115,16 @@ def test_identify_unknown_beam_parameter():
     t = np.linspace(0, 1, 100)
     with pytest.raises(ValueError, match="unknown parameter 'EI2' for .*valid: .*EI1"):
         fm.identify(robot, t, np.zeros((100, 1)), np.zeros((100, 1)), parameters=["EI2"], tip=np.zeros((100, 3)))
+
+
+def test_identify_beam_says_which_parameters_cannot_be_told_apart():
+    """A planar swing bends the beam along y only: EIz1 has no effect, and EI1 (both planes) acts
+    exactly as EIy1."""
+    robot = fm.examples.load("flx_joint_mass")
+    res = fm.simulate(robot, 0.4, dt=2e-3, prescribed=_swing(T=0.4, A=0.2), progress=False)
+    tip = fm.analysis.tip_offset(robot, res.q)
+    args = (robot, res.t, res.q[:, :1], res.tau)
+    with pytest.raises(ValueError, match="EIz1 has no effect on the measured data"):
+        fm.identify(*args, parameters=["EIz1"], tip=tip)
+    with pytest.raises(ValueError, match=r"(EI1, EIy1|EIy1, EI1) cannot be told apart"):
+        fm.identify(*args, parameters=["EI1", "EIy1"], tip=tip)

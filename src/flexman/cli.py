@@ -1001,6 +1001,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dt", type=float)
     p.add_argument("--out", metavar="DIR", help="folder for the torque plot and data")
 
+    from .cli_design import register
+
+    register(sub, _subcommand)  # sensitivity, identify
+
     p = _subcommand(sub, "validate", cmd_validate, "run the literature validation cases", model=False)
     p.add_argument("--case", metavar="NAME", help="run only this case")
     return parser

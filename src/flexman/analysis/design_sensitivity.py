@@ -167,7 +167,9 @@ def symbol_seeds(robot, names) -> dict:
                 add(f"{f}{i + 1}", j, 1.0)
         else:
             if owner == "payload":
-                body, suffix, k = robot.payload, "", n
+                from ..model import RigidBody
+
+                body, suffix, k = robot.payload or RigidBody(), "", n
             elif owner == "hub":
                 link = robot.links[i]
                 body, suffix, k = link.hub, ("h" if link.is_flexible else ""), i + 1

@@ -313,6 +313,9 @@ def identify_beam(robot, t, q, tau, parameters, tip=None, curvature=None, cutoff
         return np.concatenate([np.nan_to_num(w[key] * parts[key] / scales[key]).ravel() for key, _ in channels])
 
     x = np.zeros(len(names))
+    # fail fast when the data cannot tell the parameters apart (central differences: O(h^2) ~ 1e-8)
+    J0 = np.stack([(residual(x + 1e-4 * e) - residual(x - 1e-4 * e)) / 2e-4 for e in np.eye(len(names))], axis=1)
+    _check_separable(J0, names)
     for _ in range(1):  # fit, then weight each channel by its own residual level (noise unknown), refit
         sol = least_squares(residual, x, diff_step=1e-6, xtol=1e-10, ftol=1e-12)
         x = sol.x
@@ -333,3 +336,66 @@ def identify_beam(robot, t, q, tau, parameters, tip=None, curvature=None, cutoff
     notes = [f"least_squares: {sol.nfev} simulations, {sol.message}"]
     return Identification(names, values, np.sqrt(np.diag(cov)), cov, sigma, N,
                           float(sv[0] / sv[-1]) if sv[-1] > 0 else np.inf, None, notes)
+
+
+def _check_separable(J, names):
+    """One-line ValueError when a parameter has no effect on the measured data, or when only a
+    combination of some of them does (J: residuals' derivatives, one column per parameter)."""
+    norm = np.linalg.norm(J, axis=0)
+    dead = [n for n, v in zip(names, norm) if v <= 1e-9 * max(norm.max(), 1e-300)]
+    if dead:
+        raise ValueError(f"parameters: {', '.join(dead)} {'has' if len(dead) == 1 else 'have'} no effect on the "
+                         "measured data (not identifiable from them); leave them out or measure what they change")
+    _, sv, vt = np.linalg.svd(J / norm, full_matrices=False)
+    if sv[-1] < 1e-6 * sv[0]:
+        v = vt[-1]
+        combo = [names[k] for k in np.argsort(-np.abs(v)) if abs(v[k]) > 0.1]
+        raise ValueError(f"parameters: {', '.join(combo)} cannot be told apart from these data (only a combination "
+                         "of them acts); identify fewer of them")
+
+
+def read_measurements(path, robot) -> dict:
+    """Measured samples from a CSV file with a header row: ``t``, ``q1..q<n>`` and ``tau1..tau<n>``
+    (n joints), optionally ``tip_x, tip_y, tip_z`` (tip offsets, for beam parameters). Returns
+    {"t", "q", "tau", "tip" (or None)}; one-line ValueError naming the file otherwise."""
+    import csv
+    from pathlib import Path
+
+    path = Path(path)
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        rows = list(csv.reader(fh))
+    if not rows:
+        raise ValueError(f"{path}: empty file; expected a header row t, q1.., tau1.. and one row per sample")
+    header = [h.strip() for h in rows[0]]
+    n = robot.n_joints
+    need = ["t"] + [f"q{i + 1}" for i in range(n)] + [f"tau{i + 1}" for i in range(n)]
+    missing = [c for c in need if c not in header]
+    if missing:
+        raise ValueError(f"{path}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} (the header "
+                         f"must name t, q1..q{n}, tau1..tau{n}; optional tip_x, tip_y, tip_z)")
+    data = []
+    for r, row in enumerate(rows[1:], start=2):
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) != len(header):
+            raise ValueError(f"{path}: row {r} has {len(row)} values for {len(header)} columns")
+        try:
+            data.append([float(cell) for cell in row])
+        except ValueError:
+            bad = next(c for c in row if not _is_float(c))
+            raise ValueError(f"{path}: row {r}: {bad.strip()!r} is not a number") from None
+    arr = np.array(data, dtype=float).reshape(-1, len(header))
+    col = {h: arr[:, k] for k, h in enumerate(header)}
+    tip = None
+    if all(f"tip_{a}" in col for a in "xyz"):
+        tip = np.stack([col[f"tip_{a}"] for a in "xyz"], axis=1)
+    return {"t": col["t"], "q": np.stack([col[f"q{i + 1}"] for i in range(n)], axis=1),
+            "tau": np.stack([col[f"tau{i + 1}"] for i in range(n)], axis=1), "tip": tip}
+
+
+def _is_float(text):
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False

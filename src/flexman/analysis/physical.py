@@ -5,8 +5,9 @@ Names carry the 1-based link number (``EI2`` is link 2's beam):
 * DH lengths ``a<i>``, ``d<i>`` (a URDF-style placement: ``px<i> py<i> pz<i>``);
 * the link's rigid body ``mass<i>``, centre of mass ``cx<i> cy<i> cz<i>`` (m, link frame) and
   inertia about the centre of mass ``Ixx<i> Iyy<i> Izz<i> Ixy<i> Iyz<i> Ixz<i>``;
-* the same for a hub (``hub_mass<i>``, ``hub_cx<i>``, ``hub_Ixx<i>`` ...) and the payload
-  (``payload`` is its mass; ``payload_cx``, ``payload_Ixx`` ...);
+* the same for a hub (``hub_mass<i>``, ``hub_cx<i>``, ``hub_Ixx<i>`` ...) and the payload on the
+  last link (``payload`` is its mass; ``payload_cx``, ``payload_Ixx`` ...; a robot without one
+  has a payload of 0 kg, so the effect of adding one is a derivative too);
 * armature ``Ia<i>``; gravity ``gx gy gz``;
 * a beam's ``rhoA<i>`` (mass per length), ``lb<i>`` (length), ``EIy<i>``, ``EIz<i>``, ``EI<i>``
   (both bending stiffnesses changed together by the same amount), ``GJ<i>``, ``Jp<i>`` (polar
@@ -41,8 +42,7 @@ def names(robot) -> list:
         out.append(f"Ia{k}")
         if link.is_flexible:
             out += [f"{n}{k}" for n in BEAM]
-    if robot.payload is not None:
-        out += ["payload"] + [f"payload_{n}" for n in BODY[1:]]
+    out += ["payload"] + [f"payload_{n}" for n in BODY[1:]]  # a robot without one: a payload of 0 kg
     return out + ["gx", "gy", "gz"]
 
 
@@ -105,7 +105,7 @@ def value(robot, name) -> float:
     if owner == "robot":
         return float(robot.gravity["xyz".index(field[1])])
     if owner == "payload":
-        return float(_body_get(robot.payload, field))
+        return float(_body_get(robot.payload, field)) if robot.payload is not None else 0.0
     link = robot.links[i]
     if owner == "hub":
         return float(_body_get(link.hub, field))
@@ -124,18 +124,23 @@ def value(robot, name) -> float:
 
 def with_values(robot, changes: dict):
     """A copy of ``robot`` with the named parameters set (``EI<i>`` shifts EIy and EIz by the
-    same amount). The values are not re-validated: a derivative may be taken at a point where,
+    same amount so that their mean is the value, after any EIy<i>, EIz<i> given with it). The values are not re-validated: a derivative may be taken at a point where,
     say, an inertia is not physical (the caller chooses the values)."""
     out = copy.deepcopy(robot)
     for key in ("_model", "flex_layout"):
         out.__dict__.pop(key, None)
-    for name, v in changes.items():
+    both_last = sorted(changes.items(), key=lambda kv: split(kv[0])[1] == "EI")  # EI<i> sets the mean of the two
+    for name, v in both_last:
         owner, field, i = split(name)
         v = float(v)
         if owner == "robot":
             out.gravity = out.gravity.copy()
             out.gravity["xyz".index(field[1])] = v
         elif owner == "payload":
+            if out.payload is None:
+                from ..model import RigidBody
+
+                out.payload = RigidBody()
             _body_set(out.payload, field, v)
         elif owner == "hub":
             _body_set(out.links[i].hub, field, v)

@@ -1,0 +1,89 @@
+"""The ``flexman sensitivity`` and ``flexman identify`` commands (registered in :mod:`flexman.cli`)."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _state(robot, values, name):
+    from .cli import _vector
+
+    v = _vector(values, (robot.n_joints, robot.nq), name)
+    if v is not None and v.size == robot.n_joints:
+        v = np.concatenate([v, np.zeros(robot.nf)])
+    return v
+
+
+def cmd_sensitivity(args) -> int:
+    """Exact derivatives of frequencies, the mass matrix or inverse dynamics w.r.t. named parameters."""
+    from .analysis import sensitivity
+    from .cli import _console, _fmt, _load, _print_json
+
+    robot = _load(args.model)
+    q, qd, qdd = (_state(robot, v, f"--{n}") for v, n in ((args.q, "q"), (args.qd, "qd"), (args.qdd, "qdd")))
+    if args.of != "inverse_dynamics" and (qd is not None or qdd is not None):
+        raise ValueError(f"--qd/--qdd: only with --of inverse_dynamics ({args.of} depends on q only)")
+    s = sensitivity(robot, args.of, args.wrt, q=q, qd=qd, qdd=qdd)
+    if args.json:
+        _print_json({"model": robot.name, "of": args.of, "q": q, **s.to_dict()})
+        return 0
+    from rich.table import Table
+
+    table = Table(title=f"{robot.name}: d({args.of})/d(parameter), exact")
+    table.add_column("")
+    table.add_column("value", justify="right")
+    for name, v in zip(s.parameters, s.values):
+        table.add_column(f"d/d{name}\n({name} = {_fmt(v)})", justify="right")
+    flat_v = np.asarray(s.value).reshape(-1)
+    flat_d = s.derivative.reshape(len(s.parameters), -1)
+    for r, label in enumerate(s.labels):
+        table.add_row(label, _fmt(flat_v[r]), *[_fmt(flat_d[j, r]) for j in range(len(s.parameters))])
+    _console().print(table)
+    return 0
+
+
+def cmd_identify(args) -> int:
+    """Identify parameters from a CSV of measured t, q, tau (and tip offsets for beam parameters)."""
+    from . import identify
+    from .analysis.identification import read_measurements
+    from .cli import _console, _load, _print_json
+
+    robot = _load(args.model)
+    data = read_measurements(args.data, robot)
+    options = {"cutoff": args.cutoff}
+    if args.parameters:
+        if data["tip"] is None:
+            raise ValueError(f"{args.data}: beam parameters need measured tip offsets: add columns tip_x, tip_y, tip_z")
+        options["tip"] = data["tip"]
+    else:
+        options.update(armature=args.armature, viscous=args.viscous, coulomb=args.coulomb)
+    try:
+        ident = identify(robot, data["t"], data["q"], data["tau"], parameters=args.parameters or None, **options)
+    except ValueError as exc:
+        raise ValueError(f"{args.data}: {exc}") from None
+    if args.json:
+        _print_json({"model": robot.name, "data": str(args.data), **ident.to_dict()})
+        return 0
+    _console().print(ident.table(), markup=False, highlight=False)
+    return 0
+
+
+def register(sub, subcommand) -> None:
+    """Add both commands to the ``flexman`` parser (``subcommand``: cli._subcommand)."""
+    p = subcommand(sub, "sensitivity", cmd_sensitivity,
+                   "exact derivatives of frequencies, mass matrix or inverse dynamics w.r.t. named parameters")
+    p.add_argument("--of", choices=("frequencies", "mass_matrix", "inverse_dynamics"), default="frequencies",
+                   help="the quantity (default frequencies)")
+    p.add_argument("--wrt", nargs="+", required=True, metavar="NAME",
+                   help="parameter names, e.g. EI2 rhoA2 payload mass3 a2 (an unknown name lists the valid ones)")
+    p.add_argument("--q", type=float, nargs="+", metavar="Q", help="configuration (joint or all coordinates)")
+    p.add_argument("--qd", type=float, nargs="+", metavar="QD", help="rates (inverse_dynamics)")
+    p.add_argument("--qdd", type=float, nargs="+", metavar="QDD", help="accelerations (inverse_dynamics)")
+
+    p = subcommand(sub, "identify", cmd_identify, "identify base inertial (or beam) parameters from measured data")
+    p.add_argument("data", metavar="DATA", help="CSV with header t, q1.., tau1.. (tip_x, tip_y, tip_z for beams)")
+    p.add_argument("--cutoff", type=float, metavar="HZ", help="low-pass cutoff (default a tenth of the Nyquist frequency)")
+    p.add_argument("--armature", action="store_true", help="also identify joint armature Ia<i>")
+    p.add_argument("--viscous", action="store_true", help="also identify viscous friction Fv<i>")
+    p.add_argument("--coulomb", action="store_true", help="also identify Coulomb friction Fc<i>")
+    p.add_argument("--parameters", nargs="+", metavar="NAME",
+                   help="beam parameters of flexible links to identify instead (e.g. EI2 rhoA2 zeta2)")
