@@ -78,3 +78,19 @@ def test_unknown_parameter_lists_the_valid_ones():
         fm.analysis.sensitivity(robot, "mass_matrix", ["EI2"])
     with pytest.raises(ValueError, match="quantity: unknown"):
         fm.analysis.sensitivity(robot, "energy", ["mass1"])
+
+
+def test_frequencies_about_a_steady_motion():
+    """About a steady spin (robot.natural_frequencies(q, qd)): the steady deflection moves with the
+    parameters and the gyroscopic system's eigenvalues with it; against central differences of
+    the numeric path (Newton for the deflection, complex-step Jacobians, a general eigensolver)."""
+    robot = fm.examples.load("flx_three_link")
+    q = np.array([0, 0.5, -0.3, 0, 0, 0, 0.0])
+    qd = np.array([2.0, 1.0, 0.5, 0, 0, 0, 0])
+    names = ["EI2", "rhoA2", "payload", "a2", "lb3"]
+    s = fm.analysis.sensitivity(robot, "frequencies", names, q=q, qd=qd)
+    f = lambda r: r.natural_frequencies(q, qd)
+    np.testing.assert_allclose(s.value, f(robot), rtol=1e-10)
+    for j, name in enumerate(names):
+        ref = _richardson(robot, name, f)
+        np.testing.assert_allclose(s.derivative[j], ref, rtol=0, atol=1e-8 * np.abs(ref).max())

@@ -20,8 +20,10 @@ def cmd_sensitivity(args) -> int:
 
     robot = _load(args.model)
     q, qd, qdd = (_state(robot, v, f"--{n}") for v, n in ((args.q, "q"), (args.qd, "qd"), (args.qdd, "qdd")))
-    if args.of != "inverse_dynamics" and (qd is not None or qdd is not None):
-        raise ValueError(f"--qd/--qdd: only with --of inverse_dynamics ({args.of} depends on q only)")
+    if args.of == "mass_matrix" and (qd is not None or qdd is not None):
+        raise ValueError("--qd/--qdd: only with --of inverse_dynamics or (--qd) frequencies; the mass matrix depends on q only")
+    if args.of == "frequencies" and qdd is not None:
+        raise ValueError("--qdd: only with --of inverse_dynamics (frequencies take --q and, about a steady motion, --qd)")
     s = sensitivity(robot, args.of, args.wrt, q=q, qd=qd, qdd=qdd)
     if args.json:
         _print_json({"model": robot.name, "of": args.of, "q": q, **s.to_dict()})
@@ -76,7 +78,7 @@ def register(sub, subcommand) -> None:
     p.add_argument("--wrt", nargs="+", required=True, metavar="NAME",
                    help="parameter names, e.g. EI2 rhoA2 payload mass3 a2 (an unknown name lists the valid ones)")
     p.add_argument("--q", type=float, nargs="+", metavar="Q", help="configuration (joint or all coordinates)")
-    p.add_argument("--qd", type=float, nargs="+", metavar="QD", help="rates (inverse_dynamics)")
+    p.add_argument("--qd", type=float, nargs="+", metavar="QD", help="rates (inverse_dynamics; frequencies: about the steady motion at these joint rates)")
     p.add_argument("--qdd", type=float, nargs="+", metavar="QDD", help="accelerations (inverse_dynamics)")
 
     p = subcommand(sub, "identify", cmd_identify, "identify base inertial (or beam) parameters from measured data")

@@ -240,7 +240,8 @@ class Sensitivity:
 
 def sensitivity(robot, quantity, parameters, q=None, qd=None, qdd=None) -> Sensitivity:
     """Exact derivatives of ``quantity`` ("inverse_dynamics" at (q, qd, qdd), "mass_matrix" at q,
-    "frequencies" at rest at q, joints free) with respect to named physical parameters
+    "frequencies" at rest at q, joints free, or with ``qd`` about the steady motion at qd's joint
+    rates as ``robot.natural_frequencies(q, qd)``) with respect to named physical parameters
     (:mod:`flexman.analysis.physical`: ``mass2``, ``cx2``, ``a2``, ``payload``, ``rhoA2``,
     ``EI2``, ``zeta2``, ``hub_Izz1`` ...). See the module docstring for the method."""
     from ..symbolic import derive
@@ -273,6 +274,9 @@ def sensitivity(robot, quantity, parameters, q=None, qd=None, qdd=None) -> Sensi
         value, deriv = _evaluate(prog, "M", seeds, k, {"q": q, "p": p})
         cn = robot.coordinate_names
         return Sensitivity(quantity, names, values, value, deriv, [f"M[{a},{b}]" for a in cn for b in cn])
+    if qd is not None:
+        qd = inputs.finite(inputs.real(inputs.state(robot, qd, "qd"), "qd"), "qd")
+        return _frequencies_about_motion(robot, eom, q, qd, p, seeds, names, values)
     return _frequencies(robot, eom, q, p, seeds, names, values)
 
 
@@ -314,3 +318,68 @@ def _frequencies(robot, eom, q, p, seeds, names, values):
     with np.errstate(divide="ignore", invalid="ignore"):
         dw = np.where(w > 0, dlam / (2 * w), 0.0)
     return Sensitivity("frequencies", names, values, w, dw, [f"w{r + 1} (rad/s)" for r in range(len(w))])
+
+
+def _frequencies_about_motion(robot, eom, q, qd, p, seeds, names, values):
+    """Frequencies of the flexible coordinates about a steady motion (joints at q turning at qd's
+    rates, beams at their steady deflection p*; ``analysis.frequencies.frequencies_about_motion``)
+    and their derivatives. The steady deflection moves with the parameters, dp*/dtheta =
+    -K^-1 dQ_f/dtheta, so K, C and M are differentiated along (dp*/dtheta, 1) (a replay in the
+    flexible coordinates and rates gives Q_f, K = dQ_f/dp, C = dQ_f/dpd; a replay of that one in
+    the parameters and p* the total derivatives). The eigenvalues lambda = +-i w of
+    A = [[0, 1], [-M^-1 K, -M^-1 G]] (G the gyroscopic, antisymmetric part of C) change by
+    d lambda = y^H dA x / (y^H x) with x, y the right and left eigenvectors."""
+    from scipy.linalg import eig
+
+    from ..symbolic.program import Program
+    from .frequencies import steady_deflection
+
+    sl, nf = robot.flex_index, robot.nf
+    k = len(names)
+    if nf == 0:
+        return Sensitivity("frequencies", names, values, np.zeros(0), np.zeros((k, 0)), [])
+    qs = np.array(q, dtype=float)
+    qs[sl] = steady_deflection(robot, q, qd)
+    qds = np.array(qd, dtype=float)
+    qds[sl] = 0.0
+    prog = eom.program("inverse_dynamics")
+    fq, fqd = prog.inputs["q"][sl], prog.inputs["qd"][sl]
+    eye = np.eye(2 * nf)
+    first = {n: eye[c] for c, n in enumerate(fq)} | {n: eye[nf + c] for c, n in enumerate(fqd)}
+    tape, val, der = forward_mode(prog, first, {n: 0.0 for n in prog.inputs["qdd"]}, 2 * nf)
+    _, labels = _group(prog, "tau")
+    rows = labels[sl]
+    obj = lambda items, shape: np.array(list(items) + [None], dtype=object)[:-1].reshape(shape)
+    groups = {"Q": obj((val[r] for r in rows), (nf,)),
+              "K": obj((der[r][c] for r in rows for c in range(nf)), (nf, nf)),
+              "C": obj((der[r][nf + c] for r in rows for c in range(nf)), (nf, nf))}
+    jac = Program.from_tape("flexible_jacobians", tape,
+                            {"q": prog.inputs["q"], "qd": prog.inputs["qd"], "p": prog.inputs["p"]}, groups)
+    arrays = {"q": qs, "qd": qds, "p": p}
+    K, _ = _evaluate(jac, "K", {}, 0, arrays)
+    _, dQ = _evaluate(jac, "Q", seeds, k, arrays)  # partial derivatives at fixed p*
+    V = -np.linalg.solve(K, dQ.T)  # (nf, k): dp*/dtheta
+    total = dict(seeds) | {n: V[c] for c, n in enumerate(fq)}
+    K, dK = _evaluate(jac, "K", total, k, arrays)
+    C, dC = _evaluate(jac, "C", total, k, arrays)
+    M, dM = _evaluate(eom.program("mass_matrix"), "M", total, k, arrays)
+    M, dM = M[sl, sl], dM[:, sl, sl]
+    G, dG = 0.5 * (C - C.T), 0.5 * (dC - np.swapaxes(dC, -1, -2))
+    Minv = np.linalg.inv(M)
+    Z, I = np.zeros((nf, nf)), np.eye(nf)
+    A = np.block([[Z, I], [-Minv @ K, -Minv @ G]])
+    lam, left, right = eig(A, left=True, right=True)
+    up = np.flatnonzero(lam.imag > 0)
+    up = up[np.argsort(lam.imag[up])]
+    w = np.zeros(nf)
+    dw = np.zeros((k, nf))
+    for j in range(k):
+        dMinv = -Minv @ dM[j] @ Minv
+        dA = np.block([[Z, Z], [-(dMinv @ K + Minv @ dK[j]), -(dMinv @ G + Minv @ dG[j])]])
+        for r, i in enumerate(up[:nf]):
+            x, y = right[:, i], left[:, i]
+            dw[j, r] = ((y.conj() @ dA @ x) / (y.conj() @ x)).imag
+    w[:len(up[:nf])] = lam.imag[up[:nf]]
+    order = np.argsort(w)
+    return Sensitivity("frequencies", names, values, w[order], dw[:, order],
+                       [f"w{r + 1} (rad/s)" for r in range(nf)])
