@@ -18,10 +18,10 @@ QUANTITY = {
 }
 
 
-def _richardson(robot, name, f, rel=1e-3):
+def _richardson(robot, name, f, rel=1e-3, floor=1e-2):
     """(8 (f(h) - f(-h)) - (f(2h) - f(-2h))) / 12h: truncation error O(h^4) ~ 1e-12."""
     v = physical.value(robot, name)
-    h = rel * max(abs(v), 1e-2)
+    h = rel * max(abs(v), floor)
     at = lambda s: f(physical.with_values(robot, {name: v + s}))
     return (8 * (at(h) - at(-h)) - (at(2 * h) - at(-2 * h))) / (12 * h)
 
@@ -94,3 +94,39 @@ def test_frequencies_about_a_steady_motion():
     for j, name in enumerate(names):
         ref = _richardson(robot, name, f)
         np.testing.assert_allclose(s.derivative[j], ref, rtol=0, atol=1e-8 * np.abs(ref).max())
+
+
+def _swing_all(robot, T=0.5, A=0.3):
+    """Every joint swings by A, rest to rest in T (q = A (x - sin(2 pi x) / 2 pi), x = t / T)."""
+    n, w = robot.n_joints, 2 * np.pi
+
+    def traj(t):
+        x = min(max(t / T, 0.0), 1.0)
+        one = np.ones(n)
+        return (A * (x - np.sin(w * x) / w) * one, A * (1 - np.cos(w * x)) / T * one, A * w * np.sin(w * x) / T ** 2 * one)
+    return traj
+
+
+@pytest.mark.parametrize("example,names", [
+    ("flx_joint_mass", ["EI1", "rhoA1", "payload", "zeta1", "lb1"]),
+    pytest.param("flx_three_link", ["EI2", "rhoA3", "a2", "lb3", "payload"], marks=pytest.mark.slow),
+])
+def test_simulated_figures_against_differences_of_simulations(example, names):
+    """Forward sensitivity equations (RK4 on the same grid) against fourth-order differences of
+    fm.simulate(..., prescribed=traj, method="rk4") runs of the robot rebuilt with each parameter
+    moved (the numeric backend): the peak tip deflection and the tip error left at the end."""
+    robot = fm.examples.load(example)
+    traj, T, dt = _swing_all(robot), 0.6, 2e-3
+    kinds = ("peak_tip_deflection", "final_tip_error")
+
+    def figures(r):
+        res = fm.simulate(r, T, dt=dt, method="rk4", prescribed=traj, progress=False, backend="numeric")
+        norm = np.linalg.norm(fm.analysis.tip_offset(r, res.q), axis=1)
+        return np.array([norm.max(), norm[-1]])
+
+    ours = [fm.analysis.sensitivity(robot, kind, names, prescribed=traj, t_final=T, dt=dt) for kind in kinds]
+    np.testing.assert_allclose([s.value[0] for s in ours], figures(robot), rtol=1e-10)
+    for j, name in enumerate(names):
+        ref = _richardson(robot, name, figures, rel=1e-4, floor=0.1)
+        for s, r in zip(ours, ref):
+            assert abs(s.derivative[j, 0] - r) <= 1e-8 * max(abs(r), 1e-6 * s.value[0]), (s.quantity, name, s.derivative[j], r)
