@@ -99,3 +99,26 @@ def test_identify_csv_errors(tmp_path, capsys):
     assert code == 2 and "does not excite every identifiable combination" in err and "least excited:" in err
     code, _, err = _run(capsys, "identify", "flx_joint_mass", str(rest), "--parameters", "EI1")
     assert code == 2 and "tip_x" in err
+
+
+def test_sensitivity_of_the_models_manoeuvre(tmp_path, capsys):
+    """--of peak_tip_deflection differentiates the model file's manoeuvre; the same numbers as the
+    Python function with that trajectory; a model without one is one error line."""
+    from flexman.trajectory import from_spec
+
+    path = tmp_path / "arm.yaml"
+    assert cli.main(["examples", "flx_joint_mass", "--copy", str(path)]) == 0
+    capsys.readouterr()
+    spec = "{type: rest_to_rest, start: 0, end: 0.3, duration: 0.3}"
+    path.write_text(path.read_text() + f"manoeuvre: {spec}\n")
+    code, out, err = _run(capsys, "sensitivity", str(path), "--of", "peak_tip_deflection", "--wrt", "EI1", "payload",
+                          "--t-final", "0.4", "--dt", "2e-3", "--json")
+    assert code == 0, err
+    robot = fm.load(path)
+    ref = fm.analysis.sensitivity(robot, "peak_tip_deflection", ["EI1", "payload"], t_final=0.4, dt=2e-3,
+                                  prescribed=from_spec(robot.manoeuvre, 1, "manoeuvre"))
+    data = json.loads(out)
+    np.testing.assert_allclose([p["derivative"][0] for p in data["parameters"]], ref.derivative[:, 0], rtol=1e-12)
+    code, _, err = _run(capsys, "sensitivity", "flx_joint_mass", "--of", "final_tip_error", "--wrt", "EI1",
+                        "--t-final", "1")
+    assert code == 2 and "has no manoeuvre section" in err and len(err.strip().splitlines()) == 1

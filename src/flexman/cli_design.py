@@ -16,15 +16,36 @@ def _state(robot, values, name):
 def cmd_sensitivity(args) -> int:
     """Exact derivatives of frequencies, the mass matrix or inverse dynamics w.r.t. named parameters."""
     from .analysis import sensitivity
-    from .cli import _console, _fmt, _load, _print_json
+    from .analysis.motion_sensitivity import FIGURES
+    from .cli import _load
 
     robot = _load(args.model)
     q, qd, qdd = (_state(robot, v, f"--{n}") for v, n in ((args.q, "q"), (args.qd, "qd"), (args.qdd, "qdd")))
+    if args.of in FIGURES:
+        from .cli import UsageError
+        from .trajectory import from_spec
+
+        spec = getattr(robot, "manoeuvre", None)
+        if not spec:
+            raise UsageError(f"--of {args.of}: model '{robot.name}' has no manoeuvre section (the joint motion "
+                             "whose figure is differentiated); add one, e.g. manoeuvre: {type: rest_to_rest, "
+                             "start: 0, end: 0.5, duration: 1.0}")
+        if args.t_final is None:
+            raise UsageError(f"--of {args.of}: give --t-final (s)")
+        s = sensitivity(robot, args.of, args.wrt, prescribed=from_spec(spec, robot.n_joints, "manoeuvre"),
+                        t_final=args.t_final, dt=args.dt or 1e-3)
+        return _show(robot, args, s, q)
     if args.of == "mass_matrix" and (qd is not None or qdd is not None):
         raise ValueError("--qd/--qdd: only with --of inverse_dynamics or (--qd) frequencies; the mass matrix depends on q only")
     if args.of == "frequencies" and qdd is not None:
         raise ValueError("--qdd: only with --of inverse_dynamics (frequencies take --q and, about a steady motion, --qd)")
     s = sensitivity(robot, args.of, args.wrt, q=q, qd=qd, qdd=qdd)
+    return _show(robot, args, s, q)
+
+
+def _show(robot, args, s, q) -> int:
+    from .cli import _console, _fmt, _print_json
+
     if args.json:
         _print_json({"model": robot.name, "of": args.of, "q": q, **s.to_dict()})
         return 0
@@ -73,13 +94,17 @@ def register(sub, subcommand) -> None:
     """Add both commands to the ``flexman`` parser (``subcommand``: cli._subcommand)."""
     p = subcommand(sub, "sensitivity", cmd_sensitivity,
                    "exact derivatives of frequencies, mass matrix or inverse dynamics w.r.t. named parameters")
-    p.add_argument("--of", choices=("frequencies", "mass_matrix", "inverse_dynamics"), default="frequencies",
-                   help="the quantity (default frequencies)")
+    p.add_argument("--of", choices=("frequencies", "mass_matrix", "inverse_dynamics", "peak_tip_deflection",
+                                    "final_tip_error"), default="frequencies",
+                   help="the quantity (default frequencies); the two tip figures are of the model's manoeuvre "
+                        "(joints prescribed) over --t-final")
     p.add_argument("--wrt", nargs="+", required=True, metavar="NAME",
                    help="parameter names, e.g. EI2 rhoA2 payload mass3 a2 (an unknown name lists the valid ones)")
     p.add_argument("--q", type=float, nargs="+", metavar="Q", help="configuration (joint or all coordinates)")
     p.add_argument("--qd", type=float, nargs="+", metavar="QD", help="rates (inverse_dynamics; frequencies: about the steady motion at these joint rates)")
     p.add_argument("--qdd", type=float, nargs="+", metavar="QDD", help="accelerations (inverse_dynamics)")
+    p.add_argument("--t-final", type=float, metavar="T", help="duration of the manoeuvre (tip figures), s")
+    p.add_argument("--dt", type=float, metavar="DT", help="RK4 step (tip figures), s (default 1e-3)")
 
     p = subcommand(sub, "identify", cmd_identify, "identify base inertial (or beam) parameters from measured data")
     p.add_argument("data", metavar="DATA", help="CSV with header t, q1.., tau1.. (tip_x, tip_y, tip_z for beams)")
