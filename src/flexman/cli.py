@@ -1005,6 +1005,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     register(sub, _subcommand)  # sensitivity, identify
 
+    from .guided import register as register_new
+
+    register_new(sub)  # new: guided input of a model file
+
     p = _subcommand(sub, "validate", cmd_validate, "run the literature validation cases", model=False)
     p.add_argument("--case", metavar="NAME", help="run only this case")
     return parser
