@@ -179,7 +179,7 @@ def reason(message: str, prefix: str = "") -> str:
     """The loader's message as the reason shown at the prompt: the path prefix of the
     question (``links[0].``) dropped, ``mass: must be`` read as ``mass must be``."""
     text = message.removeprefix(prefix) if prefix and message.startswith(prefix) else message
-    return re.sub(r"^([A-Za-z_][\w.\[\]]*): (must|expected) ", r"\1 \2 ", text)
+    return re.sub(r"^([A-Za-z_][\w.\[\]]*): must ", r"\1 must ", text)
 
 
 # ----- the dialogue -------------------------------------------------------------------------------
@@ -194,7 +194,8 @@ class Guide:
 
     # one question -----------------------------------------------------------------------------
     def ask(self, key, label: str, default: str, convert=None):
-        """Ask until ``convert(text)`` returns; a previous answer to ``key`` is the default."""
+        """Ask until ``convert(text)`` returns. An answer typed earlier to ``key`` is the default
+        (a default taken is not remembered: asked again, it follows the answers before it)."""
         default = self.answers.get(key, default)
         while True:
             text = self.term.ask(label, default)
@@ -203,7 +204,8 @@ class Guide:
             except Again as exc:
                 self._again(str(exc))
                 continue
-            self.answers[key] = text
+            if text != default or key in self.answers:
+                self.answers[key] = text
             return value
 
     def field(self, key, label: str, default: str, path: str, put, convert=_value, prefix: str = ""):
@@ -307,7 +309,7 @@ class Guide:
                 pput("rpy"))
             ask("axis", "joint axis in the joint frame", "0 0 1", "placement.axis", _vector, pput("axis"))
         else:
-            ask("a", "a: link length along x (m)", "0.5", "a")
+            ask("a", "a: link length along x (m)", "0.5" if joint == "revolute" else "0", "a")
             ask("alpha", "alpha: link twist (rad, or e.g. '90 deg')", "0", "alpha")
             ask("d", "d: offset along z (m)" + (", at q = 0" if joint == "prismatic" else ""), "0", "d")
             ask("theta", "theta: joint angle offset (rad, or e.g. '90 deg')", "0", "theta")
@@ -346,18 +348,16 @@ class Guide:
         fem = self.doc["links"][i]["beam"]["shapes"] == "finite_elements"
         if fem:
             ask("beam.elements", "number of finite elements", "4", "beam.elements", _value, bput("elements"))
-            what = "bending in plane {} (1 = yes, 0 = no)"
+            what = "bending along local {} (modes.{}; 1 = yes, 0 = no)"
         else:
-            what = "bending modes in plane {}"
-        sliding = self.doc["links"][i]["joint"] == "prismatic"
-        ask("beam.modes.y", what.format("x" if sliding else "y") + (" (EI_y)" if not fem else ""), "1",
-            "beam.modes.y", _value, mput("y"))
-        ask("beam.modes.z", what.format("y" if sliding else "z") + (" (EI_z)" if not fem else ""), "1",
-            "beam.modes.z", _value, mput("z"))
+            what = "bending modes along local {} (modes.{})"
+        sliding = self.doc["links"][i]["joint"] == "prismatic"  # a sliding beam bends along x and y
+        ask("beam.modes.y", what.format("x" if sliding else "y", "y"), "1", "beam.modes.y", _value, mput("y"))
+        ask("beam.modes.z", what.format("y" if sliding else "z", "z"), "1", "beam.modes.z", _value, mput("z"))
         if not sliding:
             ask("beam.modes.torsion", "torsion modes" if not fem else "torsion (1 = yes, 0 = no)", "0",
                 "beam.modes.torsion", _value, self._torsion_put(i))
-        ask("beam.EI", "bending stiffness EI (N m^2; one value for both planes, or 'EI_y EI_z')", "100", "beam.EI",
+        ask("beam.EI", "bending stiffness EI (N m^2; one value for both directions, or 'EI_y EI_z')", "100", "beam.EI",
             _numbers_or_one, bput("EI"))
         if self.doc["links"][i]["beam"].get("modes", {}).get("torsion"):
             ask("beam.GJ", "torsional stiffness GJ (N m^2)", "100", "beam.GJ", _value, bput("GJ"))
@@ -489,15 +489,21 @@ def _preview_path(out: Path) -> Path:
     return out.with_name(out.stem + ".preview.png")
 
 
-def _check_out(text: str, force: bool) -> Path:
+def output_path(text: str, force: bool, option: str = "OUT") -> Path:
+    """The model file to write: a model-file extension, a writable folder, not an existing
+    file unless ``force``; ValueError (one line naming ``option``) otherwise."""
     from .model.io import FORMATS
     from .outputs import output_file
 
     path = Path(text.strip())
     if path.suffix.lower() not in FORMATS:
-        raise Again(f"the model file must end in {', '.join(FORMATS)} (got {path.name!r})")
+        raise ValueError(f"{option}: a model file ends in {', '.join(FORMATS)} (got {path.name!r})")
+    return output_file(path, option, force=force)
+
+
+def _check_out(text: str, force: bool) -> Path:
     try:
-        return output_file(path, "model file", force=force)
+        return output_path(text, force, "model file")
     except ValueError as exc:
         raise Again(" ".join(str(exc).split())) from None
 
@@ -508,7 +514,7 @@ def new(out=None, defaults: bool = False, force: bool = False, term: Terminal | 
     from .model.io import robot_from_dict
 
     term = term or Terminal(defaults=defaults)
-    out = _check_out(str(out), force) if out is not None else None
+    out = output_path(str(out), force) if out is not None else None  # refused before any question
     preview = None
     guide = Guide(term)
     try:
