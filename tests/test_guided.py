@@ -219,3 +219,23 @@ def test_reasons_are_the_loaders_own_messages():
     assert guided._vector("-90 deg 90 deg") == ["-90 deg", "90 deg"]
     assert guided._vector("[0, 0, 1]") == [0, 0, 1] == guided._vector("0, 0, 1")
     assert guided._choice("p", guided.CHOICES_JOINT) == "prismatic"
+
+
+def test_placed_link_and_a_singular_robot_asked_again(tmp_path):
+    """A URDF-style placement; a link without mass fails the loader's mass-matrix check at
+    the end, and that link is asked again with the typed answers as defaults."""
+    first = ["placed", "1", "", "", "urdf", "0 0 0.3", "0 90 deg 0", "", "", "0", "", "", "", "", "", "", ""]
+    again = ["", "", "", "", "", "", "3", "0.1 0 0", "0.01 0.02 0.02", "", "", "", ""]
+    proc = piped(tmp_path, first + again, "placed.json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "  ! links[0]: the mass matrix at q = 0 is singular" in proc.stdout
+    assert "    answer link 1 again (Enter keeps an answer)" in proc.stdout
+    assert "  placement: DH row or URDF-style origin and axis (dh/urdf) [urdf]: " in proc.stdout
+    robot = fm.load(tmp_path / "placed.json")
+    link = fm.Link(placement=fm.model.Placement([0.0, 0.0, 0.3], [0.0, math.pi / 2, 0.0], [0.0, 0.0, 1.0]),
+                   body=fm.RigidBody(3.0, [0.1, 0.0, 0.0], [0.01, 0.02, 0.02]))
+    want = fm.Robot(links=[link], name="placed")
+    for q in ([0.0], [0.7]):
+        np.testing.assert_allclose(robot.mass_matrix(np.array(q)), want.mass_matrix(np.array(q)), rtol=1e-13)
+        np.testing.assert_allclose(robot.bias_forces(np.array(q), np.array([0.3])),
+                                   want.bias_forces(np.array(q), np.array([0.3])), rtol=1e-12, atol=1e-12)

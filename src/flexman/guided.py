@@ -446,7 +446,8 @@ def _table(headers, rows) -> list:
 
 def summary(robot) -> list:
     """Text lines: the DH (and placed-joint) table, coordinates, masses, frequencies."""
-    out = [f"{robot.name}: {robot.n_joints} joints, {robot.nf} flexible coordinates (nq = {robot.nq}), "
+    plural = lambda n, word: f"{n} {word}" + ("" if n == 1 else "s")
+    out = [f"{robot.name}: {plural(robot.n_joints, 'joint')}, {plural(robot.nf, 'flexible coordinate')} (nq = {robot.nq}), "
            f"{robot.dh} DH, gravity [{', '.join(_fmt(g) for g in robot.gravity)}] m/s^2"]
     rows, placed = [], []
     for i, link in enumerate(robot.links):
