@@ -79,7 +79,7 @@ class Terminal:
                 self.say()
                 raise EOFError
             text = line.rstrip("\r\n")
-            self.say(text)
+            self.say("".join(ch if ch.isprintable() else "?" for ch in text))  # no escape codes echoed
         return text.strip() or default
 
 
@@ -90,7 +90,8 @@ def _value(text: str):
     try:
         return parse(text, "yaml")
     except ModelError as exc:
-        raise Again(f"cannot read {text!r}: {str(exc).removeprefix('invalid YAML')}".strip()) from None
+        why = re.sub(r"^invalid YAML( at line \d+, column \d+)?:\s*", "", str(exc))
+        raise Again(f"cannot read {text!r}: {why}") from None
 
 
 def _vector(text: str):
@@ -247,7 +248,11 @@ class Guide:
         self.payload()
 
     def _n_links(self, text: str) -> int:
+        from .model.limits import MAX_LINKS
+
         n = _count(text, "number of links", 1)
+        if n > MAX_LINKS:  # the loader's own limit, said before a list of n links is built
+            raise Again(f"links: {n} links; at most {MAX_LINKS} are supported (README, Limits)")
         trial = copy.deepcopy(self.doc)
         trial["links"] = [{} for _ in range(n)]
         try:
