@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import exudyn_reference as exudyn  # noqa: E402  (tests/exudyn_reference.py)
 
 import flexman as fm  # noqa: E402
-from flexman.model.io import robot_from_dict, robot_to_dict  # noqa: E402
+from flexman.model.serialize import robot_from_dict, robot_to_dict  # noqa: E402
 
 
 def krb(stiffening):

@@ -1,4 +1,5 @@
-"""Rigid-arm evaluation speed on the Puma 560: flexman (rnea/crba) beside Pinocchio.
+"""Rigid-arm evaluation speed on the Puma 560: flexman (the Robot methods a user calls, on
+rnea/crba) beside Pinocchio.
 
 Run: .venv/bin/python bench/rigid.py   (or: make bench)
 Times inverse dynamics, the mass matrix and forward dynamics for one state and for a batch
@@ -12,7 +13,6 @@ import time
 import numpy as np
 
 from flexman import Link, RigidBody, Robot
-from flexman.dynamics import crba, rnea
 
 BATCH = 10_000
 
@@ -86,11 +86,11 @@ def main():
     q, qd, qdd, tau = Q[0], QD[0], QDD[0], TAU[0]
 
     ours = {
-        "inverse dynamics": (lambda: rnea.inverse_dynamics(robot, q, qd, qdd),
-                             lambda: rnea.inverse_dynamics(robot, Q, QD, QDD)),
-        "mass matrix": (lambda: crba.mass_matrix(robot, q), lambda: crba.mass_matrix(robot, Q)),
-        "forward dynamics": (lambda: crba.forward_dynamics(robot, q, qd, tau),
-                             lambda: crba.forward_dynamics(robot, Q, QD, TAU)),
+        "inverse dynamics": (lambda: robot.inverse_dynamics(q, qd, qdd),
+                             lambda: robot.inverse_dynamics(Q, QD, QDD)),
+        "mass matrix": (lambda: robot.mass_matrix(q), lambda: robot.mass_matrix(Q)),
+        "forward dynamics": (lambda: robot.forward_dynamics(q, qd, tau),
+                             lambda: robot.forward_dynamics(Q, QD, TAU)),
     }
     try:
         import pinocchio as pin

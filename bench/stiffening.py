@@ -24,7 +24,7 @@ from rigid import best_of  # noqa: E402  (bench/rigid.py)
 
 import flexman as fm  # noqa: E402
 from flexman.codegen import WHATS  # noqa: E402
-from flexman.model.io import robot_from_dict, robot_to_dict  # noqa: E402
+from flexman.model.serialize import robot_from_dict, robot_to_dict  # noqa: E402
 
 
 def variant(name, stiffening):

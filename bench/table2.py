@@ -2,7 +2,7 @@
 
 Run: .venv/bin/python bench/table2.py [--json]
 Model choices (planar RR / RP, spatial RRR / RRP, two modes or two elements per flexible link
-and direction, Table 3 numbers, no payload) are documented in flexman.symbolic.table2.
+and direction, Table 3 numbers, no payload) are documented in flexman.literature.table2.
 
 Columns: the paper's multiplications / additions (004 Table 2, "present study"; the RR+payload
 row is quoted in 004 sec. 4.4); traced = the formulation's program as traced (standard DH);
@@ -15,7 +15,7 @@ in the flexible coordinates (small-deflection form; k = 0 is M at zero deflectio
 import json
 import sys
 
-from flexman.symbolic.table2 import table2_rows
+from flexman.literature.table2 import table2_rows
 
 
 def mark(ours, paper):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import flexman as fm
-from flexman.model.io import robot_from_dict, robot_to_dict
+from flexman.model.serialize import robot_from_dict, robot_to_dict
 
 needs_cc = pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc")), reason="no C compiler")
 

@@ -17,6 +17,7 @@ from flexman.analysis import clamped_mass_shapes, simulate_with_beta
 from flexman.control import Decoupling
 from flexman.discretize import clamped_mass_roots, shape_set, stiffness_matrix
 from flexman.trajectory import rest_to_rest
+from flexman.dynamics.structure import numeric_model
 
 GP, GV = 400.0, 40.0
 BOOM = 2  # link index of the sliding beam
@@ -120,7 +121,7 @@ def test_held_joint_equals_fixed_shape_model():
 def check_final_shapes(res, n):
     sl = res.sliding
     loads = sl.loads(res.length[-1])
-    beam = res.robot_at(-1)._model.links[BOOM].beam
+    beam = numeric_model(res.robot_at(-1)).links[BOOM].beam
     eta = np.linspace(0.0, 1.0, 11)
     for d, used in res.shapes(-1).items():
         fresh = shape_set("clamped_mass", "bending", n, M=loads[d][0], J=loads[d][1], D=loads[d][2])

@@ -123,7 +123,7 @@ def test_internal_error_is_one_line(model, capsys, monkeypatch):
     assert err == ["flexman: error: internal error: RuntimeError: unexpected state (set FLEXMAN_DEBUG=1 for a traceback)"]
 
 
-# ----- validate (fake cases until flexman.validation exists) -------------------------------------
+# ----- validate (fake cases until flexman.literature.cases exists) --------------------------------
 def fake_case(name, expected, obtained, tolerance=0.01):
     def run_case():
         if isinstance(obtained, Exception):
@@ -177,7 +177,7 @@ def test_validate_case_with_own_check(monkeypatch, capsys):
 
 
 def test_validate_real_registry_when_present():
-    pytest.importorskip("flexman.validation")
+    pytest.importorskip("flexman.literature.cases")
     assert len(cli.validation_cases()) > 0
 
 
@@ -217,13 +217,13 @@ def test_frequencies(tmp_path, capsys):
     assert "Hz" in capsys.readouterr().out
 
 
-needs_examples = pytest.mark.skipif(io._example_module() is None or not io._example_module().names(),
+needs_examples = pytest.mark.skipif(fm.bundled_examples() is None or not fm.bundled_examples().names(),
                                     reason="flexman.examples not written yet")
 
 
 @needs_examples
 def test_examples_list_and_copy(tmp_path, capsys):
-    names = io._example_module().names()
+    names = fm.bundled_examples().names()
     assert cli.main(["examples", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert [e["name"] for e in listed] == list(names)
@@ -238,7 +238,7 @@ def test_examples_list_and_copy(tmp_path, capsys):
 
 @needs_examples
 def test_commands_accept_example_names(capsys):
-    name = io._example_module().names()[0]
+    name = fm.bundled_examples().names()[0]
     assert cli.main(["info", name, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["nq"] >= 1
 
@@ -253,7 +253,7 @@ def fake_examples(tmp_path, monkeypatch):
     fm.save(robot, folder / "demo_pendulum.yaml")
     module = SimpleNamespace(names=lambda: ["demo_pendulum"], path=lambda n: folder / f"{n}.yaml",
                              load=lambda n: io.load(folder / f"{n}.yaml"))
-    monkeypatch.setattr(io, "_example_module", lambda: module)
+    monkeypatch.setattr(fm, "bundled_examples", lambda: module)
     return module
 
 
@@ -306,7 +306,7 @@ def test_derive_model_compare_lists_every_formulation(model, capsys):
 
 def test_document_tables_text_marks_met_counts(monkeypatch, capsys):
     """Rendering only (fake rows): '*' after each count at or below the paper's, sources cited."""
-    from flexman.symbolic import table2
+    from flexman.literature import table2, table_4_1
 
     fake_4_1 = [{"arm": "rigid", "nq": 3, **table2.versus_paper((445, 213), {"mul": 65, "add": 300}),
                  "ours_formulation": "newton_euler"}]
@@ -314,7 +314,7 @@ def test_document_tables_text_marks_met_counts(monkeypatch, capsys):
                **table2.versus_paper(table2.PAPER["RR", disc], counts)}
               for disc, nq, counts in (("assumed_modes", 6, {"mul": 162, "add": 79}),
                                        ("finite_elements", 10, {"mul": 157, "add": 80}))]
-    monkeypatch.setattr(cli, "table_4_1_rows", lambda: fake_4_1)
+    monkeypatch.setattr(table_4_1, "comparison", lambda: fake_4_1)
     monkeypatch.setattr(table2, "comparison", lambda: fake_2)
     assert cli.main(["derive", "--compare"]) == 0
     out = capsys.readouterr().out
@@ -327,7 +327,7 @@ def test_document_tables_text_marks_met_counts(monkeypatch, capsys):
 def test_document_tables_json_match_papers_and_independent_derivations(capsys):
     """Every 004 Table 2 row with the paper's numbers; ours is the derivation it names and no
     worse than Book's recursion in standard DH; 000 Table 4.1's 7-coordinate row is Book's."""
-    from flexman.symbolic import table2
+    from flexman.literature import table2
 
     assert cli.main(["derive", "--compare", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -16,7 +16,7 @@ from flexman.analysis import (beta_ode, closed_loop_eigenvalues, link_beta_ode, 
 from flexman.codegen.cbuild import compiler
 from flexman.control import Decoupling, from_spec
 from flexman.discretize import clamped_mass_roots, frequency_equation_partials
-from flexman.dynamics.energy_lagrangian import EnergyLagrangian
+from flexman.oracles.energy_lagrangian import EnergyLagrangian
 from flexman.trajectory import rest_to_rest
 
 # ----- 004 sec. 5: the RRP arm under the decoupling law --------------------------------------

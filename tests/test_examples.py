@@ -1,7 +1,7 @@
 """The bundled examples: they load, have the documented sizes and masses, and are physical.
 
 Every rigid body (link body, hub, payload) must have its centre of mass inside the link's
-extent (DESIGN.md, "Notes from the field": a popular Stanford-arm copy has a cm/m slip)
+extent (a popular Stanford-arm copy has a cm/m slip)
 and principal moments that satisfy the triangle inequality.
 """
 from __future__ import annotations

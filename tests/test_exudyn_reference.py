@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 import flexman as fm
-from flexman.model.io import robot_from_dict, robot_to_dict
-from flexman.validation import mean_period
+from flexman.model.serialize import robot_from_dict, robot_to_dict
+from flexman.literature.cases import mean_period
 
 import exudyn_reference as exudyn
 

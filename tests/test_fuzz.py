@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 import flexman as fm
 from flexman import cli
 from flexman.model import io
+from flexman.model import serialize as model_data
 from flexman.model.errors import ModelError
 
 # FLEXMAN_FUZZ_SCALE=20 runs twenty times the examples, randomized (a deeper search by hand)
@@ -33,9 +34,9 @@ FUZZ = settings(max_examples=40 * SCALE, derandomize=SCALE == 1, deadline=None, 
                                        HealthCheck.data_too_large])
 SECONDS = 20.0  # no single input may take longer: a hang takes forever, a loaded CI machine a while
 
-BASES = {name: io.robot_to_dict(fm.examples.load(name)) for name in
+BASES = {name: model_data.robot_to_dict(fm.examples.load(name)) for name in
          ("flx_rigid_pendulum", "flx_double_pendulum", "flx_three_link", "theodore_rrp", "dynaman_rp")}
-KEYS = sorted(set(io.TOP_FIELDS + io.LINK_FIELDS + io.BEAM_FIELDS + io.HUB_FIELDS + io.MODE_FIELDS))
+KEYS = sorted(set(model_data.TOP_FIELDS + model_data.LINK_FIELDS + model_data.BEAM_FIELDS + model_data.HUB_FIELDS + model_data.MODE_FIELDS))
 
 # ----- junk values ---------------------------------------------------------------------------------
 NUMBERS = st.sampled_from([0, 1, -1, 2, 7, 51, 10**9, 10**400, 0.0, -0.0, 0.5, -2.5, 1e-300, 5e-324, 1e-9,
@@ -147,7 +148,7 @@ def test_mutated_model_files_load_or_are_refused_in_one_line(tmp_path_factory, f
 @FUZZ
 @given(data=JUNK)
 def test_arbitrary_data_is_refused_or_loads(data):
-    check_outcome(lambda: io.robot_from_dict(data), "")
+    check_outcome(lambda: model_data.robot_from_dict(data), "")
 
 
 FRAGMENTS = st.sampled_from(["name: x\n", "links:\n", "  - a: 1\n", "    mass: 2\n", "&a [1]\n", "*a\n", "<<: *a\n",

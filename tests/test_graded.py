@@ -8,7 +8,7 @@ import flexman as fm
 from flexman import Beam, Link, RigidBody, Robot
 from flexman.dynamics import ops
 from flexman.symbolic.graded import Graded, seed, total
-from flexman.symbolic.table2 import run_program
+from flexman.symbolic.program import run_program
 from flexman.symbolic.tracer import Tape
 
 

@@ -46,7 +46,7 @@ def _measure(robot, t_final=6.0, dt=2e-3, seed=0, q_noise=1e-4, tau_noise=0.05):
 @pytest.fixture(scope="module")
 def arm():
     robot = copy.deepcopy(fm.examples.load("saha_3link"))
-    robot.__dict__.pop("_model", None)
+    robot.clear_derived()
     for link in robot.links:
         link.armature, link.viscous = 0.05, 0.8
     return robot

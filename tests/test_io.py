@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import flexman as fm
-from flexman.model import io
+from flexman.model import io, serialize
 from flexman.model.errors import ModelError
 
 FORMATS = ["yaml", "yml", "toml", "json"]
@@ -110,9 +110,9 @@ def test_round_trip_dynamics(tmp_path, ext):
 
 def test_dict_round_trip_and_plain_data():
     robot = flexible_robot()
-    data = io.robot_to_dict(robot)
+    data = serialize.robot_to_dict(robot)
     json.dumps(data)  # plain data only
-    assert_same_robot(robot, io.robot_from_dict(data))
+    assert_same_robot(robot, serialize.robot_from_dict(data))
 
 
 @settings(max_examples=30, deadline=None)
@@ -122,7 +122,7 @@ def test_floats_round_trip_exactly(values, mass, fmt):
     # within the README's Limits; the unit inertia keeps M regular whatever the mass
     robot = fm.Robot(links=[fm.Link(a=values[0], alpha=values[1], d=values[2], theta=values[3],
                                     body=fm.RigidBody(mass, [values[0], 0.0, -values[1]], [1, 1, 1]))])
-    assert_same_robot(robot, io.robot_from_dict(_parse(io.dumps(robot, fmt), fmt)))
+    assert_same_robot(robot, serialize.robot_from_dict(_parse(io.dumps(robot, fmt), fmt)))
 
 
 def _parse(text, fmt):
@@ -286,17 +286,17 @@ def test_toml_refuses_null_in_controller(tmp_path):
 def test_data_class_errors_get_the_path():
     """Errors raised by the data classes themselves are prefixed with the link path."""
     with pytest.raises(ModelError, match=r"^links\[0\]\.beam\.EI: direction y has modes but zero stiffness"):
-        io.robot_from_dict({"links": [{"beam": {"length": 1, "mass_per_length": 1, "modes": {"y": 1}}}]})
+        serialize.robot_from_dict({"links": [{"beam": {"length": 1, "mass_per_length": 1, "modes": {"y": 1}}}]})
 
 
 def test_bundled_example_by_name():
-    examples = io._example_module()
+    examples = fm.bundled_examples()
     if examples is None or not examples.names():
         pytest.skip("flexman.examples not written yet")
     for name in examples.names():
         robot = fm.load(name)
         assert robot.nq >= 1
-        assert_same_robot(robot, io.robot_from_dict(io.robot_to_dict(robot)))
+        assert_same_robot(robot, serialize.robot_from_dict(serialize.robot_to_dict(robot)))
 
 
 def test_readme_schema_example_loads(tmp_path):

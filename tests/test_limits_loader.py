@@ -10,7 +10,7 @@ import flexman as fm
 from flexman import cli
 from flexman.model import limits
 from flexman.model.errors import ModelError
-from flexman.model.io import robot_from_dict
+from flexman.model.serialize import robot_from_dict
 
 BASE_YAML = "name: x\nlinks:\n  - {a: 1.0, mass: 1.0, inertia: [0.1, 0.1, 0.1]}\n"
 BASE_JSON = '{"name": "x", "links": [{"a": 1.0, "mass": 1.0, "inertia": [0.1, 0.1, 0.1]}]%s}'

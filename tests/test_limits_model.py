@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 import flexman as fm
-from flexman.discretize.frequencies import clamped_mass_roots
+from flexman.discretize.frequency_roots import clamped_mass_roots
 from flexman.model import limits
 from flexman.model.checks import check_mass_matrix
 from flexman.model.errors import ModelError
-from flexman.model.io import robot_from_dict
+from flexman.model.serialize import robot_from_dict
 
 BODY = {"mass": 1.0, "inertia": [0.1, 0.1, 0.1]}
 

@@ -12,7 +12,7 @@ import pytest
 
 import flexman as fm
 from flexman.codegen import cbuild, modelcache
-from flexman.model.io import robot_from_dict, robot_to_dict
+from flexman.model.serialize import robot_from_dict, robot_to_dict
 
 pytestmark = pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc")), reason="no C compiler")
 

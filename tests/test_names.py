@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import flexman as fm
 from flexman.model import names
 from flexman.model.errors import ModelError
-from flexman.model.io import robot_from_dict
+from flexman.model.serialize import robot_from_dict
 
 HOSTILE = 'arm\n#include "/etc/passwd"\nint main(void){return 1;}*/\x1b[31m'
 LANGS = {"c": ".c", "python": ".py", "fortran": ".f90", "matlab": ".m", "julia": ".jl"}

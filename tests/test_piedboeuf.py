@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import flexman as fm
-from flexman import piedboeuf as pb
-from flexman.validation import CASES
+from flexman.literature import piedboeuf as pb
+from flexman.literature.cases import CASES
 
 
 def test_table_1_apparatus():
@@ -30,7 +30,7 @@ def test_rigid_model_torque_error():
 
 def test_first_order_torque_close_to_second_order():
     """001 sec. 4.2, Fig. 7: O(1) and O(2) torques differ by less than 1 % (curve 5) and 2 %
-    (curve 7) -- of the curve's full scale here (see flexman.piedboeuf on the normalisation)."""
+    (curve 7) -- of the curve's full scale here (see flexman.literature.piedboeuf on the normalisation)."""
     assert pb.torque_error(1, 5, "full_scale") < 1.0
     assert pb.torque_error(1, 7, "full_scale") < 2.0
     assert pb.torque_error(1, 7, "full_scale") > pb.torque_error(1, 5, "full_scale") > 0.1

@@ -7,7 +7,7 @@ import pytest
 import flexman as fm
 from flexman.symbolic import polynomial as P
 from flexman.symbolic.program import Program
-from flexman.symbolic.table2 import run_program
+from flexman.symbolic.program import run_program
 from flexman.symbolic.tracer import Tape
 from test_flexible import random_flexible_robot, random_state
 from conftest import random_rigid_robot

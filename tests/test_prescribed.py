@@ -156,10 +156,10 @@ def test_manoeuvre_round_trip(tmp_path):
     ("spin_up", r"^manoeuvre: expected a mapping"),
 ])
 def test_bad_manoeuvre(manoeuvre, message):
-    data = fm.model.io.robot_to_dict(fm.examples.load("krb_spinup"))
+    data = fm.model.serialize.robot_to_dict(fm.examples.load("krb_spinup"))
     data["manoeuvre"] = manoeuvre
     with pytest.raises(ModelError, match=message):
-        fm.model.io.robot_from_dict(data)
+        fm.model.serialize.robot_from_dict(data)
 
 
 # ----- command line ----------------------------------------------------------------------------

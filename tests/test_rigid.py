@@ -1,4 +1,4 @@
-"""Rigid-arm dynamics (rnea, crba) against Pinocchio and against themselves.
+"""Rigid-arm dynamics (the Robot methods on rnea and crba) against Pinocchio and against themselves.
 
 Pinocchio is the independent oracle: its model is built here straight from the DH formulas
 (not from flexman.dynamics.dh), one RZ/PZ joint per link, the link's bodies attached
@@ -11,6 +11,7 @@ import pytest
 from conftest import random_rigid_robot
 
 from flexman.dynamics import crba, rnea
+from flexman.dynamics.structure import numeric_model
 
 pin = pytest.importorskip("pinocchio")
 
@@ -109,15 +110,15 @@ def test_against_pinocchio(seed, n, dh, extras):
     for _ in range(3):
         q, qd, qdd = _state(rng, n)
         tau = rng.uniform(-5, 5, n)
-        assert_close(crba.mass_matrix(robot, q), pin.crba(model, data, q))
-        assert_close(rnea.inverse_dynamics(robot, q, qd, qdd), pin.rnea(model, data, q, qd, qdd))
-        assert_close(crba.bias_forces(robot, q, qd), pin.nonLinearEffects(model, data, q, qd))
-        assert_close(crba.gravity_forces(robot, q), pin.computeGeneralizedGravity(model, data, q))
-        assert_close(crba.forward_dynamics(robot, q, qd, tau), pin.aba(model, data, q, qd, tau))
+        assert_close(robot.mass_matrix(q), pin.crba(model, data, q))
+        assert_close(robot.inverse_dynamics(q, qd, qdd), pin.rnea(model, data, q, qd, qdd))
+        assert_close(robot.bias_forces(q, qd), pin.nonLinearEffects(model, data, q, qd))
+        assert_close(robot.bias_forces(q, np.zeros(n)), pin.computeGeneralizedGravity(model, data, q))
+        assert_close(robot.forward_dynamics(q, qd, tau), pin.aba(model, data, q, qd, tau))
         if not extras:  # Pinocchio's kinetic energy leaves out armature
-            assert_close(crba.kinetic_energy(robot, q, qd), pin.computeKineticEnergy(model, data, q, qd))
+            assert_close(robot.kinetic_energy(q, qd), pin.computeKineticEnergy(model, data, q, qd))
         pin.computePotentialEnergy(model, data, q)
-        assert_close(crba.potential_energy(robot, q), data.potential_energy)
+        assert_close(robot.potential_energy(q), data.potential_energy)
 
 
 @pytest.mark.parametrize("seed,n,dh", CASES[::2] + CASES[1::4])
@@ -130,10 +131,10 @@ def test_jacobian_against_pinocchio(seed, n, dh):
     fid = model.getFrameId("tool")
     q = rng.uniform(-np.pi, np.pi, n)
     ref = pin.computeFrameJacobian(model, data, q, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
-    assert_close(crba.jacobian(robot, q, point=point), np.reshape(ref, (6, n)))
+    assert_close(robot.jacobian(q, point=point), np.reshape(ref, (6, n)))
     # and the frame itself
     pin.framesForwardKinematics(model, data, q)
-    T = rnea.link_frames(robot, q)[-1]
+    T = robot.frame(q)
     ref_T = data.oMf[fid].homogeneous @ _translation(-point)
     assert_close(T, ref_T)
 
@@ -148,24 +149,24 @@ def test_batched_equals_per_sample(dh):
     q, qd, qdd = _state(rng, 5, k=8)
     tau = rng.uniform(-5, 5, (8, 5))
     batched = {
-        "M": crba.mass_matrix(robot, q),
-        "id": rnea.inverse_dynamics(robot, q, qd, qdd),
-        "b": crba.bias_forces(robot, q, qd),
-        "fd": crba.forward_dynamics(robot, q, qd, tau),
-        "T": crba.kinetic_energy(robot, q, qd),
-        "V": crba.potential_energy(robot, q),
-        "J": crba.jacobian(robot, q, link=2, point=[0.1, 0.2, 0.3]),
+        "M": robot.mass_matrix(q),
+        "id": robot.inverse_dynamics(q, qd, qdd),
+        "b": robot.bias_forces(q, qd),
+        "fd": robot.forward_dynamics(q, qd, tau),
+        "T": robot.kinetic_energy(q, qd),
+        "V": robot.potential_energy(q),
+        "J": robot.jacobian(q, link=2, point=[0.1, 0.2, 0.3]),
     }
     assert batched["M"].shape == (8, 5, 5) and batched["J"].shape == (8, 6, 5)
     for s in range(8):
         single = {
-            "M": crba.mass_matrix(robot, q[s]),
-            "id": rnea.inverse_dynamics(robot, q[s], qd[s], qdd[s]),
-            "b": crba.bias_forces(robot, q[s], qd[s]),
-            "fd": crba.forward_dynamics(robot, q[s], qd[s], tau[s]),
-            "T": crba.kinetic_energy(robot, q[s], qd[s]),
-            "V": crba.potential_energy(robot, q[s]),
-            "J": crba.jacobian(robot, q[s], link=2, point=[0.1, 0.2, 0.3]),
+            "M": robot.mass_matrix(q[s]),
+            "id": robot.inverse_dynamics(q[s], qd[s], qdd[s]),
+            "b": robot.bias_forces(q[s], qd[s]),
+            "fd": robot.forward_dynamics(q[s], qd[s], tau[s]),
+            "T": robot.kinetic_energy(q[s], qd[s]),
+            "V": robot.potential_energy(q[s]),
+            "J": robot.jacobian(q[s], link=2, point=[0.1, 0.2, 0.3]),
         }
         for key, val in single.items():
             np.testing.assert_allclose(batched[key][s], val, rtol=1e-13, atol=1e-12, err_msg=key)
@@ -186,7 +187,7 @@ def test_mass_matrix_spd_and_closure(seed):
     M = crba.mass_matrix(robot, q)
     np.testing.assert_array_equal(M, np.swapaxes(M, -1, -2))
     assert np.all(np.linalg.eigvalsh(M) > 0)
-    qdd = crba.forward_dynamics(robot, q, qd, tau)
+    qdd = robot.forward_dynamics(q, qd, tau)
     assert_close(rnea.inverse_dynamics(robot, q, qd, qdd), tau)
     # M from the composite bodies equals M from Newton-Euler with unit accelerations
     cols = [rnea.inverse_dynamics(robot, q, None, np.eye(n)[j], gravity=False, friction=False) for j in range(n)]
@@ -202,7 +203,8 @@ def test_friction_and_armature():
     arm = np.array([l.armature for l in robot.links])
     no_fric = rnea.inverse_dynamics(robot, q, qd, qdd, friction=False)
     assert_close(rnea.inverse_dynamics(robot, q, qd, qdd), no_fric + visc * qd + coul * np.sign(qd))
-    assert_close(crba.friction_forces(robot, qd), visc * qd + coul * np.sign(qd))
+    friction = robot.bias_forces(q, qd) - rnea.inverse_dynamics(robot, q, qd, None, friction=False)
+    assert_close(friction, visc * qd + coul * np.sign(qd))
     M0 = crba.mass_matrix(robot, q, armature=False)
     assert_close(crba.mass_matrix(robot, q), M0 + np.diag(arm))
 
@@ -213,9 +215,9 @@ def test_potential_energy_gradient_is_gravity_force(dh):
     robot = random_rigid_robot(rng, 6, dh=dh, extras=True)
     q = rng.uniform(-np.pi, np.pi, 6)
     h = 1e-6
-    grad = np.array([(crba.potential_energy(robot, q + h * e) - crba.potential_energy(robot, q - h * e)) / (2 * h)
+    grad = np.array([(robot.potential_energy(q + h * e) - robot.potential_energy(q - h * e)) / (2 * h)
                      for e in np.eye(6)])
-    np.testing.assert_allclose(grad, crba.gravity_forces(robot, q), rtol=1e-7, atol=1e-7)
+    np.testing.assert_allclose(grad, robot.bias_forces(q, np.zeros(6)), rtol=1e-7, atol=1e-7)
 
 
 @pytest.mark.parametrize("dh", ["standard", "modified"])
@@ -225,14 +227,14 @@ def test_jacobian_finite_differences(dh):
     q = rng.uniform(-np.pi, np.pi, 6)
     point = np.array([0.2, -0.1, 0.3])
     for link in (1, 3, -1):
-        J = crba.jacobian(robot, q, link=link, point=point)
+        J = robot.jacobian(q, link=link, point=point)
         h = 1e-6
         for j in range(6):
-            Tp = rnea.link_frames(robot, q + h * np.eye(6)[j])[link]
-            Tm = rnea.link_frames(robot, q - h * np.eye(6)[j])[link]
+            Tp = robot.frame(q + h * np.eye(6)[j], link)
+            Tm = robot.frame(q - h * np.eye(6)[j], link)
             dp = ((Tp[:3, :3] - Tm[:3, :3]) @ point + Tp[:3, 3] - Tm[:3, 3]) / (2 * h)
             dR = (Tp[:3, :3] - Tm[:3, :3]) / (2 * h)
-            R = rnea.link_frames(robot, q)[link][:3, :3]
+            R = robot.frame(q, link)[:3, :3]
             W = dR @ R.T  # skew matrix of the angular velocity per unit qd_j
             omega = np.array([W[2, 1], W[0, 2], W[1, 0]])
             np.testing.assert_allclose(J[:3, j], dp, atol=1e-8)
@@ -246,8 +248,8 @@ def test_energy_rate_equals_power():
     q, qd, qdd = _state(rng, 4)
     tau = rnea.inverse_dynamics(robot, q, qd, qdd, friction=False)
     h = 1e-6
-    E = lambda t: (crba.kinetic_energy(robot, q + t * qd + 0.5 * t * t * qdd, qd + t * qdd)
-                   + crba.potential_energy(robot, q + t * qd + 0.5 * t * t * qdd))
+    E = lambda t: (robot.kinetic_energy(q + t * qd + 0.5 * t * t * qdd, qd + t * qdd)
+                   + robot.potential_energy(q + t * qd + 0.5 * t * t * qdd))
     np.testing.assert_allclose((E(h) - E(-h)) / (2 * h), qd @ tau, rtol=1e-6, atol=1e-7)
 
 
@@ -272,9 +274,9 @@ def test_symbolic_matches_numeric(dh):
     M_num = np.array([[float(se.sympify(e).subs(subs)) for e in row] for row in M_s])
     np.testing.assert_allclose(tau_num, rnea.inverse_dynamics(robot, q, qd, qdd), rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(M_num, crba.mass_matrix(robot, q), rtol=1e-10, atol=1e-10)
-    J_s = crba.jacobian(robot, q_s, point=[0.1, 0.0, 0.2])
+    J_s = robot.jacobian(q_s, point=[0.1, 0.0, 0.2])
     J_num = np.array([[float(se.sympify(e).subs(subs)) for e in row] for row in J_s])
-    np.testing.assert_allclose(J_num, crba.jacobian(robot, q, point=[0.1, 0.0, 0.2]), atol=1e-10)
+    np.testing.assert_allclose(J_num, robot.jacobian(q, point=[0.1, 0.0, 0.2]), atol=1e-10)
 
 
 def test_symbolic_traces_no_zero_terms():
@@ -309,13 +311,14 @@ def test_agrees_with_the_4x4_lagrangian(seed):
     q, qd, qdd = _state(rng, robot.n_joints, k=4)
     qd = np.abs(qd) + 0.1
     point = [0.1, 0.2, 0.3]
-    model = robot._model
+    model = numeric_model(robot)
     n = robot.n_joints
     unit = np.broadcast_to(np.eye(n), q.shape[:-1] + (n, n))
     qb = np.broadcast_to(q[..., None, :], unit.shape)
     M_book = np.swapaxes(lagrange4.inverse_dynamics(model, qb, 0 * unit, unit, gravity=False, friction=False), -1, -2)
     assert_close(crba.mass_matrix(robot, q), M_book)
     assert_close(rnea.inverse_dynamics(robot, q, qd, qdd), lagrange4.inverse_dynamics(model, q, qd, qdd))
-    assert_close(crba.kinetic_energy(robot, q, qd), lagrange4.kinetic_energy(model, q, qd))
-    assert_close(crba.potential_energy(robot, q), lagrange4.potential_energy(model, q))
-    assert_close(crba.jacobian(robot, q, point=point), robot.jacobian(q, point=point))
+    T_composite = 0.5 * np.einsum("...i,...ij,...j->...", qd, crba.mass_matrix(robot, q), qd)
+    assert_close(T_composite, lagrange4.kinetic_energy(model, q, qd))
+    assert_close(robot.potential_energy(q), lagrange4.potential_energy(model, q))
+    assert_close(robot.jacobian(q, point=point), lagrange4.point_jacobian(model, q, n - 1, point, second_order=False))

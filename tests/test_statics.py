@@ -6,6 +6,7 @@ from scipy.integrate import solve_ivp
 
 import flexman as fm
 from flexman import Beam, Link, RigidBody, Robot
+from flexman.dynamics.structure import numeric_model
 from flexman.analysis import BucklingError, curvature, deflection, statics, surface_strain
 
 EI, MU, L = 13.4, 0.65, 0.7845
@@ -155,7 +156,7 @@ def test_order_two_is_the_equilibrium_of_the_stiffened_dynamics():
 def _exact_tip(robot, q, point, steps=400):
     """Tip frame of a one-link arm at q_r = 0 by integrating R' = R skew(kappa), r' = R e_x
     (RK4) with kappa = (alpha', -w'', v'') from the shape functions (001 eqs. 10, 15, 17)."""
-    beam = robot._model.links[0].beam
+    beam = numeric_model(robot).links[0].beam
     sets, n0 = beam.shapes, 0
     coef = {}
     for direction, ss in sets.items():

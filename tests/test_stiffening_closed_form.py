@@ -15,7 +15,7 @@ from scipy.optimize import brentq
 
 from flexman import examples
 from flexman.analysis.frequencies import natural_frequencies
-from flexman.validation import _example, first_order_speed_limit, rotating_frequencies
+from flexman.literature.cases import _example, first_order_speed_limit, rotating_frequencies
 
 BETA1 = brentq(lambda b: np.cos(b) * np.cosh(b) + 1.0, 1.5, 2.5)  # clamped-free: cos b cosh b = -1
 SIGMA1 = (np.cosh(BETA1) + np.cos(BETA1)) / (np.sinh(BETA1) + np.sin(BETA1))

@@ -10,8 +10,8 @@ import pytest
 
 import flexman as fm
 from flexman import Beam, Link, RigidBody, Robot
-from flexman.dynamics.energy_lagrangian import EnergyLagrangian
-from flexman.validation import ROTATING_FLAP, rotating_cantilever, rotating_frequencies
+from flexman.oracles.energy_lagrangian import EnergyLagrangian
+from flexman.literature.cases import ROTATING_FLAP, rotating_cantilever, rotating_frequencies
 
 
 def rp_arm(stiffening=True, modes=None):
@@ -73,7 +73,7 @@ def test_power_balance_of_the_stiffened_sliding_beam():
 
 
 def sliding_rotor(plane, stiffening=True, modes=5):
-    """The rotating cantilever on a prismatic joint (flexman.validation.rotating_cantilever)."""
+    """The rotating cantilever on a prismatic joint (flexman.literature.cases.rotating_cantilever)."""
     return rotating_cantilever(plane, modes, stiffening, joint="prismatic")
 
 

@@ -14,7 +14,7 @@ import pytest
 import flexman as fm
 from flexman import sweeps
 from flexman.analysis.tip import tip_offset
-from flexman.model.io import robot_from_dict, robot_to_dict
+from flexman.model.serialize import robot_from_dict, robot_to_dict
 
 RUN = {"t_final": 0.3, "dt": 1e-3, "torque": [1.0]}
 GRID = {"links.0.beam.EI": [400.0, 800.0, 1600.0], "links.0.beam.mass_per_length": [0.5, 1.0]}

@@ -12,7 +12,7 @@ import pytest
 
 import flexman as fm
 from flexman import Beam, Link, RigidBody, Robot
-from flexman.model.io import robot_from_dict, robot_to_dict
+from flexman.model.serialize import robot_from_dict, robot_to_dict
 
 BEAM_SYMBOLS = ("rhoA", "lb", "EIy", "EIz", "GJ", "Jp", "zeta")
 

@@ -1,12 +1,13 @@
 """004 Table 2 (Theodore & Ghosal 1995): the four flexible arms build, derive, their generated
 mass matrix equals the numeric one, and the inertia-matrix operation counts that are at or
 below the paper's are asserted. Counts above the paper's are only printed (run with -s):
-see flexman.symbolic.table2 and bench/table2.py for the comparison and the reasons."""
+see flexman.literature.table2 and bench/table2.py for the comparison and the reasons."""
 import numpy as np
 import pytest
 
 import flexman as fm
-from flexman.symbolic import table2 as t2
+from flexman.literature import table2 as t2
+from flexman.symbolic.program import run_program
 
 # (arm, discretization, formulation, which count, quantity) at or below 004's when written.
 # "ours": derive(...).op_count("mass_matrix") (M traced in link 1's frame and through the
@@ -74,7 +75,7 @@ def test_reduced_mass_matrix_equals_numeric_and_ignores_q1(name, disc, dh):
     rng = np.random.default_rng(5)
     for _ in range(3):
         q = random_q(rng, robot)
-        assert np.abs(t2.run_program(prog, q)["M"] - robot.mass_matrix(q)).max() < 1e-10
+        assert np.abs(run_program(prog, q)["M"] - robot.mass_matrix(q)).max() < 1e-10
 
 
 def test_modified_dh_placement_is_equivalent_for_finite_elements():

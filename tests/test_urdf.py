@@ -125,7 +125,7 @@ def test_bundled_arms_exported_to_urdf_match_pinocchio(tmp_path, name):
         link.armature = link.viscous = link.coulomb = 0.0
         if link.beam is not None:
             link.beam.modes = {"y": 0, "z": 0, "torsion": 0}
-    robot = fm.model.io.robot_from_dict(fm.model.io.robot_to_dict(robot))
+    robot = fm.model.serialize.robot_from_dict(fm.model.serialize.robot_to_dict(robot))
     path = fm.save(robot, tmp_path / f"{name}.urdf")
     rng = np.random.default_rng(7)
     assert _compare(robot, _pin_model(path, robot.gravity), rng) < TOL

@@ -1,7 +1,7 @@
-"""Every literature case of `flexman validate` (sources and tolerances in flexman.validation)."""
+"""Every literature case of `flexman validate` (sources and tolerances in flexman.literature.cases)."""
 import pytest
 
-from flexman.validation import CASES
+from flexman.literature.cases import CASES
 
 
 @pytest.mark.parametrize(
@@ -15,7 +15,7 @@ def test_literature_case(case):
 def test_hub_inertia_trend_of_fig_3_20():
     """Thesis Fig. 3.20: the in-plane flexural period grows with the joint-mass inertia toward
     the clamped-free value 275 ms; the out-of-plane mode stays at 275 ms throughout."""
-    from flexman.validation import hub_inertia_periods
+    from flexman.literature.cases import hub_inertia_periods
 
     inertias, periods = hub_inertia_periods()
     in_plane = [min(p) for p in periods]  # the fastest vibration is the in-plane flexural mode

@@ -1,8 +1,11 @@
 """flexman: dynamics, code generation and simulation of manipulators with rigid and flexible links."""
 from .model import Beam, Link, ModelError, RigidBody, Robot
 from .simulate import Result, simulate, simulate_batch
+from .wiring import connect as _connect
 
-__version__ = "0.1.0"
+_connect()  # fill the model's engine slots with the higher layers (flexman.wiring)
+
+from .version import __version__  # noqa: F401
 
 
 def load(path, overlay=None):
@@ -10,14 +13,25 @@ def load(path, overlay=None):
     that makes chosen links flexible) or a bundled example name."""
     from .model.io import load as _load
 
-    return _load(path, overlay=overlay)
+    return _load(path, overlay=overlay, bundled=bundled_examples())
 
 
 def save(robot, path):
     """Save a robot to YAML, TOML, JSON or URDF (the rigid part), chosen by the file extension."""
     from .model.io import save as _save
+    from .urdf_export import robot_to_urdf
 
-    return _save(robot, path)
+    return _save(robot, path, writers={".urdf": robot_to_urdf})
+
+
+def bundled_examples():
+    """The bundled examples (:mod:`flexman.examples`: ``names()``, ``path(name)``,
+    ``load(name)``), or None while they are not available in this installation."""
+    try:
+        from . import examples
+    except ImportError:
+        return None
+    return examples if hasattr(examples, "names") and hasattr(examples, "load") else None
 
 
 def derive(robot, formulation="newton_euler", parameters="numeric", **options):
@@ -53,4 +67,4 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
-__all__ = ["Beam", "Link", "ModelError", "RigidBody", "Result", "Robot", "load", "save", "simulate", "simulate_batch", "derive", "sweep", "identify"]
+__all__ = ["Beam", "Link", "ModelError", "RigidBody", "Result", "Robot", "load", "save", "bundled_examples", "simulate", "simulate_batch", "derive", "sweep", "identify"]

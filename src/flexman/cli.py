@@ -8,7 +8,6 @@ files, bad option values) print one line ``flexman: error: <message>`` to stderr
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .cli_common import UsageError, console, fmt, load_model, print_json, vector
 from .model.errors import ModelError
 from .outputs import output_file, output_folder, staged, write_text
 
@@ -25,71 +25,11 @@ SIM_METHODS = ("rk4", "RK45", "DOP853", "Radau", "BDF", "LSODA")
 BACKENDS = ("auto", "compiled", "numeric")
 
 
-class UsageError(Exception):
-    """A bad command line: reported as one line, exit status 2."""
-
-
 class _Parser(argparse.ArgumentParser):
     """ArgumentParser whose errors are one line (no usage dump) and exit 2."""
 
     def error(self, message):
         raise UsageError(message)
-
-
-# ----- helpers ----------------------------------------------------------------------------------
-def _console():
-    """Rich console; when piped, wide enough that tables do not wrap names and citations."""
-    from rich.console import Console
-
-    con = Console()
-    return con if con.is_terminal else Console(width=160)
-
-
-def _to_plain(value):
-    """NumPy values to JSON-ready Python values."""
-    if isinstance(value, dict):
-        return {str(k): _to_plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_to_plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _to_plain(value.tolist())
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None if math.isnan(value) else str(value)
-    return value
-
-
-def _print_json(data) -> None:
-    print(json.dumps(_to_plain(data), indent=2))
-
-
-def _load(spec: str):
-    from .model.io import load
-
-    return load(spec)
-
-
-def _fmt(x) -> str:
-    """Compact text for a number or an array of numbers."""
-    arr = np.asarray(x, dtype=float) if not isinstance(x, str) else None
-    if arr is None:
-        return x
-    if arr.ndim == 0:
-        return f"{float(arr):.6g}"
-    return "[" + ", ".join(f"{v:.6g}" for v in arr.reshape(-1)) + "]"
-
-
-def _vector(values, n_allowed, what: str):
-    """A command-line vector, checked against the allowed lengths."""
-    if values is None:
-        return None
-    arr = np.asarray(values, dtype=float)
-    if arr.size not in n_allowed:
-        want = " or ".join(str(n) for n in sorted(set(n_allowed)))
-        noun = "value" if want == "1" else "values"
-        raise UsageError(f"{what}: expected {want} {noun} (got {arr.size})")
-    return arr
 
 
 # ----- info -------------------------------------------------------------------------------------
@@ -121,14 +61,14 @@ def _info_data(robot) -> dict:
 
 def cmd_info(args) -> int:
     """Summary of a model: name, coordinates, masses and the DH table."""
-    robot = _load(args.model)
+    robot = load_model(args.model)
     data = _info_data(robot)
     if args.json:
-        _print_json(data)
+        print_json(data)
         return 0
     from rich.table import Table
 
-    con = _console()
+    con = console()
     con.print(f"[bold]{data['name']}[/bold]  ({robot.dh} DH, {robot.n_joints} joints, "
               f"{robot.nf} flexible coordinates, nq = {robot.nq})")
     if data["description"].strip():  # the file's own text: printed as is, never as markup
@@ -146,9 +86,9 @@ def cmd_info(args) -> int:
         table.add_column(col, justify="left" if col in ("name", "joint") else "right")
     for item in data["links"]:
         row = [str(item["index"])] + ([item["name"]] if named else [])
-        row += [item["joint"], _fmt(item["a"]), _fmt(math.degrees(item["alpha"])), _fmt(item["d"]),
-                _fmt(math.degrees(item["theta"])), _fmt(item["mass"]), _fmt(item["hub_mass"]),
-                _fmt(item["beam_mass"]), str(item["flexible_coordinates"])]
+        row += [item["joint"], fmt(item["a"]), fmt(math.degrees(item["alpha"])), fmt(item["d"]),
+                fmt(math.degrees(item["theta"])), fmt(item["mass"]), fmt(item["hub_mass"]),
+                fmt(item["beam_mass"]), str(item["flexible_coordinates"])]
         table.add_row(*row)
     con.print(table)
     placed = [item for item in data["links"] if item["placement"] is not None]
@@ -158,17 +98,17 @@ def cmd_info(args) -> int:
             ptable.add_column(col, justify="right")
         for item in placed:
             pl = item["placement"]
-            ptable.add_row(str(item["index"]), " ".join(_fmt(v) for v in pl["xyz"]),
-                           " ".join(_fmt(math.degrees(v)) for v in pl["rpy"]), " ".join(_fmt(v) for v in pl["axis"]))
+            ptable.add_row(str(item["index"]), " ".join(fmt(v) for v in pl["xyz"]),
+                           " ".join(fmt(math.degrees(v)) for v in pl["rpy"]), " ".join(fmt(v) for v in pl["axis"]))
         con.print(ptable)
     return 0
 
 
 # ----- examples ---------------------------------------------------------------------------------
 def _examples():
-    from .model.io import _example_module
+    from . import bundled_examples
 
-    module = _example_module()
+    module = bundled_examples()
     if module is None:
         raise UsageError("the bundled examples are not available in this installation")
     return module
@@ -193,7 +133,7 @@ def cmd_examples(args) -> int:
             raise UsageError("--copy needs an example NAME")
         rows = [(n, _example_description(module, n)) for n in names]
         if args.json:
-            _print_json([{"name": n, "description": d} for n, d in rows])
+            print_json([{"name": n, "description": d} for n, d in rows])
             return 0
         from rich.table import Table
         from rich.text import Text
@@ -203,7 +143,7 @@ def cmd_examples(args) -> int:
         table.add_column("description")
         for name, description in rows:
             table.add_row(name, Text(description))  # plain text, never markup
-        _console().print(table)
+        console().print(table)
         return 0
     if args.name not in names:
         raise UsageError(f"unknown example '{args.name}'; bundled examples: {', '.join(names)}")
@@ -218,16 +158,16 @@ def cmd_examples(args) -> int:
         if dest.suffix.lower() == src.suffix.lower():
             write_text(dest, src.read_text(encoding="utf-8"))  # keeps comments and citations as written
         else:
-            from .model.io import save
+            from . import save
 
             save(module.load(args.name), dest)
         if args.json:
-            _print_json({"name": args.name, "copied_to": str(dest)})
+            print_json({"name": args.name, "copied_to": str(dest)})
         else:
             print(f"copied {args.name} to {dest}")
         return 0
     if args.json:
-        _print_json({"name": args.name, "path": str(src),
+        print_json({"name": args.name, "path": str(src),
                      "description": _example_description(module, args.name)})
     else:
         sys.stdout.write(src.read_text(encoding="utf-8"))
@@ -279,10 +219,10 @@ def _simulation_options(args, robot) -> dict:
             if not value > 0:
                 raise UsageError(f"--{key}: must be > 0 (got {value})")
             kwargs[key] = value
-    q0 = _vector(args.q0, (robot.n_joints, robot.nq), "--q0")
+    q0 = vector(args.q0, (robot.n_joints, robot.nq), "--q0")
     if q0 is not None:
         kwargs["q0"] = np.concatenate([q0, np.zeros(robot.nq - q0.size)])  # flex coords at rest
-    torque = _vector(args.torque, (robot.n_joints,), "--torque")
+    torque = vector(args.torque, (robot.n_joints,), "--torque")
     if torque is not None:
         kwargs["torque"] = torque
     if args.controller is not None:
@@ -309,7 +249,7 @@ def _manoeuvre(robot, kwargs):
 
 def cmd_simulate(args) -> int:
     """Simulate a model, print a summary, and write results and a plot into --out."""
-    robot = _load(args.model)
+    robot = load_model(args.model)
     kwargs = _simulation_options(args, robot)
     from .simulate import simulate
     from .simulate.backend import evaluator
@@ -354,9 +294,9 @@ def cmd_simulate(args) -> int:
               f"the results up to t = {summary['t_final']:.6g} s are kept; use a smaller --dt "
               "or a stiff method (--method Radau or BDF)", file=sys.stderr)
     if args.json:
-        _print_json(summary)
+        print_json(summary)
         return status
-    con = _console()
+    con = console()
     con.print(f"[bold]{robot.name}[/bold]: simulated {summary['t_final']:.6g} s with {args.method} "
               f"({summary['samples']} samples, {wall:.3g} s wall time, {summary['backend']} model)")
     con.print("final q: " + ", ".join(f"{k}={v:.6g}" for k, v in summary["q_final"].items()))
@@ -374,7 +314,7 @@ def cmd_sweep(args) -> int:
     """Run a parameter sweep (Dask) from a YAML specification; one Parquet file of figures."""
     from .sweeps import SweepError, load_spec, plot, sweep
 
-    robot = _load(args.model)
+    robot = load_model(args.model)
     try:
         spec = load_spec(args.spec)
     except FileNotFoundError:
@@ -404,9 +344,9 @@ def cmd_sweep(args) -> int:
     summary = {"model": robot.name, "points": len(res), "computed": res.computed, "reused": res.reused,
                "failed": len(errors), "columns": res.table.column_names, "files": files}
     if args.json:
-        _print_json(summary)
+        print_json(summary)
         return 0
-    con = _console()
+    con = console()
     con.print(f"[bold]{robot.name}[/bold]: sweep of {len(res)} points ({res.computed} computed, {res.reused} "
               f"reused from an earlier run, {len(errors)} failed)", markup=True)
     if errors:
@@ -425,7 +365,7 @@ def _drive_note(kwargs) -> str:
     if ctrl is not None:
         return f"Driven by a {type(ctrl).__name__} controller; integrator {kwargs['method']}."
     if "torque" in kwargs:
-        return f"Constant joint torques {_fmt(kwargs['torque'])}; integrator {kwargs['method']}."
+        return f"Constant joint torques {fmt(kwargs['torque'])}; integrator {kwargs['method']}."
     return f"Free motion (no torque); integrator {kwargs['method']}."
 
 
@@ -433,7 +373,7 @@ def cmd_report(args) -> int:
     """Simulate a model and write report.html (model, frequencies, equations, plots, 3D
     animation; self-contained, works offline), summary.png (the arm at a few instants and the
     key curves), result.png (every time history) and result.npz into --out."""
-    robot = _load(args.model)
+    robot = load_model(args.model)
     kwargs = _simulation_options(args, robot)
     if args.magnify is not None and not (math.isfinite(args.magnify) and args.magnify >= 0):
         raise UsageError(f"--magnify: must be a number >= 0 (got {args.magnify})")
@@ -458,7 +398,7 @@ def cmd_report(args) -> int:
     files = [page, out / "summary.png", out / "result.png", out / "result.npz"]
     status = 1 if res.diverged else 0
     if args.json:
-        _print_json({"model": robot.name, "report": str(page.resolve()), "files": [str(f) for f in files],
+        print_json({"model": robot.name, "report": str(page.resolve()), "files": [str(f) for f in files],
                      "diverged": bool(res.diverged)})
         return status
     for path in files[1:]:
@@ -470,19 +410,19 @@ def cmd_report(args) -> int:
 # ----- frequencies ------------------------------------------------------------------------------
 def cmd_frequencies(args) -> int:
     """Natural frequencies of the linearized free system at q (rad/s and Hz)."""
-    robot = _load(args.model)
-    q = _vector(args.q, (robot.n_joints, robot.nq), "--q")
+    robot = load_model(args.model)
+    q = vector(args.q, (robot.n_joints, robot.nq), "--q")
     if q is not None and q.size == robot.n_joints:
         q = np.concatenate([q, np.zeros(robot.nf)])
-    qd = _vector(args.qd, (robot.n_joints, robot.nq), "--qd")
+    qd = vector(args.qd, (robot.n_joints, robot.nq), "--qd")
     if qd is not None and qd.size == robot.n_joints:
         qd = np.concatenate([qd, np.zeros(robot.nf)])
     omega = np.atleast_1d(np.asarray(robot.natural_frequencies(q, qd=qd), dtype=float))
     rows = [{"mode": i + 1, "rad_per_s": float(w), "hz": float(w) / (2 * math.pi)} for i, w in enumerate(omega)]
     if args.json:
-        _print_json({"model": robot.name, "q": q, "qd": qd, "frequencies": rows})
+        print_json({"model": robot.name, "q": q, "qd": qd, "frequencies": rows})
         return 0
-    con = _console()
+    con = console()
     if not rows:
         con.print(f"{robot.name}: no elastic modes (rigid robot)")
         return 0
@@ -492,7 +432,7 @@ def cmd_frequencies(args) -> int:
     for col in ("mode", "rad/s", "Hz"):
         table.add_column(col, justify="right")
     for row in rows:
-        table.add_row(str(row["mode"]), _fmt(row["rad_per_s"]), _fmt(row["hz"]))
+        table.add_row(str(row["mode"]), fmt(row["rad_per_s"]), fmt(row["hz"]))
     con.print(table)
     return 0
 
@@ -511,7 +451,7 @@ def _statics_setup(robot, args):
     revolute = np.array([link.joint == "revolute" for link in robot.links])
     q = np.zeros(robot.n_joints)
     if args.q is not None:
-        q = _vector(args.q, (robot.n_joints,), "--q")
+        q = vector(args.q, (robot.n_joints,), "--q")
     q = np.where(revolute, q * scale, q)
     return forces, wrenches, point, gauges, q, np.where(revolute, scale, 1.0)
 
@@ -530,25 +470,25 @@ def cmd_statics(args) -> int:
     with --sweep, against one joint's angle, with a plot in the layout of 001 Figs. 6-12."""
     from .analysis import statics
 
-    robot = _load(args.model)
+    robot = load_model(args.model)
     forces, wrenches, point, gauges, q, scale = _statics_setup(robot, args)
     order = args.order
     if args.sweep is None:
         res = statics(robot, q, wrenches, point=point, order=order, gauges=gauges)
         rows = _statics_rows(res, forces)
         if args.json:
-            _print_json({"model": robot.name, "order": order, "q_r": q, "point": point,
+            print_json({"model": robot.name, "order": order, "q_r": q, "point": point,
                          "gauges": [{"link": l, "x": x} for l, x in res.gauges], "results": rows})
             return 0
         from rich.table import Table
 
-        table = Table(title=f"{robot.name}: statics, order {order}, q_r = {_fmt(q)}")
+        table = Table(title=f"{robot.name}: statics, order {order}, q_r = {fmt(q)}")
         for col in ("force [N]", "torques", "endpoint [m]", "deflection [mm]", "curvature at gauges [1/m]"):
             table.add_column(col)
         for row in rows:
-            table.add_row(_fmt(row["force"]), _fmt(row["torques"]), _fmt(row["position"]),
-                          _fmt(1e3 * row["deflection"]), _fmt(row["curvature"][:, 1:]) if len(res.gauges) else "-")
-        con = _console()
+            table.add_row(fmt(row["force"]), fmt(row["torques"]), fmt(row["position"]),
+                          fmt(1e3 * row["deflection"]), fmt(row["curvature"][:, 1:]) if len(res.gauges) else "-")
+        con = console()
         con.print(table)
         if res.gauges:
             con.print("gauges: " + ", ".join(f"link {l} at {x:g} m" for l, x in res.gauges)
@@ -586,7 +526,7 @@ def cmd_statics(args) -> int:
         plot = str(plot_statics(sweep, args.plot, joint_label=f"joint {joint} [{unit}]"))
     main = sweep["orders"][order]
     if args.json:
-        _print_json({"model": robot.name, "order": order, "joint": joint, "values": values, "unit": unit,
+        print_json({"model": robot.name, "order": order, "joint": joint, "values": values, "unit": unit,
                      "forces": forces, "point": point, "plot": plot,
                      "orders": {str(o): {k: v for k, v in d.items() if k != "torque"}
                                 for o, d in sweep["orders"].items()}})
@@ -601,9 +541,9 @@ def cmd_statics(args) -> int:
     table.add_column("curvature at gauges, kappa_z [1/m]")
     for i, force in enumerate(forces):
         for a in range(args.steps):
-            table.add_row(_fmt(force) if a == 0 else "", _fmt(values[a]), _fmt(main["torque"][i, a]),
-                          _fmt(1e3 * main["endpoint"][i, a]), _fmt(main["curvature"][i, a]))
-    con = _console()
+            table.add_row(fmt(force) if a == 0 else "", fmt(values[a]), fmt(main["torque"][i, a]),
+                          fmt(1e3 * main["endpoint"][i, a]), fmt(main["curvature"][i, a]))
+    con = console()
     con.print(table)
     if plot:
         con.print(f"plot: {plot}")
@@ -613,9 +553,6 @@ def cmd_statics(args) -> int:
 # ----- derive, codegen, analyze, closure ---------------------------------------------------------
 FORMULATIONS = ("book", "newton_euler", "denoc", "lagrange")
 OP_TARGETS = ("inverse_dynamics", "mass_matrix", "bias_forces", "forward_dynamics")
-# 000 Table 4.1 (p. 87): SYMFLX inverse dynamics of the thesis three-link arm, (mul, add)
-TABLE_4_1 = {"rigid": (445, 213), "one mode per plane": (2659, 1313)}
-THESIS_ARM = "flx_three_link"
 
 
 def cmd_derive(args) -> int:
@@ -628,12 +565,12 @@ def cmd_derive(args) -> int:
         return _document_comparison(args)
     from .symbolic import derive
 
-    robot = _load(args.model)
+    robot = load_model(args.model)
     if args.compare:
         return _compare_formulations(robot, args)
     eom = derive(robot, formulation=args.formulation, parameters=args.parameters)
     if args.json:
-        _print_json({"model": robot.name, "formulation": args.formulation,
+        print_json({"model": robot.name, "formulation": args.formulation,
                      "op_count": {what: eom.op_count(what) for what in OP_TARGETS}, "text": eom.text()})
         return 0
     print(eom.latex() if args.latex else eom.text())
@@ -642,6 +579,7 @@ def cmd_derive(args) -> int:
 
 def _compare_formulations(robot, args) -> int:
     """Operation counts of every formulation for one model, side by side."""
+    from .literature.table_4_1 import TABLE_4_1
     from .symbolic import derive
 
     rows = []
@@ -650,7 +588,7 @@ def _compare_formulations(robot, args) -> int:
         counts = {what: eom.op_count(what) for what in OP_TARGETS}
         rows.append({"formulation": form, "notes": list(getattr(eom, "notes", [])), "counts": counts})
     if args.json:
-        _print_json({"model": robot.name, "parameters": args.parameters, "formulations": rows})
+        print_json({"model": robot.name, "parameters": args.parameters, "formulations": rows})
         return 0
     from rich.table import Table
 
@@ -661,7 +599,7 @@ def _compare_formulations(robot, args) -> int:
     for row in rows:
         cells = [f"{c['mul']} / {c['add']} / {c['div']} / {c['fn']}" for c in row["counts"].values()]
         table.add_row(row["formulation"], *cells)
-    con = _console()
+    con = console()
     con.print(table)
     (rigid_mul, rigid_add), (flexible_mul, flexible_add) = TABLE_4_1["rigid"], TABLE_4_1["one mode per plane"]
     con.print(f"References: 000 Table 4.1 (SYMFLX inverse dynamics, three-link arm): rigid {rigid_mul} mul / "
@@ -671,34 +609,6 @@ def _compare_formulations(robot, args) -> int:
         for note in row["notes"]:
             con.print(f"note ({row['formulation']}): {note}")
     return 0
-
-
-def _rigid_thesis_arm():
-    """The thesis three-link arm with rigid links: its beams without modes are rigid rods of
-    the same mass (as tests/test_closed_loop.py builds it)."""
-    from .model import Robot
-
-    robot = _load(THESIS_ARM)
-    for link in robot.links:
-        if link.beam is not None:
-            link.beam.modes = {"y": 0, "z": 0, "torsion": 0}
-    return Robot(links=robot.links, name=f"{THESIS_ARM}_rigid", gravity=robot.gravity, dh=robot.dh)
-
-
-def table_4_1_rows() -> list:
-    """000 Table 4.1 beside our inverse-dynamics counts: the rigid arm by the cheapest of our
-    formulations, the 7-coordinate arm by Book's recursion (the others trace it anyway)."""
-    from .symbolic import derive
-    from .symbolic.table2 import total_operations, versus_paper
-
-    rows = []
-    for label, robot, forms in (("rigid", _rigid_thesis_arm(), FORMULATIONS),
-                                ("one mode per plane", _load(THESIS_ARM), ("book",))):
-        counts = {form: derive(robot, formulation=form).op_count("inverse_dynamics") for form in forms}
-        best = min(forms, key=lambda form: total_operations(counts[form]))
-        rows.append({"arm": label, "nq": robot.nq, **versus_paper(TABLE_4_1[label], counts[best]),
-                     "ours_formulation": best})
-    return rows
 
 
 def _paper_cell(row) -> str:
@@ -744,18 +654,18 @@ def _table_2_table(rows):
 
 def _document_comparison(args) -> int:
     """Our operation counts beside 000 Table 4.1 and 004 Table 2 (numeric parameters, as there)."""
-    from .symbolic import table2
+    from .literature import table2, table_4_1
 
     if args.parameters != "numeric":
         raise UsageError("--parameters: the document tables count numeric models; give a MODEL for symbolic ones")
     print("flexman: deriving the arms of 000 Table 4.1 and 004 Table 2 ...", file=sys.stderr)
-    data = {"table_4_1": table_4_1_rows(), "table_2": table2.comparison()}
+    data = {"table_4_1": table_4_1.comparison(), "table_2": table2.comparison()}
     if args.json:
-        _print_json(data)
+        print_json(data)
         return 0
-    con = _console()
+    con = console()
     con.print(_table_4_1_table(data["table_4_1"]))
-    con.print(f"Source: 000 Table 4.1, p. 87 (SYMFLX); ours: bundled example {THESIS_ARM}, "
+    con.print(f"Source: {table_4_1.SOURCE}; ours: bundled example {table_4_1.THESIS_ARM}, "
               "rigid = its beams without modes.")
     con.print(_table_2_table(data["table_2"]))
     con.print(f"Source: {table2.SOURCE} text.")
@@ -768,7 +678,7 @@ def cmd_codegen(args) -> int:
     """Write generated code (or a stand-alone RK4 simulator program) for a model."""
     from .symbolic import derive
 
-    robot = _load(args.model)
+    robot = load_model(args.model)
     out = output_file(args.out, "--out", force=args.force, protect=[args.model])  # before the derivation
     eom = derive(robot, formulation=args.formulation)
     if args.program:
@@ -779,7 +689,7 @@ def cmd_codegen(args) -> int:
         path = eom.export(args.lang, out)
     path = Path(path) if path is not None else out
     if args.json:
-        _print_json({"model": robot.name, "file": str(path)})
+        print_json({"model": robot.name, "file": str(path)})
     else:
         print(f"wrote {path}")
     return 0
@@ -789,13 +699,13 @@ def cmd_analyze(args) -> int:
     """Structure of the generalized inertia matrix (003): zero, constant or which coordinates."""
     from .symbolic import derive
 
-    robot = _load(args.model)
+    robot = load_model(args.model)
     if not args.gim:
         raise UsageError("analyze: choose an analysis, e.g. --gim")
     eom = derive(robot, formulation=args.formulation)
     gim = eom.gim_structure()
     if args.json:
-        _print_json({"model": robot.name, "constant": gim.is_constant, "diagonal": gim.is_diagonal,
+        print_json({"model": robot.name, "constant": gim.is_constant, "diagonal": gim.is_diagonal,
                      "entries": [[sorted(gim.depends_on(i, j)) if gim.depends_on(i, j) else None
                                   for j in range(robot.nq)] for i in range(robot.nq)]})
         return 0
@@ -808,7 +718,7 @@ def cmd_closure(args) -> int:
     recorded motion back through the inverse dynamics and compare the two torque histories."""
     from .closure import closure_run
 
-    robot = _load(args.model)
+    robot = load_model(args.model)
     if not args.t_final > 0 or not math.isfinite(args.t_final):
         raise UsageError(f"--t-final: must be a finite number > 0 (got {args.t_final})")
     if args.dt is not None and not (args.dt > 0 and math.isfinite(args.dt)):
@@ -816,7 +726,7 @@ def cmd_closure(args) -> int:
     out = None if args.out is None else output_folder(args.out)
     report = closure_run(robot, args.t_final, dt=1e-3 if args.dt is None else args.dt, out=out)
     if args.json:
-        _print_json(report)
+        print_json(report)
         return 0 if report["passed"] else 1
     print(f"{robot.name}: max |tau_inverse - tau_applied| = {report['max_abs_difference']:.3e} "
           f"({report['max_relative_difference']:.3e} of the torque scale) over {report['samples']} samples")
@@ -827,24 +737,12 @@ def cmd_closure(args) -> int:
 
 # ----- validate ---------------------------------------------------------------------------------
 def validation_cases() -> list:
-    """The literature cases (``flexman.validation.CASES``); tests replace this function."""
+    """The literature cases (``flexman.literature.cases.CASES``); tests replace this function."""
     try:
-        from .validation import CASES
+        from .literature.cases import CASES
     except ImportError as exc:
         raise UsageError(f"the validation cases are not available ({exc})") from None
     return list(CASES)
-
-
-def case_passes(case, obtained) -> bool:
-    """A case's own ``passes(obtained)`` if it has one; else relative error <= tolerance."""
-    if hasattr(case, "passes"):
-        return bool(case.passes(obtained))
-    expected = np.asarray(case.expected, dtype=float)
-    got = np.asarray(obtained, dtype=float)
-    if expected.shape != got.shape and got.size != expected.size:
-        return False
-    err = np.abs(got.reshape(expected.shape) - expected)
-    return bool(np.all(err <= case.tolerance * np.maximum(np.abs(expected), 1e-12)))
 
 
 def cmd_validate(args) -> int:
@@ -855,19 +753,12 @@ def cmd_validate(args) -> int:
         cases = [c for c in cases if c.name == args.case]
         if not cases:
             raise UsageError(f"unknown case '{args.case}'; cases: {', '.join(names)}")
-    results = []
-    for case in cases:
-        try:
-            obtained, error = case.obtained(), None
-            passed = case_passes(case, obtained)
-        except Exception as exc:  # a failing case is a result, not a crash
-            obtained, error, passed = None, f"{type(exc).__name__}: {exc}", False
-        results.append({"name": case.name, "source": case.source, "expected": case.expected,
-                        "obtained": obtained, "tolerance": case.tolerance, "passed": passed,
-                        "error": error, "bound": getattr(case, "bound", "about")})
+    from .literature.cases import run
+
+    results = [run(case) for case in cases]
     failed = sum(not r["passed"] for r in results)
     if args.json:
-        _print_json({"cases": results, "passed": len(results) - failed, "failed": failed})
+        print_json({"cases": results, "passed": len(results) - failed, "failed": failed})
         return 1 if failed else 0
     from rich.table import Table
 
@@ -877,14 +768,14 @@ def cmd_validate(args) -> int:
     for case, r in zip(cases, results):
         unit = f" {case.unit}" if getattr(case, "unit", "") else ""
         tol = (f"{100 * r['tolerance']:g} %" if getattr(case, "relative", False)
-               else _fmt(r["tolerance"]) + unit)
-        got = r["error"] if r["error"] else _fmt(r["obtained"]) + unit
-        expected = {"above": "> ", "below": "< "}.get(r["bound"], "") + _fmt(r["expected"]) + unit
+               else fmt(r["tolerance"]) + unit)
+        got = r["error"] if r["error"] else fmt(r["obtained"]) + unit
+        expected = {"above": "> ", "below": "< "}.get(r["bound"], "") + fmt(r["expected"]) + unit
         if r["bound"] in ("above", "below"):
             tol = "-"
         table.add_row(r["name"], str(r["source"]), expected, got, tol,
                       "[green]yes[/green]" if r["passed"] else "[red]NO[/red]")
-    con = _console()
+    con = console()
     con.print(table)
     con.print(f"{len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0
@@ -921,7 +812,7 @@ def _simulation_arguments(p) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from .version import __version__
 
     parser = _Parser(prog="flexman", description="Robot manipulators with rigid and flexible links.")
     parser.add_argument("--version", action="version", version=f"flexman {__version__}")
@@ -1001,7 +892,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dt", type=float)
     p.add_argument("--out", metavar="DIR", help="folder for the torque plot and data")
 
-    from .cli_design import register
+    from .cli_parameters import register
 
     register(sub, _subcommand)  # sensitivity, identify
 

@@ -157,10 +157,10 @@ def check_document(doc) -> None:
     """Every check the loader makes on a model document except the whole-robot mass-matrix
     check (which a robot still being entered may fail): field values, links, beams, the
     robot's own cross-checks. Raises a one-line ModelError naming the field."""
-    from .model import io
+    from .model.serialize import robot_from_dict
 
     try:
-        io._robot_from_dict(plain_copy(doc))
+        robot_from_dict(doc, check_mass=False)
     except ModelError as exc:
         raise ModelError(" ".join(str(exc).split())) from None
 
@@ -517,7 +517,7 @@ def _check_out(text: str, force: bool) -> Path:
 def new(out=None, defaults: bool = False, force: bool = False, term: Terminal | None = None) -> int:
     """The dialogue; returns the exit status (0 written, 1 cancelled)."""
     import flexman as fm
-    from .model.io import robot_from_dict
+    from .model.serialize import robot_from_dict
 
     term = term or Terminal(defaults=defaults)
     out = output_path(str(out), force) if out is not None else None  # refused before any question

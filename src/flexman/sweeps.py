@@ -129,7 +129,7 @@ def apply(data, path, value):
 
 def run_point(model_data, point, run, figures=FIGURES, settle_fraction=0.02):
     """Simulate one variant and return its row {parameter paths..., figures..., error}."""
-    from .model.io import robot_from_dict
+    from .model.serialize import robot_from_dict
 
     row = {name: (json.dumps(v) if isinstance(v, list) else v) for name, v in point.items()}
     start = time.perf_counter()
@@ -214,7 +214,7 @@ def sweep(robot, parameters, run=None, scheduler=None, sampling="grid", samples=
     :class:`SweepResult`. ``run``: simulation settings {t_final, dt, method, controller ("model"
     or a controller spec), torque, q0, rtol, atol, backend}. ``scheduler``: None (a LocalCluster
     of ``n_workers`` processes), a scheduler address ("tcp://host:8786") or a ``distributed.Client``."""
-    from .model.io import robot_to_dict
+    from .model.serialize import robot_to_dict
 
     run = dict(run or {})
     unknown = set(run) - set(RUN_KEYS)

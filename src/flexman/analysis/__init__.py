@@ -4,7 +4,7 @@ from .beta_ode import (BetaResult, BetaTrajectory, GivenRootModes, SlidingLinkSh
                        clamped_mass_shapes, link_beta_ode, simulate_with_beta)
 from .closed_loop import closed_loop_eigenvalues, closed_loop_jacobian
 from .frequencies import linearize, natural_frequencies
-from .design_sensitivity import Sensitivity, sensitivity
+from .sensitivity import Sensitivity, sensitivity
 from .rigid_regressor import BaseParameters, base_parameters, regressor
 from .quasi_static import quasi_static_along, quasi_static_deflection
 from .statics import BucklingError, StaticsResult, statics

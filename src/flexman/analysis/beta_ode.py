@@ -28,7 +28,6 @@ from 0.3 to 0.68 m (tests/test_beta_coupled.py checks this rate).
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 from dataclasses import dataclass
 
@@ -37,7 +36,7 @@ from scipy.integrate import solve_ivp
 
 from ..discretize import beta_rate, clamped_mass_roots
 from ..discretize.shapes import BendingModes
-from ..simulate.core import integrate, prepare
+from ..simulate.run import integrate, prepare
 from ..simulate.result import Result
 
 __all__ = ["BetaTrajectory", "BetaResult", "GivenRootModes", "SlidingLinkShapes", "beta_ode", "link_beta_ode",
@@ -104,10 +103,10 @@ def _frequencies(beta, EI, mu, l):
 def _tip_bodies(robot, link):
     """direction -> (mass, inertia about the bending axis, first moment) of the body beyond
     the tip of a prismatic link (the one the model uses at q = 0; constant along a move)."""
-    from ..dynamics.structure import _distal_loads
+    from ..dynamics.structure import distal_loads
 
-    mu, L0 = robot.links[link].beam.mass_per_length, robot.links[link].d  # the length _distal_loads scales by
-    loads = _distal_loads(robot, link)
+    mu, L0 = robot.links[link].beam.mass_per_length, robot.links[link].d  # the length distal_loads scales by
+    loads = distal_loads(robot, link)
     return {d: (M0 * mu * L0, J0 * mu * L0**3, D0 * mu * L0**2) for d in ("y", "z") for M0, J0, D0 in [loads[d]]}
 
 
@@ -161,7 +160,7 @@ class SlidingLinkShapes:
     free length l = q_link + offset and of its eigenvalues beta.
 
     The body beyond the tip (the link's own body, distal links, payload) is the one the model
-    uses at q = 0 (:func:`~flexman.dynamics.structure._distal_loads`); its mass, inertia about
+    uses at q = 0 (:func:`~flexman.dynamics.structure.distal_loads`); its mass, inertia about
     the bending axis and first moment are constant, so ``M = m/(mu l)``, ``J = J/(mu l**3)``,
     ``D = s/(mu l**2)``. ``beta`` is ordered as the link's flexible coordinates (the y modes,
     then the z modes).
@@ -173,7 +172,9 @@ class SlidingLinkShapes:
             raise ValueError(f"link {link}: not a flexible prismatic link with clamped_mass shapes")
         bm = lk.beam
         self.robot, self.link, self.beam = robot, link, bm
-        self.base = robot._model
+        from ..dynamics.structure import numeric_model
+
+        self.base = numeric_model(robot)
         self.offset = float(self.base.links[link].offset)
         self.mu = bm.mass_per_length
         self.directions = [d for d in ("y", "z") if bm.modes[d]]
@@ -228,14 +229,12 @@ class SlidingLinkShapes:
 
     def robot_with_sets(self, sets):
         """A copy of the robot whose sliding link uses the given shape sets (direction -> set)."""
-        from ..dynamics.structure import sliding_beam
+        from ..dynamics.beams import SlidingBeam
 
-        beam = sliding_beam(self.beam, sets, self.offset)
+        beam = SlidingBeam.from_beam(self.beam, sets, self.offset)
         links = list(self.base.links)
         links[self.link] = dataclasses.replace(links[self.link], beam=beam)
-        proxy = copy.copy(self.robot)
-        proxy.__dict__["_model"] = dataclasses.replace(self.base, links=links)
-        return proxy
+        return self.robot.with_derived("numeric_model", dataclasses.replace(self.base, links=links))
 
 
 @dataclass

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..simulate.core import controller_parts
+from ..simulate.run import controller_parts
 
 __all__ = ["closed_loop_jacobian", "closed_loop_eigenvalues", "reference_state"]
 

@@ -119,7 +119,8 @@ def _numpy_program(name, tape, inputs, outputs):
     return prog, env[name]
 
 
-def _group(program, group):
+def output_labels(program, group):
+    """(shape, entry labels) of one output group of a program."""
     shape, entries = program.outputs[group]
     return shape, [label for label, _, _ in entries]
 
@@ -180,7 +181,7 @@ def symbol_seeds(robot, names) -> dict:
     return seeds
 
 
-def _probe(robot, names):
+def probe_robot(robot, names):
     """The robot with every named parameter that is 0 made non-zero (see the module docstring)."""
     zeros = {n: _PLACEHOLDER for n in names if physical.value(robot, n) == 0.0}
     if not zeros:
@@ -238,32 +239,18 @@ class Sensitivity:
         return "\n".join(lines)
 
 
-def sensitivity(robot, quantity, parameters, q=None, qd=None, qdd=None, prescribed=None, t_final=None,
-                dt=1e-3) -> Sensitivity:
-    """Exact derivatives of ``quantity`` ("inverse_dynamics" at (q, qd, qdd), "mass_matrix" at q,
-    "frequencies" at rest at q, joints free, or with ``qd`` about the steady motion at qd's joint
-    rates as ``robot.natural_frequencies(q, qd)``) with respect to named physical parameters
-    (:mod:`flexman.analysis.physical`: ``mass2``, ``cx2``, ``a2``, ``payload``, ``rhoA2``,
-    ``EI2``, ``zeta2``, ``hub_Izz1`` ...). See the module docstring for the method.
-
-    Figures of a simulated manoeuvre, "peak_tip_deflection" and "final_tip_error", need the
-    joint motion ``prescribed`` (traj(t) -> (q, qd, qdd)), ``t_final`` and the RK4 step ``dt``;
-    ``q``/``qd`` then give the initial flexible state (see :mod:`.motion_sensitivity`)."""
+def model_sensitivity(robot, quantity, parameters, q=None, qd=None, qdd=None) -> Sensitivity:
+    """Exact derivatives of a quantity of the model at one state ("inverse_dynamics",
+    "mass_matrix", "frequencies"); see :func:`flexman.analysis.sensitivity.sensitivity`."""
     from ..symbolic import derive
     from ..symbolic.params import parameter_values
 
-    from .motion_sensitivity import FIGURES, motion_sensitivity
-
-    if quantity in FIGURES:
-        if prescribed is None or t_final is None:
-            raise ValueError(f"{quantity}: give the manoeuvre: prescribed=traj (joint motion) and t_final")
-        return motion_sensitivity(robot, quantity, parameters, prescribed, t_final, dt, q0=q, qd0=qd)
     if quantity not in QUANTITIES:
-        raise ValueError(f"quantity: unknown {quantity!r}; use one of {', '.join(QUANTITIES + FIGURES)}")
+        raise ValueError(f"quantity: unknown {quantity!r}; use one of {', '.join(QUANTITIES)}")
     names = physical.check(robot, parameters)
     nq = robot.nq
     q = np.zeros(nq) if q is None else inputs.finite(inputs.real(inputs.state(robot, q), "q"), "q")
-    probe = _probe(robot, names)
+    probe = probe_robot(robot, names)
     eom = derive(probe, formulation="book", parameters="symbolic", external=False, reduce_mass_matrix=False)
     actual = parameter_values(robot)
     pnames = list(eom.param_values)
@@ -293,7 +280,7 @@ def sensitivity(robot, quantity, parameters, q=None, qd=None, qdd=None, prescrib
 
 def _evaluate(prog, group, seeds, k, arrays, constants=None):
     """(value, derivative (k, *shape)) of one output group of ``prog`` by a forward-mode replay."""
-    shape, labels = _group(prog, group)
+    shape, labels = output_labels(prog, group)
     tape, val, der = forward_mode(prog, seeds, constants, k)
     out_v = np.array([val[lb] for lb in labels] + [None], dtype=object)[:-1].reshape(shape)
     out_d = np.array([der[lb][j] for j in range(k) for lb in labels] + [None], dtype=object)[:-1]
@@ -314,7 +301,7 @@ def _frequencies(robot, eom, q, p, seeds, names, values):
     qnames = prog.inputs["q"]
     # K = d tau(q, 0, 0) / dq: a replay in q (qd = qdd = 0 folded), as a program of q and p ...
     tape, _, der = forward_mode(prog, {n: np.eye(nq)[c] for c, n in enumerate(qnames)}, zeros, nq)
-    _, labels = _group(prog, "tau")
+    _, labels = output_labels(prog, "tau")
     Kt = np.array([der[lb][c] for lb in labels for c in range(nq)] + [None], dtype=object)[:-1].reshape(nq, nq)
     from ..symbolic.program import Program
 
@@ -358,7 +345,7 @@ def _frequencies_about_motion(robot, eom, q, qd, p, seeds, names, values):
     eye = np.eye(2 * nf)
     first = {n: eye[c] for c, n in enumerate(fq)} | {n: eye[nf + c] for c, n in enumerate(fqd)}
     tape, val, der = forward_mode(prog, first, {n: 0.0 for n in prog.inputs["qdd"]}, 2 * nf)
-    _, labels = _group(prog, "tau")
+    _, labels = output_labels(prog, "tau")
     rows = labels[sl]
     obj = lambda items, shape: np.array(list(items) + [None], dtype=object)[:-1].reshape(shape)
     groups = {"Q": obj((val[r] for r in rows), (nf,)),

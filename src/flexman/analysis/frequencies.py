@@ -13,6 +13,7 @@ def stiffness(robot, q, gravity=True):
     """d b / d q at rest (gravity gradient + elastic stiffness; elastic only with
     gravity=False), by complex-step differentiation; q (nq,) or batched (..., nq)."""
     from ..dynamics import lagrange4
+    from ..dynamics.structure import numeric_model
 
     q = np.asarray(q, dtype=float)
     n = q.shape[-1]
@@ -21,7 +22,7 @@ def stiffness(robot, q, gravity=True):
     for k in range(n):
         qc = q.astype(complex)
         qc[..., k] += 1j * STEP
-        tau = lagrange4.inverse_dynamics(robot._model, qc, zero, zero, gravity=gravity, friction=False)
+        tau = lagrange4.inverse_dynamics(numeric_model(robot), qc, zero, zero, gravity=gravity, friction=False)
         out[..., :, k] = tau.imag / STEP
     return out
 
@@ -37,12 +38,13 @@ def linearize(robot, q=None):
 def _flexible_forces(robot, q, qd, pf, pv):
     """Flexible rows of the inverse dynamics with joint accelerations zero (complex-step safe)."""
     from ..dynamics import lagrange4
+    from ..dynamics.structure import numeric_model
 
     sl = robot.flex_index
     qq = q.astype(pf.dtype)
     vv = qd.astype(pv.dtype)
     qq[sl], vv[sl] = pf, pv
-    return lagrange4.inverse_dynamics(robot._model, qq, vv, np.zeros(robot.nq), friction=False)[sl]
+    return lagrange4.inverse_dynamics(numeric_model(robot), qq, vv, np.zeros(robot.nq), friction=False)[sl]
 
 
 def _flexible_jacobians(robot, q, qd, p, pv):

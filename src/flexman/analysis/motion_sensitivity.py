@@ -28,7 +28,7 @@ import ctypes
 import numpy as np
 
 from . import physical
-from .design_sensitivity import Sensitivity, _group, _probe, forward_mode, symbol_seeds
+from .design_sensitivity import Sensitivity, forward_mode, output_labels, probe_robot, symbol_seeds
 
 FIGURES = ("peak_tip_deflection", "final_tip_error")
 
@@ -87,7 +87,7 @@ def _replayed(prog, groups_of, seeds, k, name):
     tape, val, der = forward_mode(prog, seeds, None, k)
     outs = {}
     for g in groups_of:
-        shape, labels = _group(prog, g)
+        shape, labels = output_labels(prog, g)
         outs[g] = np.array([val[lb] for lb in labels] + [None], dtype=object)[:-1].reshape(shape)
         outs["d" + g] = np.array([der[lb][j] for j in range(k) for lb in labels] + [None],
                                  dtype=object)[:-1].reshape((k,) + tuple(shape))
@@ -112,7 +112,7 @@ def motion_sensitivity(robot, figure, parameters, prescribed, t_final, dt=1e-3, 
     motion = motion_input(prescribed, robot.n_joints)
     k, nf, nq, nj = len(names), robot.nf, robot.nq, robot.n_joints
     sl = robot.flex_index
-    probe = _probe(robot, names)
+    probe = probe_robot(robot, names)
     eom = derive(probe, formulation="book", parameters="symbolic", external=False, reduce_mass_matrix=False)
     pnames = list(eom.param_values)
     actual = parameter_values(robot)

@@ -127,8 +127,8 @@ def with_values(robot, changes: dict):
     same amount so that their mean is the value, after any EIy<i>, EIz<i> given with it). The values are not re-validated: a derivative may be taken at a point where,
     say, an inertia is not physical (the caller chooses the values)."""
     out = copy.deepcopy(robot)
-    for key in ("_model", "flex_layout"):
-        out.__dict__.pop(key, None)
+    out.clear_derived()  # rebuilt for the new content on demand
+    out.__dict__.pop("flex_layout", None)
     both_last = sorted(changes.items(), key=lambda kv: split(kv[0])[1] == "EI")  # EI<i> sets the mean of the two
     for name, v in both_last:
         owner, field, i = split(name)

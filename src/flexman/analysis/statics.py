@@ -30,7 +30,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..dynamics import dh
-from ..dynamics.second_order import skew
+from ..dynamics.ops import skew
+from ..dynamics.structure import numeric_model
+from ..model.gauges import beam_length, check_gauges
 
 __all__ = ["statics", "StaticsResult", "BucklingError", "ORDERS"]
 
@@ -142,7 +144,7 @@ def _vee(M):
 def potential_derivatives(robot, q, wrench, point, order):
     """Gradient (B, nq) and tangent (B, nq, nq) of Pi at q (B, nq) (the moment's generalized force
     included), and the jet of the loaded point's frame (its value: the endpoint transform)."""
-    model = robot._model
+    model = numeric_model(robot)
     B, n = q.shape
     kinetic_order = 2 if order == 2 else 1
     g4 = np.append(np.asarray(model.gravity, float), 0.0)
@@ -253,11 +255,6 @@ def _check_wrench(wrench):
     return w
 
 
-def _beam_length(robot, link):
-    beam = robot.links[link].beam
-    return beam.length if beam is not None and robot.links[link].is_flexible else None
-
-
 def _check_point(robot, point):
     """None (the last link's distal frame origin), a 3-vector in that frame, or an arc length
     along the last link's beam (float)."""
@@ -272,7 +269,7 @@ def _check_point(robot, point):
         raise ValueError("point: must be finite numbers")
     if arr.shape == (3,):
         return arr
-    L = _beam_length(robot, last)
+    L = beam_length(robot, last)
     if L is None:
         raise ValueError(f"point: a distance along the link needs a flexible last link (link {last} has no "
                          "beam); give [x, y, z] in its distal frame instead")
@@ -281,46 +278,6 @@ def _check_point(robot, point):
         raise ValueError(f"point: {x:g} m is outside link {last}'s beam; give a distance from its root "
                          f"in [0, {L:g}] m")
     return x
-
-
-def check_gauges(robot, gauges):
-    """[(link, x), ...] from a mapping {link: [x, ...]}, a list with one list per link, or (one
-    flexible link only) a flat list of arc lengths; each x within that link's beam."""
-    if gauges is None:
-        return []
-    flexible = [i for i, link in enumerate(robot.links) if link.is_flexible]
-    if isinstance(gauges, dict):
-        items = list(gauges.items())
-    else:
-        gauges = list(gauges)
-        if gauges and all(np.ndim(g) == 0 for g in gauges):
-            if len(flexible) != 1:
-                raise ValueError("gauges: with several flexible links give one list of positions per link "
-                                 "(or a mapping link -> positions)")
-            items = [(flexible[0], gauges)]
-        else:
-            items = list(enumerate(gauges))
-    out = []
-    for link, xs in items:
-        try:
-            link = int(link)
-        except (TypeError, ValueError):
-            raise ValueError(f"gauges: link {link!r} is not a link index") from None
-        if not -robot.n_joints <= link < robot.n_joints:
-            raise ValueError(f"gauges: link {link} out of range for {robot.n_joints} links")
-        link %= robot.n_joints
-        xs = np.atleast_1d(np.asarray(xs, dtype=float))
-        if xs.size == 0:
-            continue
-        L = _beam_length(robot, link)
-        if L is None:
-            raise ValueError(f"gauges: link {link} has no flexible beam to carry a strain gauge")
-        bad = xs[~((xs >= 0.0) & (xs <= L))]
-        if bad.size:
-            raise ValueError(f"gauges: {bad[0]:g} m is outside link {link}'s beam; positions are distances "
-                             f"from its root in [0, {L:g}] m")
-        out.extend((link, float(x)) for x in xs)
-    return out
 
 
 def _check_beams(robot, order):
@@ -376,7 +333,7 @@ def statics(robot, q_r, wrench=None, point=None, order=2, gauges=None):
     point: where the wrench acts on the last link: None (the origin of its distal frame, the tip),
     [x, y, z] in that frame (a tool point), or a distance along its beam from the root (m).
     order: 0 rigid, 1 first-order or 2 second-order kinematics (see the module docstring).
-    gauges: strain-gauge positions (see :func:`check_gauges`). Returns a :class:`StaticsResult`.
+    gauges: strain-gauge positions (see :func:`flexman.model.gauges.check_gauges`). Returns a :class:`StaticsResult`.
     Raises ValueError for bad input and :class:`BucklingError` when no stable equilibrium exists.
     """
     from .strain import curvature

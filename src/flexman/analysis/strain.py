@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dynamics.structure import numeric_model
+
 __all__ = ["curvature", "deflection", "surface_strain"]
 
 
@@ -36,7 +38,7 @@ def _beam(robot, link, x):
     if robot.links[link].joint == "prismatic":
         raise ValueError(f"link: link {link} is a sliding beam (prismatic joint); curvature is available "
                          "for beams on revolute joints")
-    beam = robot._model.links[link].beam
+    beam = numeric_model(robot).links[link].beam
     xs = np.asarray(x, dtype=float)
     if not np.all(np.isfinite(xs)):
         raise ValueError("x: positions along the beam must be finite numbers")
@@ -51,7 +53,7 @@ def _coordinates(robot, q, link):
     q = np.asarray(q, dtype=float)
     if q.shape[-1:] != (robot.nq,):
         raise ValueError(f"q: expected {robot.nq} coordinates in the last axis, got shape {q.shape}")
-    return q[..., robot._model.links[link].flex]
+    return q[..., numeric_model(robot).links[link].flex]
 
 
 def curvature(robot, q, link, x):

@@ -19,83 +19,13 @@ import hashlib
 import os
 import warnings
 import weakref
-from pathlib import Path
 
 import numpy as np
 
 from ..model import inputs, names
-from ..outputs import write_text
 from . import cbuild, emit, pyext
 from .simulator import program, write_input  # noqa: F401
-
-WHATS = ("mass_matrix", "bias_forces", "inverse_dynamics", "forward_dynamics")
-
-
-def _header(eom, cm, what):
-    r = eom.robot
-    lines = [f"flexman: equations of motion of '{names.comment(r.name)}' ({eom.formulation} formulation, "
-             f"{eom.parameters} parameters), nq = {r.nq}, {r.n_joints} joints",
-             "M(q) qdd + b(q, qd) = S tau;  generated code, do not edit",
-             "inputs: q, qd, qdd (nq each), tau (one per joint)" + (", p (parameters)" if eom.param_values else "")]
-    lines += [f"  q{k + 1}: {n}" for k, n in enumerate(r.coordinate_names)]
-    if eom.param_values:
-        lines += [f"  p[{k}] = {n} = {v!r}" for k, (n, v) in enumerate(eom.param_values.items())]
-    for w in what:
-        prog = eom.program(w)
-        c = prog.op_count()
-        for g in prog.outputs:
-            lines.append(f"{w}: {g} = {prog.doc.get(g, '')}  [{c['mul']} mul, {c['add']} add, {c['div']} div, {c['fn']} fn]")
-    lines += [f"note: {names.comment(n, 1000)}" for n in eom.notes]
-    return "\n".join(f"{cm} {l}".rstrip() for l in lines) + "\n"
-
-
-def c_source(eom, what=WHATS, prefix="fm", batch=True, units=None) -> str:
-    """C source of the model's functions; ``units``: a list that receives the parts of split
-    large functions as translation units of their own (see ``emit.c_split_source``)."""
-    what = tuple(what)
-    parts = [_header(eom, "//", what), "#include <math.h>\n#include <stdlib.h>\n"]
-    # a large forward dynamics calls M and b (when they come before it) and solves in a loop
-    before_fd = set(what[:what.index("forward_dynamics")]) if "forward_dynamics" in what else set()
-    for w in what:
-        prog = eom.program(w)
-        if w == "forward_dynamics" and {"mass_matrix", "bias_forces"} <= before_fd and len(prog.body) > emit.SOLVE_ABOVE:
-            parts.append(emit.c_forward_by_solve(prog, f"{prefix}_{w}", prefix, eom.nq, eom.n_joints))
-        elif len(prog.body) > emit.SPLIT_ABOVE:  # large models: several small functions compile much faster
-            parts.append(emit.c_split_source(prog, f"{prefix}_{w}", units=units))
-        else:
-            parts.append(emit.function_source("c", prog, f"{prefix}_{w}"))
-        if batch:
-            parts.append(emit.c_batch_source(prog, f"{prefix}_{w}"))
-    return "\n".join(parts)
-
-
-def _ident(name):
-    """Function-name prefix from a file name (made safe in the one place names are)."""
-    return names.mangle(name)
-
-
-def export(eom, lang, path, what=None):
-    """Write source code of the equations to ``path`` and return the path."""
-    path = Path(path)
-    what = tuple(what or WHATS)
-    lang = lang.lower()
-    if lang == "c":
-        text = c_source(eom, what, prefix=_ident(path.stem))
-    elif lang == "matlab":  # one callable function per file: [M, b] = <file name>(q, qd)
-        fname = _ident(path.stem)
-        text = emit.function_source("matlab", eom.program("eom"), fname) + _header(eom, "%", ("eom",))
-        text += "% inverse dynamics: tau = M*qdd + b;  forward dynamics: qdd = M \\ ([tau; zeros] - b)\n"
-    elif lang in ("fortran", "python", "julia"):
-        cm = "!" if lang == "fortran" else "#"
-        pre = _ident(path.stem)
-        text = _header(eom, cm, what)
-        if lang == "python":
-            text += "import numpy as np\n\n\n"
-        for w in what:
-            text += "\n" + emit.function_source(lang, eom.program(w), f"{pre}_{w}")
-    else:
-        raise ValueError(f"lang: unknown {lang!r}; use c, fortran, python, matlab or julia")
-    return write_text(path, text)
+from .sources import WHATS, c_source, export, header  # noqa: F401
 
 
 def calling_layout(eom) -> dict:

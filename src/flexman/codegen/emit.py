@@ -5,22 +5,154 @@ readable scalars (q1, qd1, ...), each intermediate Z### is one assignment, and e
 entry is written with a comment naming it. Arrays are passed in row-major (C, NumPy) or in
 the language's natural 1-based indexing (Fortran, MATLAB, Julia); parameter groups (``p``)
 are not batched.
+
+Each language is one :class:`Dialect` in :data:`DIALECTS` (its comments, declarations,
+subscripts, function opening and closing, functions and powers): adding a language is adding
+one entry.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 import numpy as np
 
-LANGS = ("c", "fortran", "python", "numpy", "matlab", "julia")
 UNBATCHED = ("p",)  # input groups shared by every state of a batch
+
+
+@dataclass(frozen=True)
+class Function:
+    """What every dialect needs to write one function: the program, the function name, the
+    non-empty input groups, the output groups, the inputs each group unpacks (those the
+    program uses) and one description line per output group."""
+
+    program: object
+    name: str
+    inputs: list
+    outputs: list
+    unpack: dict
+    doc: list
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How one language writes a straight-line function. A statement is
+    ``indent + declare + "<name> = <value>" + end``; ``element`` is an input array's element
+    (``{g}`` the group, ``{k}`` its 0-based and ``{k1}`` its 1-based index); ``index(shape, idx)``
+    the subscript of an output entry. ``opening`` gives the lines before the inputs are unpacked
+    (signature, description, declarations), ``allocate`` the lines that create the output arrays
+    after the body, ``closing`` the lines after the outputs. Expressions: ``functions`` prefixes
+    sin / cos / sqrt (``pretty_functions`` in readable listings), ``power`` writes a ** b and
+    ``double_exponent`` writes constants as Fortran double precision (1.5d0)."""
+
+    name: str
+    comment: str
+    indent: str
+    element: str
+    index: Callable
+    opening: Callable
+    closing: Callable
+    allocate: Callable = lambda fn: []
+    declare: str = ""
+    end: str = ""
+    functions: str = ""
+    pretty_functions: str = ""
+    power: str = "{0}**{1}"
+    double_exponent: bool = False
+
+    def doc_lines(self, fn) -> list:
+        """The output groups' descriptions as comment lines."""
+        return [f"{self.indent}{self.comment} {line}" for line in fn.doc]
+
+
+def _c_opening(fn):
+    sig = ", ".join([f"const double *{g}" for g in fn.inputs] + [f"double *{g}" for g in fn.outputs])
+    return [f"void {fn.name}({sig})\n{{"] + DIALECTS["c"].doc_lines(fn)
+
+
+def _fortran_opening(fn):
+    program = fn.program
+    lines = [f"subroutine {fn.name}({', '.join(fn.inputs + fn.outputs)})"] + DIALECTS["fortran"].doc_lines(fn)
+    lines.append("  implicit none")
+    for g in fn.inputs:
+        lines.append(f"  real(8), intent(in) :: {g}({len(program.inputs[g])})")
+    for g in fn.outputs:
+        shape = program.outputs[g][0] or (1,)
+        lines.append(f"  real(8), intent(out) :: {g}({', '.join(str(s) for s in shape)})")
+    names = [n for g in fn.inputs for _, n in fn.unpack[g]] + [t for t, _, _ in program.body]
+    for k in range(0, len(names), 10):
+        lines.append(f"  real(8) :: {', '.join(names[k:k + 10])}")
+    return lines
+
+
+def _numpy_opening(fn):
+    batch = ", ".join(f"np.shape({g})[:-1]" for g in fn.inputs if g not in UNBATCHED)
+    return [f"def {fn.name}({', '.join(fn.inputs)}):", f'    """{"; ".join(fn.doc)}"""',
+            f"    _batch = np.broadcast_shapes({batch})"]
+
+
+def _numpy_allocate(fn):
+    return [f"    {g} = np.empty(_batch + {tuple(fn.program.outputs[g][0])!r})" for g in fn.outputs]
+
+
+def _numpy_closing(fn):
+    return [f"    return {', '.join(fn.outputs)}{',' if len(fn.outputs) == 1 else ''}"]
+
+
+def _matlab_allocate(fn):
+    lines = []
+    for g in fn.outputs:
+        shape = tuple(fn.program.outputs[g][0]) or (1,)
+        shape = shape if len(shape) > 1 else shape + (1,)
+        lines.append(f"{g} = zeros({', '.join(str(s) for s in shape)});")
+    return lines
+
+
+def _julia_allocate(fn):
+    return [f"    {g} = zeros({', '.join(str(s) for s in tuple(fn.program.outputs[g][0]) or (1,))})" for g in fn.outputs]
+
+
+def _one_based(open_, close, default):
+    """Subscript of an output entry in a language with 1-based indexing."""
+    return lambda shape, idx: open_ + ", ".join(str(i + 1) for i in idx) + close if idx else default
+
+
+DIALECTS = {d.name: d for d in (
+    Dialect("c", "//", "    ", "{g}[{k}]", declare="const double ", end=";", power="pow({0}, {1})",
+            index=lambda shape, idx: f"[{int(np.ravel_multi_index(idx, shape)) if shape else 0}]",
+            opening=_c_opening, closing=lambda fn: ["}"]),
+    Dialect("fortran", "!", "  ", "{g}({k1})", double_exponent=True, index=_one_based("(", ")", "(1)"),
+            opening=_fortran_opening, closing=lambda fn: [f"end subroutine {fn.name}"]),
+    Dialect("python", "#", "    ", "{g}[..., {k}]", functions="math.",  # expressions only: functions are numpy's
+            index=lambda shape, idx: "[..., " + ", ".join(str(i) for i in idx) + "]" if idx else "[...]",
+            opening=_numpy_opening, allocate=_numpy_allocate, closing=_numpy_closing),
+    Dialect("numpy", "#", "    ", "{g}[..., {k}]", functions="np.", pretty_functions="np.",
+            index=lambda shape, idx: "[..., " + ", ".join(str(i) for i in idx) + "]" if idx else "[...]",
+            opening=_numpy_opening, allocate=_numpy_allocate, closing=_numpy_closing),
+    Dialect("matlab", "%", "", "{g}({k1})", end=";", power="{0}^{1}", index=_one_based("(", ")", "(1)"),
+            opening=lambda fn: [f"function [{', '.join(fn.outputs)}] = {fn.name}({', '.join(fn.inputs)})"]
+            + DIALECTS["matlab"].doc_lines(fn), allocate=_matlab_allocate, closing=lambda fn: ["end"]),
+    Dialect("julia", "#", "    ", "{g}[{k1}]", power="{0}^{1}", index=_one_based("[", "]", "[1]"),
+            opening=lambda fn: [f"function {fn.name}({', '.join(fn.inputs)})"] + DIALECTS["julia"].doc_lines(fn),
+            allocate=_julia_allocate, closing=lambda fn: [f"    return {', '.join(fn.outputs)}", "end"]),
+)}
+LANGS = tuple(DIALECTS)
+FUNCTION_DIALECT = {"python": "numpy"}  # whole functions in Python are NumPy functions
+
+
+def dialect(lang) -> Dialect:
+    """The dialect of ``lang`` (one of :data:`LANGS`)."""
+    try:
+        return DIALECTS[lang]
+    except KeyError:
+        raise ValueError(f"unknown language {lang!r}; use one of {', '.join(LANGS)}") from None
 
 
 def const(lang, x: float) -> str:
     x = float(x)
-    if lang == "fortran":
-        s = repr(x)
+    s = repr(x)
+    if dialect(lang).double_exponent:
         s = s.replace("e", "d") if "e" in s else s + "d0"
-    else:
-        s = repr(x)
     return f"({s})" if x < 0 else s
 
 
@@ -42,131 +174,36 @@ def format_expr(lang, op, args, pretty=False) -> str:
     if op == "neg":
         return f"-{a[0]}"
     if op in ("sin", "cos", "sqrt"):
-        prefix = "np." if lang == "numpy" else ("math." if lang == "python" and not pretty else "")
-        return f"{prefix}{op}({a[0]})"
+        d = dialect(lang)
+        return f"{d.pretty_functions if pretty else d.functions}{op}({a[0]})"
     if op == "pow":
-        if lang == "c":
-            return f"pow({a[0]}, {a[1]})"
-        if lang in ("matlab", "julia"):
-            return f"{a[0]}^{a[1]}"
-        return f"{a[0]}**{a[1]}"
+        return dialect(lang).power.format(a[0], a[1])
     raise ValueError(f"unknown op {op}")
-
-
-def _index(lang, shape, idx):
-    """Subscript of an output entry."""
-    if lang in ("c",):
-        return f"[{int(np.ravel_multi_index(idx, shape)) if shape else 0}]"
-    if lang in ("numpy", "python"):
-        return "[..., " + ", ".join(str(i) for i in idx) + "]" if idx else "[...]"
-    if lang == "julia":
-        return "[" + ", ".join(str(i + 1) for i in idx) + "]" if idx else "[1]"
-    return "(" + ", ".join(str(i + 1) for i in idx) + ")" if idx else "(1)"
-
-
-def _comment(lang):
-    return {"c": "//", "fortran": "!", "python": "#", "numpy": "#", "matlab": "%", "julia": "#"}[lang]
 
 
 def function_source(lang, program, fname) -> str:
     """One function computing all output groups of ``program``."""
-    if lang == "python":
-        lang = "numpy"
-    cm = _comment(lang)
+    d = dialect(FUNCTION_DIALECT.get(lang, lang))
     ins = [g for g in program.inputs if program.inputs[g]]
     outs = list(program.outputs)
-    lines, decl = [], []
     used = {a for _, _, args in program.body for a in args if isinstance(a, str)}
     used |= {a for _, entries in program.outputs.values() for _, _, a in entries if isinstance(a, str)}
     unpack = {g: [(k, n) for k, n in enumerate(program.inputs[g]) if n in used] for g in ins}
     doc = [f"{g}: {program.doc.get(g, '')}".rstrip(": ") for g in outs]
-    if lang == "c":
-        sig = ", ".join([f"const double *{g}" for g in ins] + [f"double *{g}" for g in outs])
-        lines.append(f"void {fname}({sig})\n{{")
-        for line in doc:
-            lines.append(f"    {cm} {line}")
-        for g in ins:
-            for k, n in unpack[g]:
-                lines.append(f"    const double {n} = {g}[{k}];")
-        for t, op, args in program.body:
-            lines.append(f"    const double {t} = {format_expr(lang, op, args)};")
-    elif lang == "fortran":
-        lines.append(f"subroutine {fname}({', '.join(ins + outs)})")
-        for line in doc:
-            lines.append(f"  {cm} {line}")
-        lines.append("  implicit none")
-        for g in ins:
-            lines.append(f"  real(8), intent(in) :: {g}({len(program.inputs[g])})")
-        for g in outs:
-            shape = program.outputs[g][0] or (1,)
-            lines.append(f"  real(8), intent(out) :: {g}({', '.join(str(s) for s in shape)})")
-        names = [n for g in ins for _, n in unpack[g]] + [t for t, _, _ in program.body]
-        for k in range(0, len(names), 10):
-            decl.append(f"  real(8) :: {', '.join(names[k:k + 10])}")
-        lines += decl
-        for g in ins:
-            for k, n in unpack[g]:
-                lines.append(f"  {n} = {g}({k + 1})")
-        for t, op, args in program.body:
-            lines.append(f"  {t} = {format_expr(lang, op, args)}")
-    elif lang == "numpy":
-        lines.append(f"def {fname}({', '.join(ins)}):")
-        lines.append(f'    """{"; ".join(doc)}"""')
-        batch = ", ".join(f"np.shape({g})[:-1]" for g in ins if g not in UNBATCHED)
-        lines.append(f"    _batch = np.broadcast_shapes({batch})")
-        for g in ins:
-            for k, n in unpack[g]:
-                lines.append(f"    {n} = {g}[..., {k}]")
-        for t, op, args in program.body:
-            lines.append(f"    {t} = {format_expr(lang, op, args)}")
-        for g in outs:
-            lines.append(f"    {g} = np.empty(_batch + {tuple(program.outputs[g][0])!r})")
-    elif lang == "matlab":
-        lines.append(f"function [{', '.join(outs)}] = {fname}({', '.join(ins)})")
-        for line in doc:
-            lines.append(f"{cm} {line}")
-        for g in ins:
-            for k, n in unpack[g]:
-                lines.append(f"{n} = {g}({k + 1});")
-        for t, op, args in program.body:
-            lines.append(f"{t} = {format_expr(lang, op, args)};")
-        for g in outs:
-            shape = tuple(program.outputs[g][0]) or (1,)
-            shape = shape if len(shape) > 1 else shape + (1,)
-            lines.append(f"{g} = zeros({', '.join(str(s) for s in shape)});")
-    elif lang == "julia":
-        lines.append(f"function {fname}({', '.join(ins)})")
-        for line in doc:
-            lines.append(f"    {cm} {line}")
-        for g in ins:
-            for k, n in unpack[g]:
-                lines.append(f"    {n} = {g}[{k + 1}]")
-        for t, op, args in program.body:
-            lines.append(f"    {t} = {format_expr(lang, op, args)}")
-        for g in outs:
-            shape = tuple(program.outputs[g][0]) or (1,)
-            lines.append(f"    {g} = zeros({', '.join(str(s) for s in shape)})")
-    else:
-        raise ValueError(f"unknown language {lang!r}; use one of {', '.join(LANGS)}")
-
-    ind = {"c": "    ", "fortran": "  ", "numpy": "    ", "matlab": "", "julia": "    "}[lang]
-    end = ";" if lang in ("c", "matlab") else ""
+    fn = Function(program, fname, ins, outs, unpack, doc)
+    lines = d.opening(fn)
+    for g in ins:
+        for k, n in unpack[g]:
+            lines.append(f"{d.indent}{d.declare}{n} = {d.element.format(g=g, k=k, k1=k + 1)}{d.end}")
+    for t, op, args in program.body:
+        lines.append(f"{d.indent}{d.declare}{t} = {format_expr(d.name, op, args)}{d.end}")
+    lines += d.allocate(fn)
     for g in outs:
         shape, entries = program.outputs[g]
         for idx, (label, negd, a) in zip(np.ndindex(tuple(shape)), entries):
-            rhs = ("-" if negd else "") + atom(lang, a)
-            lines.append(f"{ind}{g}{_index(lang, tuple(shape), idx)} = {rhs}{end}  {cm} {label}")
-    if lang == "c":
-        lines.append("}")
-    elif lang == "fortran":
-        lines.append(f"end subroutine {fname}")
-    elif lang == "numpy":
-        lines.append(f"    return {', '.join(outs)}{',' if len(outs) == 1 else ''}")
-    elif lang == "matlab":
-        lines.append("end")
-    elif lang == "julia":
-        lines.append(f"    return {', '.join(outs)}")
-        lines.append("end")
+            rhs = ("-" if negd else "") + atom(d.name, a)
+            lines.append(f"{d.indent}{g}{d.index(tuple(shape), idx)} = {rhs}{d.end}  {d.comment} {label}")
+    lines += d.closing(fn)
     return "\n".join(lines) + "\n"
 
 
@@ -247,7 +284,7 @@ def c_split_source(program, fname, part=None, units=None) -> str:
                 shape, entries = program.outputs[g]
                 for idx, (label, negd, a) in zip(np.ndindex(tuple(shape)), entries):
                     rhs = ("-" if negd else "") + atom("c", a)
-                    text.append(f"    {g}{_index('c', tuple(shape), idx)} = {rhs};  // {label}")
+                    text.append(f"    {g}{DIALECTS['c'].index(tuple(shape), idx)} = {rhs};  // {label}")
         else:
             for t, op, args in chunk:
                 text.append(f"    const double {t} = {format_expr('c', op, args)};")

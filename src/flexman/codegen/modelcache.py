@@ -72,7 +72,7 @@ def structure(robot) -> dict:
 
 def model_key(robot, formulation="newton_euler", flags=None, extension=True) -> tuple:
     """(cache key, parameter values {name: value}) of ``robot``'s compiled model."""
-    from .. import __version__
+    from ..version import __version__
     from ..symbolic.params import parameter_values
 
     values = parameter_values(robot)
@@ -169,7 +169,7 @@ def _load_or_build(key, robot, formulation, flags, extension, progress):
 
 def _build(key, robot, formulation, flags, extension, progress):
     """Derive, generate and compile the entry ``key``; write library, then manifest."""
-    from .. import __version__
+    from ..version import __version__
     from . import WHATS, c_source, calling_layout, pyext
     from ..symbolic import derive
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..outputs import write_text
 from . import emit
+from .sources import header
 
 MAIN = r"""
 #include <stdio.h>
@@ -93,11 +94,9 @@ int main(int argc, char **argv)
 
 def program(eom, path) -> Path:
     """Write the simulator's C source to ``path`` (compile: ``cc -O2 -o sim path -lm``)."""
-    from . import _header
-
     prog = eom.program("forward_dynamics")
     pvals = ", ".join(repr(v) for v in eom.param_values.values()) or "0.0"
-    text = _header(eom, "//", ("forward_dynamics",)) + "// stand-alone RK4 simulator; input file format: see flexman.codegen.simulator\n"
+    text = header(eom, "//", ("forward_dynamics",)) + "// stand-alone RK4 simulator; input file format: see flexman.codegen.simulator\n"
     text += "#include <math.h>\n\n" + emit.function_source("c", prog, "fm_forward_dynamics")
     text += MAIN % dict(nq=eom.nq, nj=eom.n_joints, np=len(eom.param_values), pvals=pvals,
                         parg=", P" if eom.param_values else "")

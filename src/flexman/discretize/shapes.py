@@ -1,4 +1,5 @@
-"""Shape functions of a uniform clamped beam and their mass and stiffness integrals.
+"""Shape functions of a uniform clamped beam, their mass and stiffness integrals and the
+natural frequencies of the discretized beam (:func:`beam_frequencies`).
 
 Every shape set works in ``eta = x / L`` on [0, 1]: coordinate k has the physical shape
 ``phi_k(x) = L**scale[k] * psi_k(x / L)``. Bending families: clamped-free and clamped-mass
@@ -12,7 +13,7 @@ import functools
 
 import numpy as np
 
-from .frequencies import _check_loads, clamped_mass_roots, torsion_roots
+from .frequency_roots import check_loads, clamped_mass_roots, torsion_roots
 
 __all__ = [
     "ShapeSet",
@@ -23,6 +24,7 @@ __all__ = [
     "KINDS",
     "DIRECTIONS",
     "integral",
+    "beam_frequencies",
 ]
 
 KINDS = ("clamped_free", "clamped_mass", "polynomial", "finite_elements")
@@ -111,7 +113,7 @@ class BendingModes(ShapeSet):
         """``beta``: the eigenvalues, when the caller already has them (roots of the frequency
         equation at these loads, e.g. kept there by integrating 004 eq. 40); else they are found."""
         super().__init__(n)
-        _check_loads(M, J, D)
+        check_loads(M, J, D)
         self.M, self.J, self.D = float(M), float(J), float(D)
         self.kind = "clamped_free" if M == J == D == 0.0 else "clamped_mass"
         if beta is not None:
@@ -347,3 +349,21 @@ def tip_mass_matrix(shapes: ShapeSet, L: float, M_L=0.0, J_L=0.0, M_DL=0.0) -> n
     w = shapes(1.0, 0)[:, 0] * float(L) ** s
     dw = shapes(1.0, 1)[:, 0] * float(L) ** (s - 1)
     return M_L * np.outer(w, w) + J_L * np.outer(dw, dw) + M_DL * (np.outer(w, dw) + np.outer(dw, w))
+
+
+def beam_frequencies(kind: str, n_or_elements: int, EI, mu, L, M=0.0, J=0.0, D=0.0) -> np.ndarray:
+    """Bending natural frequencies (rad/s) of a discretized clamped beam with a tip body.
+
+    Solves K v = omega**2 Mass v with the consistent mass matrix of the shapes plus the
+    tip body's terms (M_L = M mu L, J_L = J mu L**3, M_DL = D mu L**2).
+    """
+    from scipy.linalg import eigh
+
+    if kind == "finite_elements":
+        ss = shape_set(kind, "bending", 0, elements=n_or_elements)
+    else:
+        ss = shape_set(kind, "bending", n_or_elements, M=M, J=J, D=D)
+    K = stiffness_matrix(ss, EI, L, "bending")
+    Mm = mass_matrix(ss, mu, L) + tip_mass_matrix(ss, L, M * mu * L, J * mu * L**3, D * mu * L**2)
+    w2 = eigh(K, Mm, eigvals_only=True)
+    return np.sqrt(np.clip(np.sort(w2), 0.0, None))

@@ -25,10 +25,7 @@ from ..model import inputs, limits
 from ..model.errors import SingularMatrixError
 from . import crba, rnea
 from . import lagrange4 as l4
-
-
-def _model(robot):
-    return robot._model
+from .structure import numeric_model
 
 
 def _in_chunks(robot, fn, *arrays):
@@ -68,7 +65,7 @@ def _wrench_forces(robot, q, f_ext):
         wrench = inputs.vector(wrench, 6, f"f_ext[{k}] wrench [fx, fy, fz, mx, my, mz]")
         # the kinematics of the dynamics: second order on the beams with geometric stiffening
         i, pt = inputs.link_index(robot, link), inputs.point(point)
-        J = _in_chunks(robot, lambda q: l4.point_jacobian(_model(robot), q, i, pt, second_order=None), q)
+        J = _in_chunks(robot, lambda q: l4.point_jacobian(numeric_model(robot), q, i, pt, second_order=None), q)
         total = total + (np.swapaxes(J, -1, -2) @ wrench[..., None])[..., 0]
     return total
 
@@ -81,7 +78,7 @@ def inverse_dynamics(robot, q, qd, qdd, f_ext=None):
         if robot.is_rigid:
             out = rnea.inverse_dynamics(robot, q, qd, qdd)
         else:
-            out = l4.inverse_dynamics(_model(robot), q, qd, qdd)
+            out = l4.inverse_dynamics(numeric_model(robot), q, qd, qdd)
         return out - _wrench_forces(robot, q, f_ext)
 
     return _in_chunks(robot, one_chunk, q, qd, qdd)
@@ -99,9 +96,9 @@ def bias_forces(robot, q, qd):
     """b(q, qd): Coriolis/centrifugal, gravity, elastic K q_f, damping and joint friction."""
     q, qd = inputs.states(robot, q=q, qd=qd)
     if robot.is_rigid:
-        return _in_chunks(robot, lambda q, qd: crba.bias_forces(robot, q, qd), q, qd)
+        return _in_chunks(robot, lambda q, qd: rnea.inverse_dynamics(robot, q, qd, None), q, qd)
     return _in_chunks(robot, lambda q, qd: l4.inverse_dynamics(
-        _model(robot), q, qd, np.zeros(np.broadcast_shapes(q.shape, qd.shape))), q, qd)
+        numeric_model(robot), q, qd, np.zeros(np.broadcast_shapes(q.shape, qd.shape))), q, qd)
 
 
 def mass_matrix_and_bias(robot, q, qd):
@@ -109,7 +106,7 @@ def mass_matrix_and_bias(robot, q, qd):
     (unit accelerations for the columns of M, the actual velocities with gravity for b)."""
     q, qd = inputs.states(robot, q=q, qd=qd)
     if robot.is_rigid:
-        return _in_chunks(robot, lambda q, qd: (crba.mass_matrix(robot, q), crba.bias_forces(robot, q, qd)), q, qd)
+        return _in_chunks(robot, lambda q, qd: (crba.mass_matrix(robot, q), rnea.inverse_dynamics(robot, q, qd, None)), q, qd)
     return _in_chunks(robot, lambda q, qd: _flexible_mass_and_bias(robot, q, qd), q, qd)
 
 
@@ -130,7 +127,7 @@ def _flexible_mass_and_bias(robot, q, qd):
     if qd is not None:
         qdb[..., nq, :] = qd
         grav[nq], elastic[nq] = robot.gravity, 1.0
-    out = l4.inverse_dynamics(_model(robot), qb, qdb, qddb, gravity=grav, elastic=elastic)
+    out = l4.inverse_dynamics(numeric_model(robot), qb, qdb, qddb, gravity=grav, elastic=elastic)
     return np.swapaxes(out[..., :nq, :], -1, -2), (None if qd is None else out[..., nq, :])
 
 
@@ -169,11 +166,11 @@ def forward_dynamics(robot, q, qd, tau, f_ext=None):
 
 def kinetic_energy(robot, q, qd):
     q, qd = inputs.states(robot, q=q, qd=qd)
-    return _in_chunks(robot, lambda q, qd: l4.kinetic_energy(_model(robot), q, qd), q, qd)
+    return _in_chunks(robot, lambda q, qd: l4.kinetic_energy(numeric_model(robot), q, qd), q, qd)
 
 
 def potential_energy(robot, q):
-    return _in_chunks(robot, lambda q: l4.potential_energy(_model(robot), q), inputs.state(robot, q))
+    return _in_chunks(robot, lambda q: l4.potential_energy(numeric_model(robot), q), inputs.state(robot, q))
 
 
 def _order(order):
@@ -186,7 +183,7 @@ def frame(robot, q, link=-1, order=1):
     """Distal frame (..., 4, 4) of a link in the base frame, deflection included
     (order=2 adds foreshortening, as in :func:`jacobian`)."""
     i, order = inputs.link_index(robot, link), _order(order)
-    return _in_chunks(robot, lambda q: l4.frames(_model(robot), q, second_order=(order == 2))[i],
+    return _in_chunks(robot, lambda q: l4.frames(numeric_model(robot), q, second_order=(order == 2))[i],
                       inputs.state(robot, q))
 
 
@@ -201,4 +198,4 @@ def jacobian(robot, q, link=-1, point=None, order=1):
     """
     order, i = _order(order), inputs.link_index(robot, link)
     q, point = inputs.state(robot, q), inputs.point(point)
-    return _in_chunks(robot, lambda q: l4.point_jacobian(_model(robot), q, i, point, second_order=(order == 2)), q)
+    return _in_chunks(robot, lambda q: l4.point_jacobian(numeric_model(robot), q, i, point, second_order=(order == 2)), q)

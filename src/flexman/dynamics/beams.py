@@ -23,14 +23,14 @@ import functools
 import numpy as np
 
 from ..discretize.shapes import integral
+from . import beam_tensors as bt
 from . import ops
+from .ops import skew
+from .ops import transpose as _T
+from .second_order import BeamKinematics
 
 
-def _T(x):
-    return np.swapaxes(x, -1, -2)
-
-
-def lincomb(c, T):
+def modal_sum(c, T):
     """sum_k c[..., k] T[..., k, :, :] (einsum on numbers, broadcasting on symbols)."""
     if c.dtype != object and T.dtype != object:
         return np.einsum("...k,...kab->...ab", c, T)
@@ -74,14 +74,6 @@ def _first(a):
     return _scalar_field(a[..., 0]), a[..., 1:]
 
 
-def common_rule(sets):
-    """A quadrature on [0, 1] exact for products of any two shapes of the given sets: the
-    finest rule offered (the sets of one beam share kind and element count)."""
-    rules = [ss.quadrature() for ss in sets]
-    eta, w = max(rules, key=lambda rule: len(rule[0]))
-    return np.asarray(eta, float), np.asarray(w, float)
-
-
 def _matvec(A, v):
     return (A @ v[..., None])[..., 0]
 
@@ -99,7 +91,7 @@ class RevoluteBeam:
 
     sliding = False
     stiffening = False
-    Fkl = None  # (n, n, 4, 4) int h0 r_kl^T dm, set by the builder when stiffening
+    Fkl = None  # (n, n, 4, 4) int h0 r_kl^T dm, set by from_link when stiffening
 
     def __init__(self, C0, Ck, Ckl, Dk, K, Cd, Mb, directions, shapes, length):
         self.C0, self.Ck, self.Ckl, self.Dk = C0, Ck, Ckl, Dk
@@ -107,12 +99,39 @@ class RevoluteBeam:
         self.directions, self.shapes, self.length = directions, shapes, length
         self.n = len(directions)
 
+    @classmethod
+    def from_link(cls, link, convention, loads) -> "RevoluteBeam":
+        """The beam of a revolute flexible link (DH ``convention`` of the robot), its constant
+        tensors by Gauss quadrature (:mod:`.beam_tensors`); ``loads``: nondimensional tip loads
+        for clamped-mass shapes (direction -> (M, J, D))."""
+        beam = link.beam
+        L, axes = beam.length, bt.AXES[link.joint]
+        ax, t1, t2 = axes
+        root, tip = bt.revolute_ends(link, convention)
+        sets = bt.shape_sets(beam, loads)
+        Ck, Ckl = bt.point_map_tensors(sets, beam, root, axes)
+        Dk = bt.tip_deflection_tensors(sets, L, tip, axes)
+        K, Mb = bt.beam_matrices(sets, L, beam.EI, beam.mass_per_length, beam.GJ, beam.polar_inertia_per_length)
+        Cd = bt.modal_damping(K, Mb, beam.damping)
+        Ck, Ckl, Dk = (bt.exact_zeros(t) for t in (Ck, Ckl, Dk))
+        out = cls(bt.rod_second_moments(link, convention), Ck, Ckl, Dk, K, Cd, Mb, bt.directions(sets), sets, L)
+        out.S = bt.shortening_matrix(sets, L)
+        out.axis = ax
+        out.kinematics = BeamKinematics(sets, L, axes)  # second order, on demand
+        out.tip_point, out.root, out.mu = tip, root, beam.mass_per_length
+        if beam.stiffening and out.n:
+            out.stiffening = True
+            out.Fkl = bt.exact_zeros(bt.shortening_moment_tensor(out.kinematics, root, ax, out.mu))
+            out.Dkl = bt.exact_zeros(out.Dkl)
+        out.transverse = {"y": t1, "z": t2}  # the bending axes (drawing the centre line)
+        return out
+
     def local(self, q, qd, qdd, joint, flex, offset):
         return q[..., flex], qd[..., flex], qdd[..., flex]
 
     def tip(self, p, pd, pdd):
         batch = p.shape[:-1]
-        return identity(batch, p) + lincomb(p, self.Dk), lincomb(pd, self.Dk), lincomb(pdd, self.Dk)
+        return identity(batch, p) + modal_sum(p, self.Dk), modal_sum(pd, self.Dk), modal_sum(pdd, self.Dk)
 
     def tip_partials(self, p, second_order=False):
         """dD/dp_j (..., n, 4, 4); with second_order the quadratic tip transform's D_j + sum_l p_l D_jl."""
@@ -123,9 +142,9 @@ class RevoluteBeam:
         """F = int h0 h2^T dm (h2 the second-order displacement of the beam's points), its first and
         second time derivatives, and Fp[..., j] = dF/dp_j."""
         Fp = contract(p, self.Fkl)
-        F = 0.5 * lincomb(p, Fp)
-        Fd = lincomb(pd, Fp)
-        Fdd = lincomb(pdd, Fp) + lincomb(pd, contract(pd, self.Fkl))
+        F = 0.5 * modal_sum(p, Fp)
+        Fd = modal_sum(pd, Fp)
+        Fdd = modal_sum(pdd, Fp) + modal_sum(pd, contract(pd, self.Fkl))
         return F, Fd, Fdd, Fp
 
     def centreline(self, p, eta):
@@ -166,18 +185,18 @@ class RevoluteBeam:
         """The second-order parts of (D, D_dot, D_ddot): 1/2 p^T Dkl p and its time derivatives."""
         Dp = contract(p, self.Dkl)  # sum_l p_l D_lk
         Dpd = contract(pd, self.Dkl)
-        return 0.5 * lincomb(p, Dp), lincomb(pd, Dp), lincomb(pd, Dpd) + lincomb(pdd, Dp)
+        return 0.5 * modal_sum(p, Dp), modal_sum(pd, Dp), modal_sum(pd, Dpd) + modal_sum(pdd, Dp)
 
     def moments(self, p):
         """N = int h h^T and N0k = int h Phi_k^T at the current deflection."""
         Ck, Ckl = self.Ck, self.Ckl
         Cp = contract(p, Ckl)  # sum_l p_l C_lk
-        N = self.C0 + lincomb(p, Ck + _T(Ck)) + lincomb(p, Cp)
+        N = self.C0 + modal_sum(p, Ck + _T(Ck)) + modal_sum(p, Cp)
         return N, Ck + Cp
 
     def terms(self, Wh, Whd, Whdd, p, pd, pdd):
         N, N0k = self.moments(p)
-        phi = N @ _T(Whdd) + 2 * (lincomb(pd, N0k) @ _T(Whd)) + lincomb(pdd, N0k) @ _T(Wh)
+        phi = N @ _T(Whdd) + 2 * (modal_sum(pd, N0k) @ _T(Whd)) + modal_sum(pdd, N0k) @ _T(Wh)
         Cd = contract2(pd, self.Ckl)  # sum_k pd_k C_jk, indexed by j
         Cdd = contract2(pdd, self.Ckl)
         X = _T(N0k) @ _T(Whdd)[..., None, :, :] + 2 * (Cd @ _T(Whd)[..., None, :, :]) + Cdd @ _T(Wh)[..., None, :, :]
@@ -194,8 +213,8 @@ class RevoluteBeam:
     def kinetic(self, Wh, Whd, p, pd):
         """2 T of the beam: int |r_dot|^2 dm."""
         N, N0k = self.moments(p)
-        Nd = lincomb(pd, N0k)
-        S = lincomb(pd, contract2(pd, self.Ckl))
+        Nd = modal_sum(pd, N0k)
+        S = modal_sum(pd, contract2(pd, self.Ckl))
         out = (
             ops.trace_product(Whd @ N, _T(Whd))
             + 2 * ops.trace_product(Whd @ Nd, _T(Wh))
@@ -210,7 +229,7 @@ class RevoluteBeam:
         """int h dm (4-vector, last entry the mass) in the link frame (with the shortening when stiffening)."""
         N, _ = self.moments(p)
         if self.stiffening:
-            F = 0.5 * lincomb(p, contract(p, self.Fkl))
+            F = 0.5 * modal_sum(p, contract(p, self.Fkl))
             return N[..., :, 3] + F[..., 3, :]
         return N[..., :, 3]
 
@@ -231,14 +250,14 @@ def _quadratic_form(T0, T1, T2, p, pd, pdd):
     Returns (X, X_dot, X_ddot, dX/dp (..., 1 + n, 4, 4))."""
     (_, xi), (v, xid), (a, xidd) = _first(p), _first(pd), _first(pdd)
     P0, P1 = _pairs(xi, T0), _pairs(xi, T1)  # sum_l xi_l T_lk, and of T'
-    X = 0.5 * lincomb(xi, P0)
-    Xd_d = 0.5 * lincomb(xi, P1)  # dX/dd
+    X = 0.5 * modal_sum(xi, P0)
+    Xd_d = 0.5 * modal_sum(xi, P1)  # dX/dd
     Xp = np.concatenate([Xd_d[..., None, :, :], P0], axis=-3)
     vv = _scalar_field(v * v)
-    Xdot = v[..., None, None] * Xd_d + lincomb(xid, P0)
-    Xddot = (a[..., None, None] * Xd_d + 2 * v[..., None, None] * lincomb(xid, P1)
-             + 0.5 * vv[..., None, None] * lincomb(xi, _pairs(xi, T2))
-             + lincomb(xidd, P0) + lincomb(xid, _pairs(xid, T0)))
+    Xdot = v[..., None, None] * Xd_d + modal_sum(xid, P0)
+    Xddot = (a[..., None, None] * Xd_d + 2 * v[..., None, None] * modal_sum(xid, P1)
+             + 0.5 * vv[..., None, None] * modal_sum(xi, _pairs(xi, T2))
+             + modal_sum(xidd, P0) + modal_sum(xid, _pairs(xid, T0)))
     return X, Xdot, Xddot, Xp
 
 
@@ -259,13 +278,10 @@ class SlidingBeam:
     """
 
     sliding = True
-    stiffening = False  # set by the builder from Beam.stiffening
-    FA = FB = None  # (n, n, 4, 4) shortening moments, set by the builder when stiffening
+    stiffening = False  # set by from_beam from Beam.stiffening
+    FA = FB = None  # (n, n, 4, 4) shortening moments, set by from_beam when stiffening
 
     def __init__(self, sets, directions, axis, mu, l0, EI, damping_ratio, ref_length):
-        from ..discretize import mass_matrix as shapes_mass
-        from ..discretize import stiffness_matrix
-
         ax, t1, t2 = axis
         self.axes = axis
         self.n = len(directions)
@@ -274,7 +290,7 @@ class SlidingBeam:
         self.mu, self.l0 = mu, l0
         self.length = l0
         self.s = np.concatenate([np.asarray(ss.scale, float) for ss in sets.values()])
-        self.eta, self.w = common_rule(list(sets.values()))
+        self.eta, self.w = bt.common_rule(list(sets.values()))
         one = np.array([1.0])
         psi1 = np.concatenate([ss(one)[:, 0] for ss in sets.values()])
         dpsi1 = np.concatenate([ss(one, deriv=1)[:, 0] for ss in sets.values()])
@@ -285,26 +301,27 @@ class SlidingBeam:
             t = t1 if direction == "y" else t2
             self.E[k, t] = 1.0
             self.Dd[k, t, 3] = psi1[k]
-            rot = dpsi1[k] * np.cross(np.eye(3)[ax], np.eye(3)[t])
-            self.Dr[k, :3, :3] = [[0, -rot[2], rot[1]], [rot[2], 0, -rot[0]], [-rot[1], rot[0], 0]]
+            self.Dr[k, :3, :3] = skew(bt.bend_rotation(ax, t, dpsi1[k]))
         self.ax = ax
         self.axis = ax
         self._precompute_moments(sets, ax)
         # stiffness at unit length, scaled at run time: K_kl(d) = Kbar_kl d^(s_k + s_l - 3)
-        self.Kbar = np.zeros((self.n, self.n))
-        Mb = np.zeros((self.n, self.n))
-        pos = 0
-        for direction, ss in sets.items():
-            sl = slice(pos, pos + ss.n)
-            self.Kbar[sl, sl] = stiffness_matrix(ss, EI[0] if direction == "y" else EI[1], 1.0, "bending")
-            Mb[sl, sl] = shapes_mass(ss, mu, 1.0)
-            pos += ss.n
+        self.Kbar, Mb = bt.beam_matrices(sets, 1.0, EI, mu)
         self.kexp = self.s[:, None] + self.s[None, :] - 3
         self.K = self.Kbar * ref_length ** self.kexp
         self.Mb = Mb * ref_length ** (self.s[:, None] + self.s[None, :] + 1)
-        from .structure import modal_damping
+        self.Cd = bt.modal_damping(self.K, self.Mb, damping_ratio)  # at the reference length
 
-        self.Cd = modal_damping(self.K, self.Mb, damping_ratio)  # at the reference length
+    @classmethod
+    def from_beam(cls, beam, sets, offset) -> "SlidingBeam":
+        """The translating beam of the Beam data ``beam`` with the given shape sets (direction
+        -> set) and DH offset (the outside length at q = 0)."""
+        out = cls(sets, bt.directions(sets), bt.AXES["prismatic"], beam.mass_per_length, beam.length, beam.EI,
+                  beam.damping, offset)
+        if beam.stiffening and out.n:
+            out.stiffening = True
+            out.FA, out.FB = out.shortening_tensors()
+        return out
 
     def local(self, q, qd, qdd, joint, flex, offset):
         cat = lambda a, j: np.concatenate([a[..., j : j + 1], a[..., flex]], axis=-1)
@@ -329,13 +346,13 @@ class SlidingBeam:
         (v, xid) = _first(pd)
         (a, xidd) = _first(pdd)
         D0, D1, D2 = self._Dk(d, 0), self._Dk(d, 1), self._Dk(d, 2)
-        D = identity(p.shape[:-1], p) + lincomb(xi, D0)
-        Dd = lincomb(xid, D0) + lincomb(xi, D1) * v[..., None, None]
+        D = identity(p.shape[:-1], p) + modal_sum(xi, D0)
+        Dd = modal_sum(xid, D0) + modal_sum(xi, D1) * v[..., None, None]
         Ddd = (
-            lincomb(xidd, D0)
-            + lincomb(xi, D1) * a[..., None, None]
-            + 2 * lincomb(xid, D1) * v[..., None, None]
-            + lincomb(xi, D2) * _scalar_field(v * v)[..., None, None]
+            modal_sum(xidd, D0)
+            + modal_sum(xi, D1) * a[..., None, None]
+            + 2 * modal_sum(xid, D1) * v[..., None, None]
+            + modal_sum(xi, D2) * _scalar_field(v * v)[..., None, None]
         )
         return D, Dd, Ddd
 
@@ -343,15 +360,11 @@ class SlidingBeam:
     def Sbar(self):
         """Shortening matrix at unit length (built on first use: only second-order kinematics
         reads it)."""
-        from .structure import shortening_matrix
-
-        return shortening_matrix(self.shapes, 1.0)
+        return bt.shortening_matrix(self.shapes, 1.0)
 
     # ----- second order ------------------------------------------------------------------
     @functools.cached_property
     def _unit_kinematics(self):
-        from .second_order import BeamKinematics
-
         return BeamKinematics(self.shapes, 1.0, self.axes)
 
     @functools.cached_property
@@ -365,9 +378,7 @@ class SlidingBeam:
         R, r = self._unit_kinematics.section(1.0)
         DR, Dr = np.zeros(R.shape[:2] + (4, 4)), np.zeros(R.shape[:2] + (4, 4))
         DR[..., :3, :3], Dr[..., :3, 3] = R, r
-        from .structure import _exact_zeros
-
-        return _exact_zeros(DR), _exact_zeros(Dr)
+        return bt.exact_zeros(DR), bt.exact_zeros(Dr)
 
     def _tip_tensors(self, d):
         """D_kl(d) = d^(e - 1) R_kl + d^e r_kl (e = s_k + s_l - 1) and its first two d-derivatives."""
@@ -387,17 +398,7 @@ class SlidingBeam:
     def shortening_tensors(self):
         """(FA_kl, FB_kl) (n, n, 4, 4): int_0^1 (eta - 1) e_ax r_kl(eta)^T and int_0^1 e_4 r_kl(eta)^T,
         times rhoA, over the outside part of the unit beam (geometric stiffening)."""
-        from .second_order import rule
-        from .structure import _exact_zeros
-
-        kin = self._unit_kinematics
-        eta, w = rule(self.shapes, 0.0, 1.0)
-        FA, FB = np.zeros((self.n, self.n, 4, 4)), np.zeros((self.n, self.n, 4, 4))
-        for x, wx in zip(eta, w):
-            _, r = kin.section(x)
-            FA[..., self.ax, :3] += (self.mu * wx * (x - 1.0)) * r
-            FB[..., 3, :3] += (self.mu * wx) * r
-        return _exact_zeros(FA), _exact_zeros(FB)
+        return bt.sliding_shortening_tensors(self._unit_kinematics, self.ax, self.mu)
 
     def shortening_moments(self, p, pd, pdd):
         """F = int h0 h2^T dm of the outside part, its time derivatives, and dF/dp (..., 1 + n, 4, 4)."""
@@ -435,7 +436,7 @@ class SlidingBeam:
     def tip_partials(self, p, second_order=False):
         """dD/dp_j for p = (d, xi) (..., 1 + n, 4, 4); with second_order those of the quadratic tip."""
         (d, xi) = _first(p)
-        first = lincomb(xi, self._Dk(d, 1))[..., None, :, :]
+        first = modal_sum(xi, self._Dk(d, 1))[..., None, :, :]
         out = np.concatenate([first, self._Dk(d, 0)], axis=-3)
         if second_order:
             zero = 0 * p
@@ -480,7 +481,7 @@ class SlidingBeam:
 
     @staticmethod
     def _S1(A, b):
-        return lincomb(b, A)
+        return modal_sum(b, A)
 
     def _S2(self, B, a, b):
         """sum_mn a_m b_n B_mn: coefficients times the constant tensors Bc in one product."""
@@ -514,7 +515,7 @@ class SlidingBeam:
         # own forces: tr(Wh int h_j r_ddot^T) with int h_j h^T = S1(u_j)^T + S2(u_j, c_h), ...
         Bx = B[..., None, :, :]
         Ux = U
-        Hh = _T(lincomb(Ux, A[..., None, :, :, :])) + self._S2(Bx, Ux, c_h[..., None, :])
+        Hh = _T(modal_sum(Ux, A[..., None, :, :, :])) + self._S2(Bx, Ux, c_h[..., None, :])
         Hd = self._S2(Bx, Ux, c_hd[..., None, :])
         Hdd = self._S2(Bx, Ux, c_hdd[..., None, :])
         X = Hh @ _T(Whdd)[..., None, :, :] + 2 * (Hd @ _T(Whd)[..., None, :, :]) + Hdd @ _T(Wh)[..., None, :, :]
@@ -565,3 +566,4 @@ class SlidingBeam:
         (d, xi) = _first(p)
         K = self.Kbar * d[..., None, None] ** self.kexp
         return 0.5 * (xi * (K @ xi[..., None])[..., 0]).sum(-1)
+

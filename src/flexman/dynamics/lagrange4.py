@@ -19,14 +19,11 @@ import numpy as np
 
 from . import dh, ops
 from .beams import identity as _identity
+from .ops import transpose as _T
 
 
 def _col(x):
     return x[..., None, None]
-
-
-def _T(x):
-    return np.swapaxes(x, -1, -2)
 
 
 def forward(model, q, qd, qdd, gravity=True, second_order=False):

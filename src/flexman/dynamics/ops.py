@@ -61,3 +61,18 @@ def zeros_like_batch(batch_shape, shape, like):
 def trace_product(a, b):
     """tr(a @ b) for stacks of square matrices, without forming the product."""
     return (a * np.swapaxes(b, -1, -2)).sum(axis=(-1, -2))
+
+
+def transpose(x):
+    """The transpose of the last two axes (stacks of matrices, numbers or symbols)."""
+    return np.swapaxes(x, -1, -2)
+
+
+def skew(a):
+    """The cross-product matrix [a]x of a (..., 3) -> (..., 3, 3): skew(a) @ b = a x b."""
+    a = np.asarray(a)
+    out = np.zeros(a.shape[:-1] + (3, 3), dtype=np.result_type(a, float))
+    out[..., 0, 1], out[..., 0, 2] = -a[..., 2], a[..., 1]
+    out[..., 1, 0], out[..., 1, 2] = a[..., 2], -a[..., 0]
+    out[..., 2, 0], out[..., 2, 1] = -a[..., 1], a[..., 0]
+    return out

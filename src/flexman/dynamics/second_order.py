@@ -34,16 +34,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .ops import skew
+
 GAUSS_POINTS = 24  # per sub-interval: exact for polynomials of degree 47
-
-
-def skew(a):
-    """skew(a) for a (..., 3) -> (..., 3, 3)."""
-    out = np.zeros(a.shape[:-1] + (3, 3))
-    out[..., 0, 1], out[..., 0, 2] = -a[..., 2], a[..., 1]
-    out[..., 1, 0], out[..., 1, 2] = a[..., 2], -a[..., 0]
-    out[..., 2, 0], out[..., 2, 1] = -a[..., 1], a[..., 0]
-    return out
 
 
 def _breakpoints(sets):
@@ -105,13 +98,13 @@ class BeamKinematics:
         cat = lambda parts: np.concatenate(parts, axis=0) if parts else np.zeros((0, eta.size, 3))
         return cat(th), cat(dth), cat(u)
 
-    def _Q(self, th):
+    def rotation_products(self, th):
         """Q_kl = sym(skew(theta_k) skew(theta_l)) at each station: (n, n, nx, 3, 3)."""
         outer = np.einsum("kqa,lqb->klqab", th, th)
         dot = np.einsum("kqa,lqa->klq", th, th)
         return 0.5 * (outer + np.swapaxes(outer, -1, -2)) - dot[..., None, None] * np.eye(3)
 
-    def _s(self, th, dth):
+    def slope_products(self, th, dth):
         """s_kl = theta_k x theta_l' + theta_l x theta_k' at each station: (n, n, nx, 3)."""
         c = np.cross(th[:, None], dth[None, :])
         return c + np.swapaxes(c, 0, 1)
@@ -127,10 +120,10 @@ class BeamKinematics:
         th, dth, _ = self.fields(eta)
         wx = w * self.L
         xs = eta * self.L
-        Qe = self._Q(th) @ self.e  # (n, n, q, 3)
-        s = self._s(th, dth)
+        Qe = self.rotation_products(th) @ self.e  # (n, n, q, 3)
+        s = self.slope_products(th, dth)
         th_end, _, _ = self.fields([X])
-        R = self._Q(th_end)[:, :, 0] + 0.5 * skew(np.einsum("klqa,q->kla", s, wx))
+        R = self.rotation_products(th_end)[:, :, 0] + 0.5 * skew(np.einsum("klqa,q->kla", s, wx))
         r = np.einsum("klqa,q->kla", Qe, wx) + 0.5 * np.cross(np.einsum("klqa,q->kla", s, wx * (x - xs)), self.e)
         return R, r
 
@@ -142,8 +135,8 @@ class BeamKinematics:
         eta, w = rule(self.sets, 0.0, 1.0)
         th, dth, _ = self.fields(eta)
         wx, rest = w * self.L, self.L * (1.0 - eta)
-        Qe = self._Q(th) @ self.e
-        s = self._s(th, dth)
+        Qe = self.rotation_products(th) @ self.e
+        s = self.slope_products(th, dth)
         m = np.einsum("klqa,q->kla", Qe, wx * rest) + 0.5 * np.cross(np.einsum("klqa,q->kla", s, wx * rest**2 / 2), self.e)
         return mu * m
 

@@ -48,7 +48,8 @@ def describe(name: str) -> str:
 def load(name: str):
     """The :class:`~flexman.model.robot.Robot` of a bundled example (a model file, or an
     overlay whose ``urdf:`` names a bundled URDF)."""
-    from ..model.io import load_overlay, robot_from_dict
+    from ..model.io import load_overlay
+    from ..model.serialize import robot_from_dict
 
     try:
         data = _data(name)

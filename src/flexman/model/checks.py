@@ -62,6 +62,6 @@ def check_mass_matrix(robot, q=None, keep_model: bool = True) -> None:
         problem = mass_matrix_problem(robot, q)
     finally:
         if not keep_model:
-            robot.__dict__.pop("_model", None)
+            robot.clear_derived()
     if problem:
         raise ModelError(problem)

@@ -1,7 +1,7 @@
 """The robot description: links (DH data, joint type), rigid bodies, hubs, beams, payload.
 
 This module holds validated data only; the algorithms live in :mod:`flexman.dynamics`.
-Every number is SI. Frames follow DESIGN.md: the link's own DH frame is the frame after
+Every number is SI. Frames follow docs/conventions.md: the link's own DH frame is the frame after
 its DH transform ``A_i``; a flexible link's deflection transform ``E_i`` follows ``A_i``.
 """
 from __future__ import annotations
@@ -13,12 +13,43 @@ import numbers
 
 import numpy as np
 
+from . import engine
 from . import limits as lim
 from .errors import ModelError
 
 JOINT_TYPES = ("revolute", "prismatic")
 DH_CONVENTIONS = ("standard", "modified")
 SHAPE_KINDS = ("clamped_free", "clamped_mass", "polynomial", "finite_elements")
+
+# ----- field rules ----------------------------------------------------------------------------
+# The lower bound of each signed field, stated once: (bound, strict) means value >= bound, or
+# value > bound where strict. The data classes enforce them in __post_init__; the model-file
+# reader (:mod:`flexman.model.serialize`) and the URDF reader check the same rules while reading,
+# so that their messages name the field path or the URDF element.
+LOWER_BOUNDS = {
+    "body": {"mass": (0.0, False)},
+    "beam": {"length": (0.0, True), "mass_per_length": (0.0, True), "EI": (0.0, False), "GJ": (0.0, False),
+             "polar_inertia_per_length": (0.0, False), "damping": (0.0, False), "modes": (0, False)},
+    "link": {"armature": (0.0, False), "viscous": (0.0, False), "coulomb": (0.0, False)},
+}
+
+
+def bounds(part: str) -> dict:
+    """The lower bounds of a part's fields ('body', 'beam' or 'link'): {field: (bound, strict)}."""
+    return LOWER_BOUNDS[part]
+
+
+def bound_text(rule) -> str:
+    """A rule (bound, strict) as text: '>= 0' or '> 0'."""
+    bound, strict = rule
+    return f"{'>' if strict else '>='} {bound:g}"
+
+
+def meets_bound(value, rule) -> bool:
+    """Whether ``value`` (a number or an array: every entry) meets the rule (bound, strict).
+    NaN never does; finiteness is the caller's check."""
+    bound, strict = rule
+    return bool(np.all(value > bound if strict else value >= bound))
 
 
 def _real(value, where: str) -> float:
@@ -103,8 +134,9 @@ class RigidBody:
 
     def __post_init__(self):
         self.mass = _real(self.mass, "mass")
-        if not np.isfinite(self.mass) or self.mass < 0:
-            raise ModelError(f"mass: must be a finite number >= 0 (got {self.mass})")
+        rule = bounds("body")["mass"]
+        if not np.isfinite(self.mass) or not meets_bound(self.mass, rule):
+            raise ModelError(f"mass: must be a finite number {bound_text(rule)} (got {self.mass})")
         within(self.mass, "mass", lim.MAX_MASS, " kg")
         self.com = _vec3(self.com, "com")
         within(self.com, "com", lim.MAX_LENGTH, " m")
@@ -169,10 +201,11 @@ class Beam:
         self.stiffening = bool(self.stiffening)
         self.length = _real(self.length, "beam.length")
         self.mass_per_length = _real(self.mass_per_length, "beam.mass_per_length")
-        if not (np.isfinite(self.length) and self.length > 0):
-            raise ModelError(f"beam.length: must be > 0 (got {self.length})")
-        if not (np.isfinite(self.mass_per_length) and self.mass_per_length > 0):
-            raise ModelError(f"beam.mass_per_length: must be > 0 (got {self.mass_per_length})")
+        rules = bounds("beam")
+        for name in ("length", "mass_per_length"):
+            val = getattr(self, name)
+            if not (np.isfinite(val) and meets_bound(val, rules[name])):
+                raise ModelError(f"beam.{name}: must be {bound_text(rules[name])} (got {val})")
         if not lim.MIN_BEAM_LENGTH <= self.length <= lim.MAX_LENGTH:
             raise ModelError(f"beam.length: {self.length:g} m is outside the supported range "
                              f"[{lim.MIN_BEAM_LENGTH:g}, {lim.MAX_LENGTH:g}] m (README, Limits)")
@@ -182,16 +215,16 @@ class Beam:
         ei = _floats(self.EI, "beam.EI", "[EI_y, EI_z] or one number").reshape(-1)
         if ei.size == 1:
             ei = np.repeat(ei, 2)
-        if ei.size != 2 or not np.all(np.isfinite(ei)) or np.any(ei < 0):
-            raise ModelError("beam.EI: give two finite stiffnesses >= 0 [EI_y, EI_z]")
+        if ei.size != 2 or not np.all(np.isfinite(ei)) or not meets_bound(ei, rules["EI"]):
+            raise ModelError(f"beam.EI: give two finite stiffnesses {bound_text(rules['EI'])} [EI_y, EI_z]")
         self.EI = (float(ei[0]), float(ei[1]))
         within(ei, "beam.EI", lim.MAX_STIFFNESS, " N m^2")
-        bounds = {"GJ": (lim.MAX_STIFFNESS, " N m^2"), "polar_inertia_per_length": (lim.MAX_POLAR_INERTIA, " kg m"),
-                  "damping": (lim.MAX_DAMPING_RATIO, "")}
-        for name, (limit, unit) in bounds.items():
+        largest = {"GJ": (lim.MAX_STIFFNESS, " N m^2"), "polar_inertia_per_length": (lim.MAX_POLAR_INERTIA, " kg m"),
+                   "damping": (lim.MAX_DAMPING_RATIO, "")}
+        for name, (limit, unit) in largest.items():
             val = _real(getattr(self, name), f"beam.{name}")
-            if not np.isfinite(val) or val < 0:
-                raise ModelError(f"beam.{name}: must be a finite number >= 0 (got {val})")
+            if not np.isfinite(val) or not meets_bound(val, rules[name]):
+                raise ModelError(f"beam.{name}: must be a finite number {bound_text(rules[name])} (got {val})")
             within(val, f"beam.{name}", limit, unit)
             setattr(self, name, val)
         if not isinstance(self.shapes, str) or self.shapes not in SHAPE_KINDS:
@@ -202,8 +235,8 @@ class Beam:
         for key, val in dict(self.modes or {}).items():
             if key not in modes:
                 raise ModelError(f"beam.modes: unknown key '{key}'; allowed: y, z, torsion")
-            if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 0:
-                raise ModelError(f"beam.modes.{key}: must be an integer >= 0 (got {val!r})")
+            if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or not meets_bound(val, rules["modes"]):
+                raise ModelError(f"beam.modes.{key}: must be an integer {bound_text(rules['modes'])} (got {val!r})")
             most = lim.MAX_POLYNOMIAL_MODES if self.shapes == "polynomial" else lim.MAX_MODES
             if self.shapes != "finite_elements" and val > most:
                 why = " (polynomial shapes make M singular beyond that; use clamped_free)" if most < lim.MAX_MODES else ""
@@ -301,13 +334,13 @@ class Link:
             if not np.isfinite(val):
                 raise ModelError(f"{key}: must be a finite number")
             setattr(self, key, val)
-        for key in ("armature", "viscous", "coulomb"):
-            if getattr(self, key) < 0:
-                raise ModelError(f"{key}: must be >= 0")
-        bounds = {"a": (lim.MAX_LENGTH, " m"), "d": (lim.MAX_LENGTH, " m"), "alpha": (lim.MAX_ANGLE, " rad"),
+        for key, rule in bounds("link").items():
+            if not meets_bound(getattr(self, key), rule):
+                raise ModelError(f"{key}: must be {bound_text(rule)}")
+        largest = {"a": (lim.MAX_LENGTH, " m"), "d": (lim.MAX_LENGTH, " m"), "alpha": (lim.MAX_ANGLE, " rad"),
                   "theta": (lim.MAX_ANGLE, " rad"), "armature": (lim.MAX_INERTIA, ""),
                   "viscous": (lim.MAX_FRICTION, ""), "coulomb": (lim.MAX_FRICTION, "")}
-        for key, (limit, unit) in bounds.items():
+        for key, (limit, unit) in largest.items():
             within(getattr(self, key), key, limit, unit)
         if self.limits is not None:
             if not isinstance(self.limits, (list, tuple, np.ndarray)) or np.ndim(self.limits) != 1 or len(self.limits) != 2:
@@ -452,51 +485,101 @@ class Robot:
         m += sum(l.beam.length * l.beam.mass_per_length for l in self.links if l.beam is not None)
         return m + (self.payload.mass if self.payload else 0.0)
 
-    # ----- dynamics (delegated) -----------------------------------------------------
-    @cached_property
-    def _model(self):
-        from ..dynamics.structure import build
+    # ----- derived constants: one cache, keyed by the content ------------------------
+    def content_key(self) -> tuple:
+        """A hashable key of everything the robot holds (links, bodies, hubs, beams, placements,
+        payload, gravity, convention, name), read from the current values: a robot edited in
+        place, even inside an array, gets a new key."""
+        return (self.name, self.dh, _array_key(self.gravity), _body_key(self.payload),
+                tuple(_link_key(link) for link in self.links))
 
-        return build(self)
+    def derived(self, what: str, build):
+        """``build(self)``, cached under ``what`` for the robot's current :meth:`content_key`:
+        the constants that the algorithms derive from a robot (its numeric model, the rigid-arm
+        recursion's constants...) are built once and rebuilt when the robot changes."""
+        key = self.content_key()
+        cache = self.__dict__.get("_derived")
+        if cache is None:
+            cache = self.__dict__["_derived"] = {}
+        hit = cache.get(what)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        value = build(self)
+        cache[what] = (key, value)
+        return value
 
-    def _numeric(self):
-        from ..dynamics import api
+    def with_derived(self, what: str, value) -> "Robot":
+        """A shallow copy of the robot (links shared) whose ``derived(what, ...)`` is ``value``
+        as long as its content is unchanged: for callers that substitute a derived model."""
+        import copy
 
-        return api
+        out = copy.copy(self)
+        cache = dict(self.__dict__.get("_derived") or {})
+        cache[what] = (self.content_key(), value)
+        out.__dict__["_derived"] = cache
+        return out
+
+    def clear_derived(self) -> None:
+        """Drop every cached derived constant (they are rebuilt on demand)."""
+        self.__dict__.pop("_derived", None)
+
+    # ----- dynamics (delegated to the dynamics layer through the engine slots) -------
+    @staticmethod
+    def _dynamics():
+        return engine.require("dynamics")
 
     def mass_matrix(self, q):
-        return self._numeric().mass_matrix(self, q)
+        return self._dynamics().mass_matrix(self, q)
 
     def bias_forces(self, q, qd):
-        return self._numeric().bias_forces(self, q, qd)
+        return self._dynamics().bias_forces(self, q, qd)
 
     def inverse_dynamics(self, q, qd, qdd, f_ext=None):
-        return self._numeric().inverse_dynamics(self, q, qd, qdd, f_ext=f_ext)
+        return self._dynamics().inverse_dynamics(self, q, qd, qdd, f_ext=f_ext)
 
     def forward_dynamics(self, q, qd, tau, f_ext=None):
-        return self._numeric().forward_dynamics(self, q, qd, tau, f_ext=f_ext)
+        return self._dynamics().forward_dynamics(self, q, qd, tau, f_ext=f_ext)
 
     def kinetic_energy(self, q, qd):
-        return self._numeric().kinetic_energy(self, q, qd)
+        return self._dynamics().kinetic_energy(self, q, qd)
 
     def potential_energy(self, q):
-        return self._numeric().potential_energy(self, q)
+        return self._dynamics().potential_energy(self, q)
 
     def frame(self, q, link=-1, order=1):
-        return self._numeric().frame(self, q, link, order=order)
+        return self._dynamics().frame(self, q, link, order=order)
 
     def jacobian(self, q, link=-1, point=None, order=1):
-        return self._numeric().jacobian(self, q, link=link, point=point, order=order)
+        return self._dynamics().jacobian(self, q, link=link, point=point, order=order)
 
     def natural_frequencies(self, q=None, qd=None):
         """Natural frequencies (rad/s, ascending) about q at rest, or with qd about a steady
         motion at constant joint rates (flexible coordinates only, gyroscopic terms included)."""
-        from ..analysis.frequencies import natural_frequencies
-
-        return natural_frequencies(self, q, qd=qd)
+        return engine.require("natural_frequencies")(self, q, qd=qd)
 
     def _repr_html_(self):
         """Notebook view: coordinates, masses, the DH table, the beams and a picture of the arm."""
-        from ..viz.notebook import robot_html
+        return engine.require("robot_html")(self)
 
-        return robot_html(self)
+
+# ----- content keys (Robot.content_key) ---------------------------------------------------------
+def _array_key(a):
+    return a.tobytes() if type(a) is np.ndarray else np.asarray(a, dtype=float).tobytes()
+
+
+def _body_key(b):
+    return None if b is None else (b.mass, _array_key(b.com), _array_key(b.inertia))
+
+
+def _beam_key(b):
+    if b is None:
+        return None
+    return (b.length, b.mass_per_length, tuple(b.EI), b.GJ, b.polar_inertia_per_length, b.damping, b.shapes,
+            tuple(sorted(b.modes.items())), b.elements, b.stiffening)
+
+
+def _link_key(l):
+    pl = l.placement
+    return (l.joint, l.a, l.alpha, l.d, l.theta, _body_key(l.body), _body_key(l.hub), _beam_key(l.beam),
+            l.armature, l.viscous, l.coulomb, None if l.limits is None else tuple(l.limits), l.name,
+            None if pl is None else (_array_key(pl.xyz), _array_key(pl.rpy), _array_key(pl.axis)))

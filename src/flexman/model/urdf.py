@@ -1,4 +1,4 @@
-"""URDF import and export for serial chains, and the overlay that makes chosen links flexible.
+"""URDF import for serial chains, and the overlay that makes chosen links flexible (export: :mod:`flexman.urdf_export`).
 
 A URDF joint places its child link's frame by a fixed ``origin`` (xyz, rpy) and moves it
 about or along ``axis``; each movable joint becomes one flexman link with that
@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ModelError
-from .robot import Link, Placement, RigidBody, Robot
+from .robot import Link, Placement, RigidBody, Robot, bound_text, bounds, meets_bound
+from .serialize import check_fields, join, robot_from_dict, robot_to_dict
 
 MAX_BYTES = 5_000_000
 MOVING = {"revolute": "revolute", "continuous": "revolute", "prismatic": "prismatic"}
@@ -26,11 +27,19 @@ OVERLAY_LINK_FIELDS = ("beam", "mass", "com", "inertia", "hub", "armature", "vis
 
 
 # ----- small geometry helpers --------------------------------------------------------------
+def _rot(axis: int, t) -> np.ndarray:
+    """4x4 rotation about x, y or z by t (the arithmetic of :mod:`flexman.dynamics.dh`)."""
+    c, s = np.cos(t), np.sin(t)
+    if axis == 0:
+        return np.array([[1.0, 0, 0, 0], [0, c, -s, 0], [0, s, c, 0], [0, 0, 0, 1]])
+    if axis == 1:
+        return np.array([[c, 0.0, s, 0], [0, 1, 0, 0], [-s, 0, c, 0], [0, 0, 0, 1]])
+    return np.array([[c, -s, 0.0, 0], [s, c, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]])
+
+
 def rpy_matrix(rpy) -> np.ndarray:
     """3x3 rotation Rz(yaw) Ry(pitch) Rx(roll) (URDF fixed-axis roll, pitch, yaw)."""
-    from ..dynamics.dh import rpy_matrix as rpy4
-
-    return rpy4(rpy)[:3, :3]
+    return (_rot(2, rpy[2]) @ _rot(1, rpy[1]) @ _rot(0, rpy[0]))[:3, :3]
 
 
 def matrix_rpy(R) -> np.ndarray:
@@ -108,8 +117,9 @@ def _inertial(link_elem, where: str) -> RigidBody | None:
     if mass_el is None:
         raise ModelError(f"{w}: <mass value=...> missing")
     mass = float(_floats(mass_el, "value", 1, f"{w}/mass")[0])
-    if mass < 0:
-        raise ModelError(f"{w}/mass: value must be >= 0 (got {mass:g})")
+    rule = bounds("body")["mass"]
+    if not meets_bound(mass, rule):
+        raise ModelError(f"{w}/mass: value must be {bound_text(rule)} (got {mass:g})")
     inertia_el = inertial.find("inertia")
     if inertia_el is None:
         raise ModelError(f"{w}: <inertia ixx=... iyy=... izz=... ixy=... ixz=... iyz=...> missing")
@@ -125,7 +135,7 @@ def _inertial(link_elem, where: str) -> RigidBody | None:
         raise ModelError(f"{w}: {exc}") from None
 
 
-def _ident(name: str) -> str:
+def urdf_identifier(name: str) -> str:
     """A flexman identifier for a URDF name (other characters become _)."""
     out = re.sub(r"\W", "_", name)
     return out if re.match(r"[A-Za-z_]", out) else f"_{out}"
@@ -214,10 +224,11 @@ def robot_from_urdf(text: str, where: str = "URDF") -> Robot:
         dyn = j.find("dynamics")
         damping = float(_floats(dyn, "damping", 1, f"{where}: {jw}/dynamics", (0.0,))[0])
         friction = float(_floats(dyn, "friction", 1, f"{where}: {jw}/dynamics", (0.0,))[0])
-        if damping < 0 or friction < 0:
-            raise ModelError(f"{where}: {jw}/dynamics: damping and friction must be >= 0")
+        rules = bounds("link")  # URDF damping and friction are flexman's viscous and coulomb
+        if not (meets_bound(damping, rules["viscous"]) and meets_bound(friction, rules["coulomb"])):
+            raise ModelError(f"{where}: {jw}/dynamics: damping and friction must be {bound_text(rules['viscous'])}")
         placement = Placement(origin[:3, 3], matrix_rpy(origin[:3, :3]), axis)
-        out.append({"name": _ident(child), "joint": MOVING[kind], "placement": placement,
+        out.append({"name": urdf_identifier(child), "joint": MOVING[kind], "placement": placement,
                     "J": body.pseudo_inertia(), "limits": limits, "viscous": damping, "coulomb": friction})
         carry = np.eye(4)
     if not out:
@@ -227,7 +238,7 @@ def robot_from_urdf(text: str, where: str = "URDF") -> Robot:
              limits=d["limits"], viscous=d["viscous"], coulomb=d["coulomb"], name=d["name"])
         for d in out
     ]
-    robot = Robot(links=robot_links, name=_ident(root.get("name") or "robot"))
+    robot = Robot(links=robot_links, name=urdf_identifier(root.get("name") or "robot"))
     robot.controller, robot.description, robot.source = None, "", ""
     return robot
 
@@ -249,9 +260,7 @@ def read_urdf(path) -> Robot:
 def apply_overlay(robot: Robot, overlay: dict, where: str = "overlay") -> Robot:
     """The robot with an overlay applied: top-level name/description/source/gravity/payload/
     controller, and ``links: {link_name: {beam: ..., mass: ..., ...}}`` per link."""
-    from .io import _check_fields, _join, robot_from_dict, robot_to_dict
-
-    _check_fields(overlay, "", ("urdf", "name", "description", "source", "gravity", "payload",
+    check_fields(overlay, "", ("urdf", "name", "description", "source", "gravity", "payload",
                                 "controller", "links"), "overlay")
     data = robot_to_dict(robot)
     for key in ("name", "description", "source", "gravity", "payload", "controller"):
@@ -262,70 +271,9 @@ def apply_overlay(robot: Robot, overlay: dict, where: str = "overlay") -> Robot:
         raise ModelError("links: an overlay's links is a mapping {link_name: {beam: ..., ...}}")
     names = [item.get("name", "") for item in data["links"]]
     for name, fields in per_link.items():
-        lw = _join("links", str(name))
+        lw = join("links", str(name))
         if name not in names:
             raise ModelError(f"{lw}: no moving link of that name; links: {', '.join(names)}")
-        _check_fields(fields, lw, OVERLAY_LINK_FIELDS)
+        check_fields(fields, lw, OVERLAY_LINK_FIELDS)
         data["links"][names.index(name)].update(fields)
     return robot_from_dict(data)
-
-
-# ----- export ----------------------------------------------------------------------------------
-def _fmt(values) -> str:
-    return " ".join(repr(float(v)) for v in np.ravel(values))
-
-
-def robot_to_urdf(robot: Robot) -> str:
-    """URDF text for the rigid part of a robot: beams become rigid rods, hubs and the payload
-    join their link's inertial. Gravity, joint armature and the beams' flexibility are not
-    expressible in URDF and are left out."""
-    from ..dynamics import dh
-    from ..dynamics.structure import rod_second_moments
-
-    names = [_ident(l.name) if l.name else f"link{i + 1}" for i, l in enumerate(robot.links)]
-    lines = ['<?xml version="1.0"?>', f'<robot name="{_ident(robot.name)}">', '  <link name="base_link"/>']
-    prev_N, prev = np.eye(4), "base_link"
-    for i, link in enumerate(robot.links):
-        P, N, offset = dh.split(link, robot.dh)
-        if link.placement is not None:  # URDF frame = the link's own frame, axis as given
-            O = prev_N @ dh.trans(*link.placement.xyz) @ dh.rpy_matrix(link.placement.rpy)
-            axis, to_urdf = link.placement.axis, np.eye(4)
-        else:  # URDF frame = the joint frame after J; axis z; the offset goes into the origin
-            O = prev_N @ P @ dh.joint_motion(np.array(offset), link.joint == "revolute")
-            axis, to_urdf = np.array([0.0, 0.0, 1.0]), N
-        J = link.body.pseudo_inertia()
-        if link.hub is not None:
-            J = J + link.hub.pseudo_inertia()
-        if link.beam is not None:
-            J = J + rod_second_moments(link, robot.dh)
-        if i == len(robot.links) - 1 and robot.payload is not None:
-            J = J + robot.payload.pseudo_inertia()
-        body = RigidBody.from_second_moments(to_urdf @ J @ to_urdf.T)
-        I = body.inertia
-        lines += [
-            f'  <link name="{names[i]}">',
-            "    <inertial>",
-            f'      <origin xyz="{_fmt(body.com)}" rpy="0 0 0"/>',
-            f'      <mass value="{_fmt(body.mass)}"/>',
-            f'      <inertia ixx="{_fmt(I[0, 0])}" ixy="{_fmt(I[0, 1])}" ixz="{_fmt(I[0, 2])}" '
-            f'iyy="{_fmt(I[1, 1])}" iyz="{_fmt(I[1, 2])}" izz="{_fmt(I[2, 2])}"/>',
-            "    </inertial>",
-            "  </link>",
-        ]
-        kind = link.joint if link.limits is not None or link.joint == "prismatic" else "continuous"
-        lines.append(f'  <joint name="joint{i + 1}" type="{kind}">')
-        lines += [
-            f'    <parent link="{prev}"/>',
-            f'    <child link="{names[i]}"/>',
-            f'    <origin xyz="{_fmt(O[:3, 3])}" rpy="{_fmt(matrix_rpy(O[:3, :3]))}"/>',
-            f'    <axis xyz="{_fmt(axis)}"/>',
-        ]
-        if kind != "continuous":
-            lo, hi = link.limits if link.limits is not None else (-1e3, 1e3)
-            lines.append(f'    <limit lower="{_fmt(lo)}" upper="{_fmt(hi)}" effort="1e6" velocity="1e3"/>')
-        if link.viscous or link.coulomb:
-            lines.append(f'    <dynamics damping="{_fmt(link.viscous)}" friction="{_fmt(link.coulomb)}"/>')
-        lines.append("  </joint>")
-        prev_N, prev = to_urdf, names[i]
-    lines.append("</robot>")
-    return "\n".join(lines) + "\n"

@@ -7,7 +7,8 @@ import sys
 import types
 
 from .batch import BatchResult, simulate_batch
-from .core import simulate, torque_input
+from .core import simulate
+from .run import torque_input
 from .integrators import METHODS
 from .result import Result
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..model import inputs
 from .backend import evaluator
-from .core import _Progress, controller_parts, output_times
+from .run import Progress, controller_parts, output_times
 
 METHODS = ("rk4", "dopri5")
 
@@ -120,7 +120,7 @@ def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, cont
     x = np.concatenate([Q0, QD0, np.broadcast_to(z0, (B, n_z))], axis=1)
     X = np.empty((len(t_out), B, x.shape[1]))
     TAU = np.empty((len(t_out), B, nj))
-    bar = _Progress(_show(progress, B, len(grid)), float(grid[-1]), f"simulate_batch ({B} runs, {method})")
+    bar = Progress(_show(progress, B, len(grid)), float(grid[-1]), f"simulate_batch ({B} runs, {method})")
     start = time.perf_counter()
     try:
         if method == "rk4":

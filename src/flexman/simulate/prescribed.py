@@ -21,6 +21,9 @@ import numpy as np
 
 from ..model import inputs
 from ..model.errors import SingularMatrixError
+from .backend import evaluator
+from .result import Result
+from .run import Progress, check_start, integrate, prepare, show_progress
 
 __all__ = ["motion_input", "split_dynamics", "simulate_prescribed"]
 
@@ -105,10 +108,6 @@ def simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, 
     """The prescribed-motion run behind ``simulate(..., prescribed=traj)``: see the module doc.
     ``q0``, ``qd0`` (nq values, optional) give the initial flexible state; their joint entries,
     when given, must agree with the prescription at t = 0."""
-    from .backend import evaluator
-    from .core import _Progress, _show_progress, check_start, integrate, prepare
-    from .result import Result
-
     method, q0, qd0, t_grid, _, _ = prepare(robot, t_final, dt, method, q0, qd0, None, None)
     nj, nq = robot.n_joints, robot.nq
     nf = nq - nj
@@ -143,7 +142,7 @@ def simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, 
     q_start = np.concatenate([start[0], q0[nj:]])
     check_start(robot, q_start, {"rtol": rtol, "atol": atol, "max_step": max_step})
     x0 = np.concatenate([q0[nj:], qd0[nj:], [0.0]])
-    bar = _Progress(_show_progress(progress, model, q_start, np.concatenate([start[1], qd0[nj:]]), len(t_grid) - 1),
+    bar = Progress(show_progress(progress, model, q_start, np.concatenate([start[1], qd0[nj:]]), len(t_grid) - 1),
                     t_grid[-1], f"simulate prescribed ({method})")
     try:
         t_out, X, taus, stats = integrate("simulate", rates, needed_torque, x0, t_grid, nf, nj, method, rtol, atol,

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..model import engine
+
 
 @dataclass
 class Result:
@@ -119,8 +121,8 @@ class Result:
     def plot(self, path=None):
         """Plot the run (``flexman.viz.plots.plot_result`` when available); return the figure."""
         try:
-            from ..viz.plots import plot_result
-        except ImportError:
+            plot_result = engine.require("plot_result")
+        except (ImportError, engine.UnfilledSlot):
             plot_result = None
         from ..outputs import staged
 
@@ -133,17 +135,13 @@ class Result:
     def _repr_html_(self):
         """Notebook view: the key numbers of the run and its plots (an inline PNG); the 3D
         animation is in :meth:`report`."""
-        from ..viz.notebook import result_html
-
-        return result_html(self)
+        return engine.require("result_html")(self)
 
     def report(self, path, **options):
         """Write the self-contained HTML report (model, frequencies, equations, plots, 3D
         animation) to ``path`` (a folder gets ``report.html``); return its path. Options:
         ``magnify``, ``equations``, ``title`` (see ``flexman.viz.report.report_html``)."""
-        from ..viz.report import write_report
-
-        return write_report(self, path, robot=self.robot, **options)
+        return engine.require("write_report")(self, path, robot=self.robot, **options)
 
 
 def _minimal_plot(result, path=None):

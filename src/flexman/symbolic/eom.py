@@ -11,7 +11,7 @@ import numpy as np
 
 from ..model import names
 from ..dynamics.structure import build
-from . import trace as tr
+from . import recursions as tr
 from .program import Program
 from .tracer import Tape
 
@@ -38,9 +38,10 @@ NEEDS = {"mass_matrix": {"M"}, "bias_forces": {"b"}, "inverse_dynamics": {"tau"}
 
 def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", "tau", "qdd"), external=None,
            truncate=None, zero_q1=False):
-    """Trace the requested terms into a fresh tape: (tape, inputs, values, param values, notes).
+    """Trace the requested terms into a fresh tape: (tape, inputs, values, param values, notes,
+    fell_back: True where a formulation other than ``book`` traced Book's recursion instead).
     ``truncate=k`` (Book's recursion only): the M output keeps its terms of degree <= k in q_f.
-    ``zero_q1``: trace in link 1's frame (``trace.in_link1_frame``: q1 = 0 where M does not
+    ``zero_q1``: trace in link 1's frame (``recursions.in_link1_frame``: q1 = 0 where M does not
     depend on q1; right for M only; the program keeps q1 as an unused input)."""
     if formulation not in FORMULATIONS:
         raise ValueError(f"formulation: unknown {formulation!r}; use one of {', '.join(FORMULATIONS)}")
@@ -71,9 +72,10 @@ def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", 
         else:
             notes.append(f"{formulation}: flexible arm, traced Book's 4x4 recursion instead")
     elif formulation == "lagrange":
-        from .lagrange import lagrange_terms
+        from .christoffel import lagrange_terms
 
         terms = lagrange_terms(robot, model, x, notes)  # None: too large, noted
+    fell_back = terms is None and formulation != "book"
     if terms is None:  # the exact M is needed with truncate only for qdd (its M output is the truncated one)
         exact = need - {"M"} if truncate is not None and "qdd" not in need else need
         terms = tr.book_terms(model, x, exact)
@@ -103,18 +105,20 @@ def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", 
     if "qdd" in need:
         values["qdd"] = tr.forward_terms(M, b, x["tau"], robot.n_joints)
     x_inputs["p"] = np.array([tape.input(n) for n in pvals] + [None], dtype=object)[:-1]
-    return tape, x_inputs, values, pvals, notes
+    return tape, x_inputs, values, pvals, notes, fell_back
 
 
 class EOM:
-    """Symbolic equations of motion of ``robot``; see the module docstring."""
+    """Symbolic equations of motion of ``robot``; see the module docstring. ``fell_back``: True
+    where ``formulation`` could not trace this arm and Book's recursion was traced instead
+    (``notes`` says why)."""
 
     def __init__(self, robot, formulation="newton_euler", parameters="numeric", fold=True, cse=True, external=None,
                  truncate=None, reduce_mass_matrix=True):
         self.robot, self.formulation, self.parameters = robot, formulation, parameters
         self.options = dict(fold=fold, cse=cse, external=external, reduce_mass_matrix=reduce_mass_matrix,
                             truncate=truncate)
-        self.tape, self._x, self._values, self.param_values, self.notes = _trace(
+        self.tape, self._x, self._values, self.param_values, self.notes, self.fell_back = _trace(
             robot, formulation, parameters, fold, cse, external=external, truncate=truncate)
         self._programs = {}
         self._mass_matrix_steps = None
@@ -154,7 +158,7 @@ class EOM:
         for label, fold, cse in (("raw trace", False, False), ("+ constant folding (0, +-1, numbers)", True, False),
                                  ("+ repeated-subexpression sharing", True, True)):
             need = NEEDS[what]
-            tape, x, values, _, _ = _trace(self.robot, self.formulation, self.parameters, fold, cse, need,
+            tape, x, values, _, _, _ = _trace(self.robot, self.formulation, self.parameters, fold, cse, need,
                                            external=self.options["external"], truncate=self.options["truncate"])
             out.append((label, tape.count()))
         program = _program(tape, x, values, what, self.robot)
@@ -169,7 +173,7 @@ class EOM:
     def _reduced_mass_matrix(self):
         """(the cheaper of the tape's M and M traced in link 1's frame, the cheapest after also
         the polynomial normal form): a step keeps its input where it does not lower the count.
-        Book's recursion already traces M in link 1's frame (``trace.book_terms``), so only the
+        Book's recursion already traces M in link 1's frame (``recursions.book_terms``), so only the
         other formulations are traced again. Computed once (``program`` and ``passes`` read it)."""
         if self._mass_matrix_steps is None:
             from .polynomial import reduce, total
@@ -177,7 +181,7 @@ class EOM:
             o = self.options
             frame1 = _program(self.tape, self._x, self._values, "mass_matrix", self.robot)
             if self.formulation != "book":
-                tape, x, values, _, _ = _trace(self.robot, self.formulation, self.parameters, o["fold"], o["cse"],
+                tape, x, values, _, _, _ = _trace(self.robot, self.formulation, self.parameters, o["fold"], o["cse"],
                                                ("M",), external=o["external"], zero_q1=True)
                 frame1 = min((frame1, _program(tape, x, values, "mass_matrix", self.robot)), key=total)
             self._mass_matrix_steps = (frame1, reduce(frame1))
@@ -220,7 +224,7 @@ class EOM:
 
     def gim_structure(self):
         """Which M entries are zero, constant, or depend on which coordinates (003)."""
-        from .structure import GIMStructure
+        from .mass_structure import GIMStructure
 
         return GIMStructure.from_program(self.program("mass_matrix"), self.robot, list(self.param_values.values()))
 
@@ -251,9 +255,9 @@ class EOM:
 
     def _repr_html_(self):
         """Notebook view: the equations as MathML (text when too long), counts, coordinates."""
-        from ..viz.equations import eom_html
+        from ..model.engine import require
 
-        return eom_html(self)
+        return require("eom_html")(self)
 
     def _repr_latex_(self):
         """Notebook view as LaTeX: the straight-line program (``latex()``)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..dynamics import lagrange4 as l4
 from ..dynamics.structure import build
 from .program import Program
-from .trace import coordinate_inputs
+from .recursions import coordinate_inputs
 from .tracer import Tape
 
 

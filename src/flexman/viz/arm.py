@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..dynamics.lagrange4 import forward
+from ..dynamics.structure import numeric_model
 
 STATIONS = 21  # points along each beam: enough for a smooth curve of the first few modes
 
@@ -50,10 +51,11 @@ def arm_lines(robot, q, magnify=1.0, stations=STATIONS) -> ArmLines:
     q[..., robot.flex_index] *= magnify
     batch = q.shape[:-1]
     zero = np.zeros_like(q)
-    recs = forward(robot._model, q, zero, zero, gravity=False)
+    model = numeric_model(robot)
+    recs = forward(model, q, zero, zero, gravity=False)
     eta = np.linspace(0.0, 1.0, stations)
     rigid, beams, joints = [], [], []
-    for i, (link, lk, rec) in enumerate(zip(robot.links, robot._model.links, recs)):
+    for i, (link, lk, rec) in enumerate(zip(robot.links, model.links, recs)):
         W0, Wh = rec["W0"], rec["Wh"]
         joints.append(_origin(W0)[..., None, :])
         piece = [_origin(W0)[..., None, :]]

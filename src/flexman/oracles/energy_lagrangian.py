@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import dh
-from .beams import common_rule
-from .structure import AXES, build
+from ..dynamics import dh
+from ..dynamics.beam_tensors import AXES, common_rule, rod_second_moments
+from ..dynamics.structure import build
 
 STEP = 1e-30  # complex step
 
@@ -337,6 +337,4 @@ class EnergyLagrangian:
 
 
 def _rod(link, convention):
-    from .structure import rod_second_moments
-
     return rod_second_moments(link, convention)

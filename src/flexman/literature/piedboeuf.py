@@ -24,8 +24,10 @@ from functools import lru_cache
 
 import numpy as np
 
+from .documents import cite
+
 EXAMPLE = "piedboeuf_one_link"
-DOC = "001 (Piedboeuf 1993)"
+DOC = cite("001")
 ANGLES_DEG = np.arange(-90.0, 90.0 + 0.5, 1.0)
 
 
@@ -35,8 +37,8 @@ def study():
     with ``angles`` (deg), ``forces`` (N, f_ey) and per order ``torque`` (7, n_angles),
     ``curvature`` (7, n_angles, n_gauges) (kappa_z, 1/m), ``endpoint`` (7, n_angles) (m) and
     ``beam_tip`` (7, n_angles) (v(l), m)."""
-    from . import examples
-    from .analysis import deflection, statics
+    from .. import examples
+    from ..analysis import deflection, statics
 
     robot = examples.load(EXAMPLE)
     case = robot.statics
@@ -106,7 +108,7 @@ def curvature_error(curve, gauge=1):
 
 def cases():
     """001 sec. 4.2 statements as validation cases, each with its figure and our number."""
-    from .validation import Case
+    from .case import Case
 
     @dataclass
     class Claim(Case):

@@ -1,13 +1,14 @@
-"""The ``flexman sensitivity`` and ``flexman identify`` commands (registered in :mod:`flexman.cli`)."""
+"""The commands about a model's parameters, ``flexman sensitivity`` (derivatives with respect to
+them) and ``flexman identify`` (their values from measurements); registered in :mod:`flexman.cli`."""
 from __future__ import annotations
 
 import numpy as np
 
+from .cli_common import UsageError, console, fmt, load_model, print_json, vector
+
 
 def _state(robot, values, name):
-    from .cli import _vector
-
-    v = _vector(values, (robot.n_joints, robot.nq), name)
+    v = vector(values, (robot.n_joints, robot.nq), name)
     if v is not None and v.size == robot.n_joints:
         v = np.concatenate([v, np.zeros(robot.nf)])
     return v
@@ -17,12 +18,9 @@ def cmd_sensitivity(args) -> int:
     """Exact derivatives of frequencies, the mass matrix or inverse dynamics w.r.t. named parameters."""
     from .analysis import sensitivity
     from .analysis.motion_sensitivity import FIGURES
-    from .cli import _load
-
-    robot = _load(args.model)
+    robot = load_model(args.model)
     q, qd, qdd = (_state(robot, v, f"--{n}") for v, n in ((args.q, "q"), (args.qd, "qd"), (args.qdd, "qdd")))
     if args.of in FIGURES:
-        from .cli import UsageError
         from .trajectory import from_spec
 
         spec = getattr(robot, "manoeuvre", None)
@@ -44,10 +42,8 @@ def cmd_sensitivity(args) -> int:
 
 
 def _show(robot, args, s, q) -> int:
-    from .cli import _console, _fmt, _print_json
-
     if args.json:
-        _print_json({"model": robot.name, "of": args.of, "q": q, **s.to_dict()})
+        print_json({"model": robot.name, "of": args.of, "q": q, **s.to_dict()})
         return 0
     from rich.table import Table
 
@@ -55,12 +51,12 @@ def _show(robot, args, s, q) -> int:
     table.add_column("")
     table.add_column("value", justify="right")
     for name, v in zip(s.parameters, s.values):
-        table.add_column(f"d/d{name}\n({name} = {_fmt(v)})", justify="right")
+        table.add_column(f"d/d{name}\n({name} = {fmt(v)})", justify="right")
     flat_v = np.asarray(s.value).reshape(-1)
     flat_d = s.derivative.reshape(len(s.parameters), -1)
     for r, label in enumerate(s.labels):
-        table.add_row(label, _fmt(flat_v[r]), *[_fmt(flat_d[j, r]) for j in range(len(s.parameters))])
-    _console().print(table)
+        table.add_row(label, fmt(flat_v[r]), *[fmt(flat_d[j, r]) for j in range(len(s.parameters))])
+    console().print(table)
     return 0
 
 
@@ -68,9 +64,8 @@ def cmd_identify(args) -> int:
     """Identify parameters from a CSV of measured t, q, tau (and tip offsets for beam parameters)."""
     from . import identify
     from .analysis.identification import read_measurements
-    from .cli import _console, _load, _print_json
 
-    robot = _load(args.model)
+    robot = load_model(args.model)
     data = read_measurements(args.data, robot)
     options = {"cutoff": args.cutoff}
     if args.parameters:
@@ -84,9 +79,9 @@ def cmd_identify(args) -> int:
     except ValueError as exc:
         raise ValueError(f"{args.data}: {exc}") from None
     if args.json:
-        _print_json({"model": robot.name, "data": str(args.data), **ident.to_dict()})
+        print_json({"model": robot.name, "data": str(args.data), **ident.to_dict()})
         return 0
-    _console().print(ident.table(), markup=False, highlight=False)
+    console().print(ident.table(), markup=False, highlight=False)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Frequency equations of uniform clamped beams and the natural frequencies of discretized beams.
+"""Frequency equations of uniform clamped beams: their roots and the exact natural frequencies.
 
 Nondimensional bending eigenvalue: ``beta**4 = mu * omega**2 * L**4 / EI``. Tip loads follow
 004 eq. (11): ``M = M_L / (mu L)``, ``J = J_L / (mu L**3)`` (inertia about the beam end),
@@ -26,7 +26,7 @@ __all__ = [
     "frequency_equation",
     "frequency_equation_partials",
     "beta_rate",
-    "beam_frequencies",
+    "check_loads",
     "exact_frequencies",
 ]
 
@@ -85,7 +85,8 @@ def beta_rate(beta, M, J, D, dM=0.0, dJ=0.0, dD=0.0):
     return -(f_M * dM + f_J * dJ + f_D * dD) / f_b
 
 
-def _check_loads(M, J, D):
+def check_loads(M, J, D):
+    """Refuse nondimensional tip loads that are not a physical body (M, J >= 0, M J >= D**2)."""
     if M < 0 or J < 0 or M * J - D**2 < -1e-12 * max(1.0, M * J):
         raise ValueError(
             f"tip loads must satisfy M >= 0, J >= 0 and M*J >= D**2 (got M={M}, J={J}, D={D})"
@@ -106,7 +107,7 @@ def clamped_mass_roots(n: int, M=0.0, J=0.0, D=0.0) -> np.ndarray:
 
     Sign changes of the scaled residual are bracketed on a fine grid, then refined by brentq.
     """
-    _check_loads(M, J, D)
+    check_loads(M, J, D)
     if M == 0.0 and J == 0.0 and D == 0.0:
         return clamped_free_roots(n)
     g = lambda b: frequency_equation(b, M, J, D, scaled=True)  # noqa: E731
@@ -147,23 +148,3 @@ def torsion_roots(n: int, J=0.0) -> np.ndarray:
 def exact_frequencies(n: int, EI, mu, L, M=0.0, J=0.0, D=0.0) -> np.ndarray:
     """Exact bending natural frequencies (rad/s): beta_k**2 sqrt(EI / (mu L**4))."""
     return clamped_mass_roots(n, M, J, D) ** 2 * np.sqrt(EI / (mu * L**4))
-
-
-def beam_frequencies(kind: str, n_or_elements: int, EI, mu, L, M=0.0, J=0.0, D=0.0) -> np.ndarray:
-    """Bending natural frequencies (rad/s) of a discretized clamped beam with a tip body.
-
-    Solves K v = omega**2 Mass v with the consistent mass matrix of the shapes plus the
-    tip body's terms (M_L = M mu L, J_L = J mu L**3, M_DL = D mu L**2).
-    """
-    from scipy.linalg import eigh
-
-    from .shapes import mass_matrix, shape_set, stiffness_matrix, tip_mass_matrix
-
-    if kind == "finite_elements":
-        ss = shape_set(kind, "bending", 0, elements=n_or_elements)
-    else:
-        ss = shape_set(kind, "bending", n_or_elements, M=M, J=J, D=D)
-    K = stiffness_matrix(ss, EI, L, "bending")
-    Mm = mass_matrix(ss, mu, L) + tip_mass_matrix(ss, L, M * mu * L, J * mu * L**3, D * mu * L**2)
-    w2 = eigh(K, Mm, eigvals_only=True)
-    return np.sqrt(np.clip(np.sort(w2), 0.0, None))

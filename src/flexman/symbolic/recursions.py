@@ -7,7 +7,7 @@ Formulations:
   M column by column from unit accelerations, only the lower triangle kept (M is symmetric);
 * ``newton_euler`` / ``denoc``: the rigid-arm recursions of ``dynamics.rnea`` / ``dynamics.crba``
   when they are available (flexible arms, or when they are missing, fall back to ``book``);
-* ``lagrange``: energy-based, see :mod:`.lagrange`.
+* ``lagrange``: energy-based, see :mod:`.christoffel`.
 
 The forward dynamics is M, b and an LDL^T solve written out as straight-line code.
 """

@@ -169,26 +169,16 @@ def formulations(robot) -> tuple:
     return ("book",) if sliding else ("book", "lagrange")
 
 
-def run_program(program, q):
-    """Evaluate a straight-line program at one state q (float vector): {group: array}, through
-    the NumPy code generator (the program has one input group, q)."""
-    from ..codegen.emit import function_source
-
-    env = {"np": np}
-    exec(compile(function_source("numpy", program, "f"), "<flexman program>", "exec"), env)  # our own code
-    return dict(zip(program.outputs, env["f"](np.asarray(q, dtype=float))))
-
-
 TRUNCATE = (1, 0)  # orders of the truncated mass matrices in table2_rows
 
 
 def _count(robot, formulation, **options):
     """derive(...).op_count("mass_matrix"), or None where the formulation fell back to Book's
     recursion (its row would repeat Book's)."""
-    from . import derive
+    from ..symbolic import derive
 
     eom = derive(robot, formulation=formulation, parameters="numeric", **options)
-    return None if any("instead" in n for n in eom.notes) else eom.op_count("mass_matrix")
+    return None if eom.fell_back else eom.op_count("mass_matrix")
 
 
 def table2_rows(arms=ARMS, discretizations=DISCRETIZATIONS) -> list:

@@ -1,0 +1,450 @@
+"""Plain data <-> :class:`~flexman.model.robot.Robot`: the model-file schema (docs/conventions.md).
+
+``robot_from_dict`` builds a validated robot from the parsed data of a model file (any format,
+see :mod:`flexman.model.io`); ``robot_to_dict`` writes a robot back as such data. The field
+tables (``TOP_FIELDS``, ``LINK_FIELDS``, ...) list what each mapping may hold.
+
+Every problem raises :class:`ModelError` with one line that names the field path
+(``links[1].mass: ...``, see :func:`join`) and says what to write instead (:func:`check_fields`
+for unknown fields, :func:`describe_value` for what was found). The sign rules of the fields
+are the data classes' (:data:`flexman.model.robot.LOWER_BOUNDS`); names are checked to be plain
+identifiers.
+"""
+from __future__ import annotations
+
+import copy
+import difflib
+import math
+import re
+
+import numpy as np
+
+from . import names
+from .checks import check_mass_matrix
+from .errors import ModelError
+from .gauges import check_gauges
+from .parse import plain_copy
+from .robot import (DH_CONVENTIONS, JOINT_TYPES, SHAPE_KINDS, Beam, Link, Placement, RigidBody, Robot, bound_text,
+                    bounds, inertia_matrix, meets_bound)
+
+__all__ = ["robot_from_dict", "robot_to_dict", "check_fields", "join", "describe_value", "TOP_FIELDS",
+           "STATICS_FIELDS", "LINK_FIELDS", "PLACEMENT_FIELDS", "DH_FIELDS", "BODY_FIELDS", "HUB_FIELDS",
+           "BEAM_FIELDS", "MODE_FIELDS"]
+
+TOP_FIELDS = ("name", "description", "source", "gravity", "dh", "links", "payload", "controller", "manoeuvre",
+              "statics")
+STATICS_FIELDS = ("point", "gauges", "forces")
+LINK_FIELDS = ("name", "joint", "a", "alpha", "d", "theta", "mass", "com", "inertia", "hub", "beam",
+               "armature", "viscous", "coulomb", "limits", "placement")
+PLACEMENT_FIELDS = ("xyz", "rpy", "axis")
+DH_FIELDS = ("a", "alpha", "d", "theta")
+BODY_FIELDS = ("mass", "com", "inertia")
+HUB_FIELDS = ("mass", "inertia", "offset")
+BEAM_FIELDS = ("length", "mass_per_length", "EI", "GJ", "polar_inertia_per_length", "damping",
+               "shapes", "modes", "elements", "stiffening")
+MODE_FIELDS = ("y", "z", "torsion")
+
+INERTIA_HINT = "give [Ixx, Iyy, Izz, Ixy, Iyz, Ixz], a 3x3 matrix or 3 principal values"
+ANGLE_HINT = "a number in radians, {deg: 90} or \"90 deg\""
+
+# PyYAML (YAML 1.1) reads an unquoted 1e-3 as a string; accept exactly that spelling as a number.
+_EXP_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+_ANGLE_TEXT = re.compile(r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(deg|degrees|rad|radians)")
+
+
+# ----- small validators: each names its field path in the error ----------------------------
+def join(path: str, key) -> str:
+    """The field path of ``key`` below ``path``: ``links[1]``, ``links[1].mass``."""
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else str(key)
+
+
+def describe_value(value) -> str:
+    """A short phrase for what was found, used in 'got ...'."""
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, str):
+        return f"the text {value!r}"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, (list, tuple)):
+        return f"a list of {len(value)}"
+    if isinstance(value, float):
+        return repr(value)
+    return repr(value)[:40]
+
+
+def check_fields(data, where: str, allowed, what: str = "mapping") -> dict:
+    """``data`` must be a mapping whose keys are all in ``allowed``."""
+    if not isinstance(data, dict):
+        name = where or "model file"
+        raise ModelError(f"{name}: expected a {what} with fields {', '.join(allowed)} (got {describe_value(data)})")
+    for key in data:
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key), allowed, n=1)
+            if key == "com" and "offset" in allowed:
+                close = ["offset"]  # a hub's centre of mass is called offset
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ModelError(
+                f"{join(where, str(key))}: unknown field{hint}; allowed fields: {', '.join(allowed)}"
+            )
+    return data
+
+
+def _number(value, where: str, *, rule=None, what="a finite number") -> float:
+    """A finite float, optionally meeting a lower bound ``rule`` = (bound, strict), see
+    :data:`~flexman.model.robot.LOWER_BOUNDS`. Booleans and text are refused."""
+    bound = f" {bound_text(rule)}" if rule is not None else ""
+    if isinstance(value, str) and _EXP_NUMBER.fullmatch(value.strip()):
+        value = float(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ModelError(f"{where}: must be {what}{bound} (got {describe_value(value)})")
+    value = float(value)
+    bad = not math.isfinite(value) or (rule is not None and not meets_bound(value, rule))
+    if bad:
+        raise ModelError(f"{where}: must be {what}{bound} (got {value!r})")
+    return value
+
+
+def _angle(value, where: str) -> float:
+    """Radians from a number (radians), ``{deg: x}`` or the text ``"x deg"`` / ``"x rad"``."""
+    if isinstance(value, dict):
+        if set(value) != {"deg"}:
+            raise ModelError(f"{where}: an angle mapping must be {{deg: <number>}} (got fields {', '.join(map(str, value))})")
+        return math.radians(_number(value["deg"], join(where, "deg")))
+    if isinstance(value, str):
+        match = _ANGLE_TEXT.fullmatch(value.strip())
+        if match:
+            number = float(match[1])
+            return math.radians(number) if match[2].startswith("deg") else number
+    return _number(value, where, what=f"an angle ({ANGLE_HINT})")
+
+
+def _count(value, where: str, minimum: int = 0) -> int:
+    """A whole number >= minimum (an integral float such as 2.0 is accepted)."""
+    ok = not isinstance(value, bool) and (
+        isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    )
+    if not ok or value < minimum:
+        raise ModelError(f"{where}: must be a whole number >= {minimum} (got {describe_value(value)})")
+    return int(value)
+
+
+def _numbers(value, where: str, n: int, hint: str, **kw) -> list:
+    """A list of exactly ``n`` numbers."""
+    if not isinstance(value, (list, tuple)) or len(value) != n:
+        raise ModelError(f"{where}: expected {n} numbers, {hint} (got {describe_value(value)})")
+    return [_number(v, join(where, i), **kw) for i, v in enumerate(value)]
+
+
+def _vec3(value, where: str) -> np.ndarray:
+    return np.array(_numbers(value, where, 3, "[x, y, z]"))
+
+
+def _inertia(value, where: str) -> np.ndarray:
+    if isinstance(value, (list, tuple)) and len(value) == 3 and all(isinstance(r, (list, tuple)) for r in value):
+        rows = [_numbers(r, join(where, i), 3, "one row of the 3x3 matrix") for i, r in enumerate(value)]
+        arr = np.array(rows)
+    elif isinstance(value, (list, tuple)) and len(value) in (3, 6):
+        arr = np.array([_number(v, join(where, i)) for i, v in enumerate(value)])
+    else:
+        raise ModelError(f"{where}: {INERTIA_HINT} (got {describe_value(value)})")
+    return inertia_matrix(arr, where)
+
+
+def _choice(value, where: str, choices, what: str) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise ModelError(f"{where}: unknown {what} {value!r}; use one of {', '.join(choices)}")
+    return value
+
+
+def _identifier(value, where: str) -> str:
+    return names.identifier(value, where)
+
+
+def _text(value, where: str, allow_list: bool = False):
+    if isinstance(value, str):
+        return value
+    if allow_list and isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    kind = "text or a list of texts" if allow_list else "text"
+    raise ModelError(f"{where}: must be {kind} (got {describe_value(value)})")
+
+
+def _plain(value, where: str):
+    """Plain data only (mappings with text keys, lists, text, numbers, booleans, null)."""
+    if isinstance(value, dict):
+        for key, val in value.items():
+            if not isinstance(key, str):
+                raise ModelError(f"{where}: keys must be text (got {describe_value(key)})")
+            _plain(val, join(where, key))
+    elif isinstance(value, list):
+        for i, val in enumerate(value):
+            _plain(val, join(where, i))
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ModelError(f"{where}: must be a finite number (got {value!r})")
+    elif value is not None and not isinstance(value, (str, int, float, bool)):
+        raise ModelError(f"{where}: must be plain data: text, number, list or mapping (got {describe_value(value)})")
+    return value
+
+
+def _build(cls, where: str, **kwargs):
+    """Construct a data class; prefix its own ModelError ('mass: ...') with the path."""
+    try:
+        return cls(**kwargs)
+    except ModelError as exc:
+        raise ModelError(f"{where}.{exc}" if where else str(exc)) from None
+
+
+# ----- dict -> Robot ---------------------------------------------------------------------------
+def _body(data, where: str, fields=BODY_FIELDS) -> RigidBody:
+    check_fields(data, where, fields)
+    com_key = "offset" if "offset" in fields else "com"
+    mass = _number(data.get("mass", 0.0), join(where, "mass"), rule=bounds("body")["mass"])
+    com = _vec3(data.get(com_key, [0.0, 0.0, 0.0]), join(where, com_key))
+    inertia = _inertia(data.get("inertia", [0.0, 0.0, 0.0]), join(where, "inertia"))
+    return _build(RigidBody, where, mass=mass, com=com, inertia=inertia)
+
+
+def _beam(data, where: str) -> Beam:
+    check_fields(data, where, BEAM_FIELDS)
+    rules = bounds("beam")
+    for key in ("length", "mass_per_length"):
+        if key not in data:
+            raise ModelError(f"{join(where, key)}: required field missing (a number {bound_text(rules[key])})")
+    kw = {key: _number(data[key], join(where, key), rule=rules[key]) for key in ("length", "mass_per_length")}
+    ei = data.get("EI", [0.0, 0.0])
+    if isinstance(ei, (list, tuple)):
+        kw["EI"] = tuple(_numbers(ei, join(where, "EI"), 2, "[EI_y, EI_z]", rule=rules["EI"]))
+    else:
+        kw["EI"] = (_number(ei, join(where, "EI"), rule=rules["EI"]),) * 2
+    for key in ("GJ", "polar_inertia_per_length", "damping"):
+        if key in data:
+            kw[key] = _number(data[key], join(where, key), rule=rules[key])
+    if "shapes" in data:
+        kw["shapes"] = _choice(data["shapes"], join(where, "shapes"), SHAPE_KINDS, "shape kind")
+    if "modes" in data:
+        modes = check_fields(data["modes"], join(where, "modes"), MODE_FIELDS)
+        fewest = int(rules["modes"][0])
+        kw["modes"] = {k: _count(v, join(join(where, "modes"), k), fewest) for k, v in modes.items()}
+    if "elements" in data:
+        kw["elements"] = _count(data["elements"], join(where, "elements"), 1)
+    if "stiffening" in data:
+        if not isinstance(data["stiffening"], bool):
+            raise ModelError(f"{join(where, 'stiffening')}: must be true or false (got {data['stiffening']!r})")
+        kw["stiffening"] = data["stiffening"]
+    # Beam's messages already start with "beam."; prefix only the link part of the path.
+    link_path = where.rsplit(".beam", 1)[0]
+    return _build(Beam, link_path, **kw)
+
+
+def _placement(data, where: str) -> Placement:
+    """``{xyz: [x, y, z], rpy: [roll, pitch, yaw], axis: [ax, ay, az]}`` (URDF joint origin and axis)."""
+    check_fields(data, where, PLACEMENT_FIELDS)
+    xyz = _vec3(data.get("xyz", [0.0, 0.0, 0.0]), join(where, "xyz"))
+    rpy = data.get("rpy", [0.0, 0.0, 0.0])
+    if not isinstance(rpy, (list, tuple)) or len(rpy) != 3:
+        raise ModelError(f"{join(where, 'rpy')}: expected 3 angles [roll, pitch, yaw] (got {describe_value(rpy)})")
+    rpy = [_angle(v, join(join(where, "rpy"), i)) for i, v in enumerate(rpy)]
+    axis = _vec3(data.get("axis", [0.0, 0.0, 1.0]), join(where, "axis"))
+    if not np.linalg.norm(axis) > 1e-9:
+        raise ModelError(f"{join(where, 'axis')}: must be a non-zero vector such as [0, 0, 1]")
+    return Placement(xyz, rpy, axis)
+
+
+def _link(data, where: str) -> Link:
+    check_fields(data, where, LINK_FIELDS)
+    joint = _choice(data.get("joint", "revolute"), join(where, "joint"), JOINT_TYPES, "joint type")
+    kw = {"joint": joint}
+    if "name" in data:
+        kw["name"] = _identifier(data["name"], join(where, "name"))
+    if "placement" in data:
+        given = [k for k in DH_FIELDS if k in data]
+        if given:
+            raise ModelError(f"{join(where, given[0])}: a link with a placement takes no DH values; "
+                             "remove a, alpha, d, theta or the placement")
+        kw["placement"] = _placement(data["placement"], join(where, "placement"))
+    for key in ("a", "d"):
+        kw[key] = _number(data.get(key, 0.0), join(where, key))
+    for key in ("alpha", "theta"):
+        kw[key] = _angle(data.get(key, 0.0), join(where, key))
+    for key in ("armature", "viscous", "coulomb"):
+        kw[key] = _number(data.get(key, 0.0), join(where, key), rule=bounds("link")[key])
+    kw["body"] = _body({k: data[k] for k in BODY_FIELDS if k in data}, where)
+    if "hub" in data:
+        kw["hub"] = _body(data["hub"], join(where, "hub"), HUB_FIELDS)
+    if "beam" in data:
+        kw["beam"] = _beam(data["beam"], join(where, "beam"))
+    if "limits" in data:
+        lpath = join(where, "limits")
+        value = data["limits"]
+        if not isinstance(value, (list, tuple)) or len(value) != 2:
+            raise ModelError(f"{lpath}: expected [lower, upper] (got {describe_value(value)})")
+        conv = _angle if joint == "revolute" else _number
+        lo, hi = (conv(v, join(lpath, i)) for i, v in enumerate(value))
+        if not lo < hi:
+            raise ModelError(f"{lpath}: lower limit must be below upper limit (got [{lo:g}, {hi:g}])")
+        kw["limits"] = (lo, hi)
+    return _build(Link, where, **kw)
+
+
+def robot_from_dict(data, check_mass: bool = True) -> Robot:
+    """Build a validated :class:`Robot` from plain data (a parsed model file).
+
+    Besides the data-class fields, the robot gets ``controller`` (a plain dict or None),
+    ``manoeuvre`` (a plain dict or None: a joint motion for ``simulate --prescribed``, checked
+    here by building it, see :func:`flexman.trajectory.from_spec`),
+    ``description`` (text) and ``source`` (text or a list of citations) as attributes.
+    """
+    try:
+        robot = _robot_from_dict(plain_copy(data))
+        if check_mass:  # False: every field check, not the whole-robot one (a robot still being entered)
+            check_mass_matrix(robot, keep_model=False)
+        return robot
+    except ModelError as exc:
+        raise ModelError(" ".join(str(exc).split())) from None  # always one line
+
+
+def _robot_from_dict(data) -> Robot:
+    check_fields(data, "", TOP_FIELDS)
+    if "links" not in data:
+        raise ModelError("links: required field missing (a list of links, one per joint)")
+    links = data["links"]
+    if not isinstance(links, list) or not links:
+        raise ModelError(f"links: must be a non-empty list of links (got {describe_value(links)})")
+    kw = {"links": [_link(item, join("links", i)) for i, item in enumerate(links)]}
+    if "name" in data:
+        kw["name"] = _identifier(data["name"], "name")
+    if "gravity" in data:
+        kw["gravity"] = _vec3(data["gravity"], "gravity")
+    if "dh" in data:
+        kw["dh"] = _choice(data["dh"], "dh", DH_CONVENTIONS, "DH convention")
+    if "payload" in data:
+        kw["payload"] = _body(data["payload"], "payload")
+    robot = _build(Robot, "", **kw)
+    robot.controller = None
+    if data.get("controller") is not None:
+        if not isinstance(data["controller"], dict):
+            raise ModelError(f"controller: must be a mapping (got {describe_value(data['controller'])})")
+        robot.controller = copy.deepcopy(_plain(data["controller"], "controller"))
+    robot.manoeuvre = None
+    if data.get("manoeuvre") is not None:
+        from ..trajectory import from_spec
+
+        spec = copy.deepcopy(_plain(data["manoeuvre"], "manoeuvre"))
+        try:
+            from_spec(spec, robot.n_joints, "manoeuvre")
+        except ValueError as exc:
+            raise ModelError(str(exc)) from None
+        robot.manoeuvre = spec
+    robot.statics = _statics(data["statics"], robot) if data.get("statics") is not None else None
+    robot.description = _text(data.get("description", ""), "description")
+    robot.source = _text(data.get("source", ""), "source", allow_list=True)
+    return robot
+
+
+def _statics(data, robot) -> dict:
+    """The optional load case of ``flexman statics``: where the endpoint force acts (a point in
+    the last link's distal frame), strain-gauge positions (one list per link, m from the beam
+    root) and the endpoint forces [fx, fy, fz] (N, base frame) of a family of curves."""
+    check_fields(data, "statics", STATICS_FIELDS)
+    out = {}
+    if "point" in data:
+        out["point"] = [float(v) for v in _vec3(data["point"], "statics.point")]
+    if "gauges" in data:
+        gauges = data["gauges"]
+        if not isinstance(gauges, list) or len(gauges) > robot.n_joints or not all(isinstance(g, list) for g in gauges):
+            raise ModelError(f"statics.gauges: expected one list of positions per link (at most {robot.n_joints}), "
+                             f"got {describe_value(gauges)}")
+        out["gauges"] = [[_number(x, join(join("statics.gauges", i), j), rule=(0.0, False)) for j, x in enumerate(g)]
+                         for i, g in enumerate(gauges)]
+        try:
+            check_gauges(robot, out["gauges"])
+        except ValueError as exc:
+            raise ModelError(f"statics.{exc}") from None
+    if "forces" in data:
+        forces = data["forces"]
+        if not isinstance(forces, list) or not forces:
+            raise ModelError(f"statics.forces: expected a list of forces [fx, fy, fz] (got {describe_value(forces)})")
+        out["forces"] = [[float(v) for v in _vec3(f, join("statics.forces", i))] for i, f in enumerate(forces)]
+    return out
+
+
+# ----- Robot -> dict ---------------------------------------------------------------------------
+def _floats(arr) -> list:
+    return [float(x) for x in np.asarray(arr, dtype=float).reshape(-1)]
+
+
+def _inertia6(mat) -> list:
+    m = np.asarray(mat, dtype=float)
+    return [float(m[0, 0]), float(m[1, 1]), float(m[2, 2]), float(m[0, 1]), float(m[1, 2]), float(m[0, 2])]
+
+
+def _body_dict(body: RigidBody, com_key: str = "com") -> dict:
+    return {"mass": float(body.mass), com_key: _floats(body.com), "inertia": _inertia6(body.inertia)}
+
+
+def _beam_dict(beam: Beam) -> dict:
+    out = {
+        "length": float(beam.length),
+        "mass_per_length": float(beam.mass_per_length),
+        "EI": [float(beam.EI[0]), float(beam.EI[1])],
+        "GJ": float(beam.GJ),
+        "polar_inertia_per_length": float(beam.polar_inertia_per_length),
+        "damping": float(beam.damping),
+        "shapes": beam.shapes,
+        "modes": {k: int(beam.modes[k]) for k in MODE_FIELDS},
+    }
+    if beam.elements or beam.shapes == "finite_elements":
+        out["elements"] = int(beam.elements)
+    if not beam.stiffening:
+        out["stiffening"] = False
+    return out
+
+
+def robot_to_dict(robot: Robot) -> dict:
+    """Plain data for a robot, in the model-file schema (angles in radians).
+
+    Optional fields are written only when they differ from their defaults, so files stay short.
+    """
+    out = {"name": robot.name}
+    if getattr(robot, "description", ""):
+        out["description"] = robot.description
+    if getattr(robot, "source", ""):
+        out["source"] = copy.deepcopy(robot.source)
+    out["gravity"] = _floats(robot.gravity)
+    out["dh"] = robot.dh
+    links = []
+    for link in robot.links:
+        item = {"name": link.name} if link.name else {}
+        item["joint"] = link.joint
+        if link.placement is not None:
+            pl = link.placement
+            item["placement"] = {"xyz": _floats(pl.xyz), "rpy": _floats(pl.rpy), "axis": _floats(pl.axis)}
+        else:
+            for key in DH_FIELDS:
+                item[key] = float(getattr(link, key))
+        item.update(_body_dict(link.body))
+        for key in ("armature", "viscous", "coulomb"):
+            if getattr(link, key):
+                item[key] = float(getattr(link, key))
+        if link.limits is not None:
+            item["limits"] = [float(link.limits[0]), float(link.limits[1])]
+        if link.hub is not None:
+            item["hub"] = _body_dict(link.hub, "offset")
+        if link.beam is not None:
+            item["beam"] = _beam_dict(link.beam)
+        links.append(item)
+    out["links"] = links
+    if robot.payload is not None:
+        out["payload"] = _body_dict(robot.payload)
+    if getattr(robot, "controller", None) is not None:
+        out["controller"] = copy.deepcopy(robot.controller)
+    if getattr(robot, "manoeuvre", None) is not None:
+        out["manoeuvre"] = copy.deepcopy(robot.manoeuvre)
+    if getattr(robot, "statics", None):
+        out["statics"] = copy.deepcopy(robot.statics)
+    return out

@@ -1,0 +1,212 @@
+"""The shared machinery of every simulation entry point (:func:`~flexman.simulate.simulate`,
+prescribed motion, ``simulate_batch``): torque inputs and controller parts, the progress bar,
+output times, checked inputs (:func:`prepare`, :func:`check_start`) and :func:`integrate`.
+
+The state is x = [q, qd, z], where z holds the internal states a controller declares
+(``n_states``, e.g. the integral of a PID's error). Integrating z with the robot instead of
+updating it inside the right-hand side keeps adaptive methods correct: they evaluate the
+right-hand side at trial points and reject steps.
+"""
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+
+import numpy as np
+
+from ..model import inputs
+from ..model.checks import check_mass_matrix
+from ..model.limits import MAX_SAMPLES
+from . import integrators
+
+__all__ = ["Progress", "show_progress", "torque_input", "controller_parts", "output_times", "prepare",
+           "check_start", "integrate"]
+
+
+# ----- inputs ------------------------------------------------------------------------
+def torque_input(torque, t_grid, n_joints):
+    """Turn the ``torque`` argument into a function (t, q, qd) -> (n_joints,).
+
+    None: zero. Scalar or (n_joints,): constant. (len(t_grid), n_joints) array (or (len(t_grid),)
+    for a one-joint arm): samples on the output grid, interpolated linearly in time (held
+    constant outside it). Callable: ``torque(t, q, qd)``.
+    """
+    if torque is None:
+        zero = np.zeros(n_joints)
+        return lambda t, q, qd: zero
+    if callable(torque):
+        return lambda t, q, qd: np.broadcast_to(np.asarray(torque(t, q, qd), float), (n_joints,))
+    arr = np.asarray(torque, dtype=float)
+    n_t = len(t_grid)
+    if arr.ndim == 1 and n_joints == 1 and arr.size == n_t and n_t > 1:
+        arr = arr[:, None]
+    if arr.ndim <= 1:
+        const = np.broadcast_to(arr, (n_joints,)).copy()
+        return lambda t, q, qd: const
+    if arr.shape != (n_t, n_joints):
+        raise ValueError(f"torque: expected shape ({n_t}, {n_joints}) (output times x joints), "
+                         f"got {arr.shape}")
+    t_grid = np.asarray(t_grid, dtype=float)
+
+    def sampled(t, q, qd):
+        k = int(np.clip(np.searchsorted(t_grid, t, side="right") - 1, 0, n_t - 2))
+        w = np.clip((t - t_grid[k]) / (t_grid[k + 1] - t_grid[k]), 0.0, 1.0)
+        return (1.0 - w) * arr[k] + w * arr[k + 1]
+
+    return sampled
+
+
+def controller_parts(controller, n_joints):
+    """(n_states, z0, torque(t, q, qd, z), state_derivative(t, q, qd, z)) of a controller.
+
+    A controller is either a plain callable ``controller(t, q, qd) -> tau`` (no states) or an
+    object declaring ``n_states`` > 0 with ``torque(t, q, qd, z)`` and
+    ``state_derivative(t, q, qd, z)`` (and optionally ``initial_state()``).
+    """
+    if controller is None:
+        zero = np.zeros(n_joints)
+        return 0, np.zeros(0), (lambda t, q, qd, z: zero), None
+    n_states = int(getattr(controller, "n_states", 0) or 0)
+    if n_states == 0:
+        if not callable(controller):
+            raise ValueError("controller: give a callable controller(t, q, qd) -> tau or an object "
+                            "with n_states, torque(t, q, qd, z) and state_derivative(t, q, qd, z)")
+        return 0, np.zeros(0), (lambda t, q, qd, z: controller(t, q, qd)), None
+    z0 = (np.asarray(controller.initial_state(), dtype=float) if hasattr(controller, "initial_state")
+          else np.zeros(n_states))
+    return n_states, z0, controller.torque, controller.state_derivative
+
+
+# ----- progress ----------------------------------------------------------------------
+class Progress:
+    """A rich progress bar over simulated time; a no-op when disabled."""
+
+    def __init__(self, enabled, t_final, label):
+        self.bar = None
+        self.t_final = t_final
+        self.shown = 0.0
+        if enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(),
+                                TextColumn("t = {task.completed:.3f} / {task.total:.3f} s"),
+                                TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+            self.task = self.bar.add_task(label, total=t_final)
+            self.bar.start()
+
+    def __call__(self, t):
+        if self.bar is not None and t - self.shown >= 1e-3 * self.t_final:
+            self.shown = t
+            self.bar.update(self.task, completed=min(t, self.t_final))
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def show_progress(progress, robot, q0, qd0, n_steps):
+    """Auto mode: a bar only on a terminal and when the run should take over a second."""
+    if progress is not None:
+        return bool(progress)
+    if not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty()):
+        return False
+    start = time.perf_counter()
+    robot.forward_dynamics(q0, qd0, np.zeros(robot.n_joints))
+    return (time.perf_counter() - start) * 4 * n_steps > 1.0
+
+
+# ----- output times and checked inputs ------------------------------------------------
+def output_times(t_final, dt):
+    """0, dt, 2 dt, ... up to t_final (t_final itself is always the last time)."""
+    t_final, dt = inputs.positive(t_final, "t_final"), inputs.positive(dt, "dt")
+    if dt > t_final:
+        raise ValueError(f"dt: {dt:g} s is longer than t_final = {t_final:g} s; use dt <= t_final")
+    if t_final / dt > MAX_SAMPLES:
+        raise ValueError(f"dt: t_final / dt = {t_final / dt:.3g} output samples; the limit is {MAX_SAMPLES:g} "
+                         "(use a larger dt; an adaptive method still takes the steps it needs between them)")
+    n = int(np.floor(t_final / dt * (1 + 1e-12)))
+    t = dt * np.arange(n + 1)
+    if t_final - t[-1] > 1e-9 * dt:
+        t = np.append(t, t_final)
+    t[-1] = t_final
+    return t
+
+
+def prepare(robot, t_final, dt, method, q0, qd0, torque, controller):
+    """Checked inputs of a run: method, initial state, output times, torque input and the
+    controller's parts (shared by every simulation entry point)."""
+    if not all(hasattr(robot, a) for a in ("nq", "n_joints", "forward_dynamics")):
+        raise ValueError(f"simulate: expected a Robot (or its compiled model), got {type(robot).__name__}")
+    method = {"RK4": "rk4"}.get(method, method)
+    if method not in integrators.METHODS:
+        raise ValueError(f"method: unknown '{method}'; use one of {', '.join(integrators.METHODS)}")
+    nq, nj = robot.nq, robot.n_joints
+    q0, qd0 = (np.zeros(nq) if x is None else inputs.finite(inputs.state(robot, x, name), name)
+               for x, name in ((q0, "q0"), (qd0, "qd0")))
+    if q0.shape != (nq,) or qd0.shape != (nq,):
+        raise ValueError(f"q0, qd0: expected one state of nq = {nq} values each ({', '.join(robot.coordinate_names)})")
+    t_grid = output_times(t_final, dt)
+    if torque is not None and not callable(torque):
+        inputs.finite(inputs.array(torque, "torque"), "torque")
+    return method, q0, qd0, t_grid, torque_input(torque, t_grid, nj), controller_parts(controller, nj)
+
+
+def check_start(robot, q0, tolerances=None):
+    """Before a run: tolerances > 0 and a usable mass matrix at q0 (the coordinate that
+    carries no mass is named). The applied torque is checked at the first evaluation
+    (:func:`integrate`), so a torque function or controller is not called an extra time."""
+    for name, value in (tolerances or {}).items():
+        if name == "max_step" and value == np.inf:
+            continue
+        inputs.positive(value, name)
+    check_mass_matrix(robot, q0)
+
+
+# ----- integration -------------------------------------------------------------------
+def integrate(label, rates, total_torque, x0, t_grid, nq, nj, method, rtol, atol, max_step, progress=None):
+    """Integrate the state x = [q, qd, rest] (rest: controller states and whatever the caller
+    adds) over ``t_grid``: ``rates(t, x, tau) -> (qdd, rest')`` at the applied joint torques
+    ``total_torque(t, x)``. RK4 at the grid, or a ``solve_ivp`` method with its output on the
+    grid. Returns (t, X, torques (len(t), nj), stats); ``label`` names the caller in warnings."""
+    counter = {"rhs": 0, "tau": None}
+
+    def rhs(t, x):
+        counter["rhs"] += 1
+        tau = total_torque(t, x)
+        if not np.all(np.isfinite(tau)):
+            what = "torque argument plus controller output"
+            if counter["rhs"] == 1:  # at the initial state: bad input (NaN gains, a NaN torque), not divergence
+                inputs.finite(np.asarray(tau, dtype=float), f"torque at t = {t:g} s ({what})")
+            raise FloatingPointError(f"the applied torque is not finite at t = {t:g} s ({what})")
+        counter["tau"] = tau
+        out = np.empty_like(x)
+        out[:nq] = x[nq:2 * nq]
+        out[nq:2 * nq], out[2 * nq:] = rates(t, x, tau)
+        return out
+
+    start = time.perf_counter()
+    if method == "rk4":
+        taus = np.empty((len(t_grid), nj))
+
+        def record(k):
+            taus[k] = counter["tau"]
+
+        X, info = integrators.rk4(rhs, t_grid, x0, after_first_stage=record, progress=progress)
+        t_out, taus = t_grid[: len(X)], taus[: len(X)]
+        taus[-1] = total_torque(t_out[-1], X[-1])
+    else:
+        def rhs_progress(t, x):
+            progress(t)
+            return rhs(t, x)
+
+        f = rhs if progress is None else rhs_progress
+        t_out, X, info = integrators.adaptive(f, t_grid, x0, method, rtol, atol, max_step)
+        taus = np.array([total_torque(t, x) for t, x in zip(t_out, X)]).reshape(len(t_out), nj)
+    if not info["success"]:
+        hint = "use a smaller dt or a stiff method (Radau or BDF)" if method == "rk4" else "loosen the tolerances or check the model"
+        warnings.warn(f"{label}: {method} stopped at t = {info['t_fault']:g} s: {info['message']}; the result "
+                      f"holds the {len(t_out)} samples up to t = {t_out[-1]:g} s (result.diverged is True); {hint}",
+                      RuntimeWarning, stacklevel=3)
+    return t_out, X, taus, {"rhs_evaluations": counter["rhs"], "wall_time": time.perf_counter() - start, **info}

@@ -1,0 +1,74 @@
+"""URDF export: the rigid part of a robot as a URDF file (:func:`robot_to_urdf`).
+
+``flexman.save(robot, "arm.urdf")`` writes it. Reading URDF files (and the overlay that makes
+chosen links flexible) is :mod:`flexman.model.urdf`; the export needs the kinematics and the
+beams' rigid second moments of :mod:`flexman.dynamics`, so it lives above both.
+"""
+from __future__ import annotations
+
+
+import numpy as np
+
+from .dynamics import dh
+from .dynamics.beam_tensors import rod_second_moments
+from .model.robot import RigidBody, Robot
+from .model.urdf import matrix_rpy, urdf_identifier
+
+__all__ = ["robot_to_urdf"]
+
+
+def _fmt(values) -> str:
+    return " ".join(repr(float(v)) for v in np.ravel(values))
+
+
+def robot_to_urdf(robot: Robot) -> str:
+    """URDF text for the rigid part of a robot: beams become rigid rods, hubs and the payload
+    join their link's inertial. Gravity, joint armature and the beams' flexibility are not
+    expressible in URDF and are left out."""
+    names = [urdf_identifier(l.name) if l.name else f"link{i + 1}" for i, l in enumerate(robot.links)]
+    lines = ['<?xml version="1.0"?>', f'<robot name="{urdf_identifier(robot.name)}">', '  <link name="base_link"/>']
+    prev_N, prev = np.eye(4), "base_link"
+    for i, link in enumerate(robot.links):
+        P, N, offset = dh.split(link, robot.dh)
+        if link.placement is not None:  # URDF frame = the link's own frame, axis as given
+            O = prev_N @ dh.trans(*link.placement.xyz) @ dh.rpy_matrix(link.placement.rpy)
+            axis, to_urdf = link.placement.axis, np.eye(4)
+        else:  # URDF frame = the joint frame after J; axis z; the offset goes into the origin
+            O = prev_N @ P @ dh.joint_motion(np.array(offset), link.joint == "revolute")
+            axis, to_urdf = np.array([0.0, 0.0, 1.0]), N
+        J = link.body.pseudo_inertia()
+        if link.hub is not None:
+            J = J + link.hub.pseudo_inertia()
+        if link.beam is not None:
+            J = J + rod_second_moments(link, robot.dh)
+        if i == len(robot.links) - 1 and robot.payload is not None:
+            J = J + robot.payload.pseudo_inertia()
+        body = RigidBody.from_second_moments(to_urdf @ J @ to_urdf.T)
+        I = body.inertia
+        lines += [
+            f'  <link name="{names[i]}">',
+            "    <inertial>",
+            f'      <origin xyz="{_fmt(body.com)}" rpy="0 0 0"/>',
+            f'      <mass value="{_fmt(body.mass)}"/>',
+            f'      <inertia ixx="{_fmt(I[0, 0])}" ixy="{_fmt(I[0, 1])}" ixz="{_fmt(I[0, 2])}" '
+            f'iyy="{_fmt(I[1, 1])}" iyz="{_fmt(I[1, 2])}" izz="{_fmt(I[2, 2])}"/>',
+            "    </inertial>",
+            "  </link>",
+        ]
+        kind = link.joint if link.limits is not None or link.joint == "prismatic" else "continuous"
+        lines.append(f'  <joint name="joint{i + 1}" type="{kind}">')
+        lines += [
+            f'    <parent link="{prev}"/>',
+            f'    <child link="{names[i]}"/>',
+            f'    <origin xyz="{_fmt(O[:3, 3])}" rpy="{_fmt(matrix_rpy(O[:3, :3]))}"/>',
+            f'    <axis xyz="{_fmt(axis)}"/>',
+        ]
+        if kind != "continuous":
+            lo, hi = link.limits if link.limits is not None else (-1e3, 1e3)
+            lines.append(f'    <limit lower="{_fmt(lo)}" upper="{_fmt(hi)}" effort="1e6" velocity="1e3"/>')
+        if link.viscous or link.coulomb:
+            lines.append(f'    <dynamics damping="{_fmt(link.viscous)}" friction="{_fmt(link.coulomb)}"/>')
+        lines.append("  </joint>")
+        prev_N, prev = to_urdf, names[i]
+    lines.append("</robot>")
+    return "\n".join(lines) + "\n"
