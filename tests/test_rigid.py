@@ -320,5 +320,19 @@ def test_agrees_with_the_4x4_lagrangian(seed):
     assert_close(rnea.inverse_dynamics(robot, q, qd, qdd), lagrange4.inverse_dynamics(model, q, qd, qdd))
     T_composite = 0.5 * np.einsum("...i,...ij,...j->...", qd, crba.mass_matrix(robot, q), qd)
     assert_close(T_composite, lagrange4.kinetic_energy(model, q, qd))
-    assert_close(robot.potential_energy(q), lagrange4.potential_energy(model, q))
-    assert_close(robot.jacobian(q, point=point), lagrange4.point_jacobian(model, q, n - 1, point, second_order=False))
+    # The potential energy (4x4 recursion) differentiates to Newton-Euler's gravity torques, and the
+    # Jacobian to the velocities of finite differences of the frames: independent routes.
+    h, eye = 1e-6, np.eye(n)
+    dV = np.stack([(robot.potential_energy(q + h * eye[k]) - robot.potential_energy(q - h * eye[k])) / (2 * h)
+                   for k in range(n)], axis=-1)
+    gravity = rnea.inverse_dynamics(robot, q, 0 * q, 0 * q) - rnea.inverse_dynamics(robot, q, 0 * q, 0 * q, gravity=False)
+    np.testing.assert_allclose(dV, gravity, rtol=1e-6, atol=1e-7 * (1 + np.abs(gravity).max()))
+    J = robot.jacobian(q, point=point)
+    tip = lambda qq: robot.frame(qq, link=n - 1) @ np.append(point, 1.0)  # noqa: E731
+    R = lambda qq: robot.frame(qq, link=n - 1)[..., :3, :3]  # noqa: E731
+    for k in range(n):
+        v = (tip(q + h * eye[k]) - tip(q - h * eye[k]))[..., :3] / (2 * h)
+        W = ((R(q + h * eye[k]) - R(q - h * eye[k])) / (2 * h)) @ np.swapaxes(R(q), -1, -2)
+        w = np.stack([W[..., 2, 1], W[..., 0, 2], W[..., 1, 0]], axis=-1)
+        np.testing.assert_allclose(J[..., :3, k], v, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(J[..., 3:, k], w, rtol=1e-6, atol=1e-7)
