@@ -296,3 +296,139 @@ def test_flexible_ur5_like_is_the_urdf_with_two_beams():
     # the wrist joints carry the same bodies as in the rigid arm: the URDF placements are shared
     for i in (0, 3, 4, 5):
         np.testing.assert_array_equal(robot.links[i].placement.xyz, rigid.links[i].placement.xyz)
+
+
+# ----- overlay beam.axis: the beam along any direction of the link frame --------------------------
+AXIS_URDF = """<robot name="r"><link name="b"/>
+<link name="a"><inertial><origin xyz="0.05 -0.02 -0.2" rpy="0.3 -0.2 0.1"/><mass value="1.5"/>
+  <inertia ixx="0.03" iyy="0.025" izz="0.02" ixy="0.001" ixz="-0.002" iyz="0.003"/></inertial></link>
+<link name="c"><inertial><origin xyz="0.1 0.02 0.03" rpy="0 0 0"/><mass value="0.8"/>
+  <inertia ixx="0.01" iyy="0.02" izz="0.015"/></inertial></link>
+<joint name="j1" type="revolute"><parent link="b"/><child link="a"/><origin xyz="0.1 0 0.3" rpy="0.2 0.4 -0.3"/>
+  <axis xyz="0 1 0"/></joint>
+<joint name="j2" type="revolute"><parent link="a"/><child link="c"/><origin xyz="0.03 0.01 -0.4" rpy="-0.5 0.1 0.7"/>
+  <axis xyz="1 0 1"/></joint>
+</robot>"""
+
+
+def _axis_overlay(beam, **link):
+    return {"links": {"a": {"beam": beam, **link}}}
+
+
+@pytest.mark.parametrize("axis", [[0, 0, -1], [0, 1, 0], [-1, 0, 0], [0.3, -0.5, 0.8]])
+def test_overlay_beam_axis_is_only_a_change_of_frame(tmp_path, axis):
+    """A stiff beam along ``axis`` at rest: the rigid URDF (with the beam as a thin rod along
+    ``axis`` added to the link's body) in M, b and frames, to 1e-9."""
+    from flexman.model import RigidBody
+    from flexman.model.urdf import _beam_turn, apply_overlay
+
+    (tmp_path / "r.urdf").write_text(AXIS_URDF)
+    rigid = fm.load(tmp_path / "r.urdf")
+    L, mu = 0.4, 1.5
+    beam = {"length": L, "mass_per_length": mu, "EI": 1e9, "modes": {"y": 1, "z": 1}, "axis": axis}
+    flex = apply_overlay(rigid, _axis_overlay(beam))
+    u = np.asarray(axis, float) / np.linalg.norm(axis)
+    rod = RigidBody(mu * L, 0.5 * L * u, mu * L**3 / 12 * (np.eye(3) - np.outer(u, u)))
+    rigid.links[0].body = RigidBody.from_second_moments(rigid.links[0].body.pseudo_inertia() + rod.pseudo_inertia())
+    R = np.eye(4)
+    R[:3, :3] = _beam_turn(axis, "axis")
+    assert np.allclose(R[:3, :3] @ [1, 0, 0], np.asarray(axis) / np.linalg.norm(axis))
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        qj, qd = rng.uniform(-1, 1, 2), rng.uniform(-1, 1, 2)
+        q, qdf = np.zeros(flex.nq), np.zeros(flex.nq)
+        q[flex.joint_index], qdf[flex.joint_index] = qj, qd
+        M, Mr = flex.mass_matrix(q)[:2, :2], rigid.mass_matrix(qj)
+        np.testing.assert_allclose(M, Mr, rtol=0, atol=1e-9 * np.abs(Mr).max())
+        b, br = flex.bias_forces(q, qdf)[flex.joint_index], rigid.bias_forces(qj, qd)
+        np.testing.assert_allclose(b, br, rtol=0, atol=1e-9 * np.abs(br).max())
+        np.testing.assert_allclose(flex.frame(q, 0), rigid.frame(qj, 0) @ R, atol=1e-12)  # F' = F R
+        np.testing.assert_allclose(flex.frame(q, 1), rigid.frame(qj, 1), atol=1e-12)  # the next link unchanged
+
+
+def test_overlay_beam_axis_is_the_same_robot_as_a_turned_urdf(tmp_path):
+    """The link's frame turned in the URDF itself, beam along x: the same flexible robot."""
+    from flexman.model.urdf import _beam_turn, apply_overlay, matrix_rpy, rpy_matrix
+
+    axis = [0.2, 0.4, -1.0]
+    R = _beam_turn(axis, "axis")
+    (tmp_path / "r.urdf").write_text(AXIS_URDF)
+    rigid = fm.load(tmp_path / "r.urdf")
+
+    def fmt(v):
+        return " ".join(repr(float(x)) for x in v)
+
+    j1, inert, j2 = (matrix_rpy(rpy_matrix([0.2, 0.4, -0.3]) @ R), matrix_rpy(R.T @ rpy_matrix([0.3, -0.2, 0.1])),
+                     matrix_rpy(R.T @ rpy_matrix([-0.5, 0.1, 0.7])))
+    turned = (AXIS_URDF.replace('rpy="0.2 0.4 -0.3"', f'rpy="{fmt(j1)}"')
+              .replace('<axis xyz="0 1 0"/>', f'<axis xyz="{fmt(R.T @ [0, 1, 0])}"/>')
+              .replace('xyz="0.05 -0.02 -0.2" rpy="0.3 -0.2 0.1"', f'xyz="{fmt(R.T @ [0.05, -0.02, -0.2])}" rpy="{fmt(inert)}"')
+              .replace('xyz="0.03 0.01 -0.4" rpy="-0.5 0.1 0.7"', f'xyz="{fmt(R.T @ [0.03, 0.01, -0.4])}" rpy="{fmt(j2)}"'))
+    (tmp_path / "t.urdf").write_text(turned)
+    beam = {"length": 0.4, "mass_per_length": 2.0, "EI": 300.0, "modes": {"y": 2, "z": 1}}
+    a = apply_overlay(rigid, _axis_overlay({**beam, "axis": axis}, hub={"mass": 0.5, "offset": [0.0, 0.02, -0.05]}))
+    b = apply_overlay(fm.load(tmp_path / "t.urdf"),
+                      _axis_overlay(beam, hub={"mass": 0.5, "offset": list(R.T @ [0.0, 0.02, -0.05])}))
+    rng = np.random.default_rng(8)
+    q, qd = rng.uniform(-1, 1, a.nq) * np.r_[1, 1, 1e-2, 1e-2, 1e-2], rng.uniform(-1, 1, a.nq)
+    Ma, Mb = a.mass_matrix(q), b.mass_matrix(q)
+    np.testing.assert_allclose(Ma, Mb, rtol=0, atol=1e-9 * np.abs(Mb).max())
+    ba, bb = a.bias_forces(q, qd), b.bias_forces(q, qd)
+    np.testing.assert_allclose(ba, bb, rtol=0, atol=1e-9 * np.abs(bb).max())
+
+
+def test_overlay_beam_along_minus_z_sags_like_a_cantilever(tmp_path):
+    """Beam along -z of its frame, held horizontal (along world +x): static tip sag q L^4 / (8 EI) down."""
+    from flexman.model.urdf import apply_overlay
+
+    text = ('<robot name="r"><link name="b"/>' + GOOD_LINK.format(n="a")
+            + '<joint name="j1" type="revolute"><parent link="b"/><child link="a"/>'
+            f'<origin xyz="0 0 1" rpy="0 {-np.pi / 2!r} 0"/><axis xyz="0 1 0"/></joint></robot>')
+    (tmp_path / "r.urdf").write_text(text)
+    L, mu, EI = 0.8, 2.0, 1.0e4
+    beam = {"length": L, "mass_per_length": mu, "EI": EI, "modes": {"y": 4, "z": 4}, "axis": [0, 0, -1]}
+    robot = apply_overlay(fm.load(tmp_path / "r.urdf"), _axis_overlay(beam, mass=0.0))
+    f = np.arange(1, robot.nq)
+    q, zero = np.zeros(robot.nq), np.zeros(robot.nq)
+    for _ in range(3):  # Newton on the elastic rows with the joint held: b_f(q) = 0
+        b0 = robot.bias_forces(q, zero)[f]
+        K = np.empty((len(f), len(f)))
+        for k, j in enumerate(f):
+            dq = q.copy()
+            dq[j] += 1e-7
+            K[:, k] = (robot.bias_forces(dq, zero)[f] - b0) / 1e-7
+        q[f] -= np.linalg.solve(K, b0)
+    tip = np.array([L, 0, 0, 1.0])  # the beam's tip in the link's (turned) frame
+    sag = (robot.frame(q, 0) @ tip - robot.frame(zero, 0) @ tip)[:3]
+    w = mu * 9.81 * L**4 / (8 * EI)
+    assert abs(sag[2] + w) < 1e-3 * w, (sag, w)  # down, by the closed form
+    assert abs(sag[0]) < 1e-3 * w and abs(sag[1]) < 1e-3 * w
+    np.testing.assert_allclose(robot.frame(zero, 0)[:3, :3] @ [1, 0, 0], [1, 0, 0], atol=1e-12)  # horizontal
+
+
+def test_overlay_beam_axis_default_is_x(tmp_path):
+    from flexman.model.serialize import robot_to_dict
+    from flexman.model.urdf import apply_overlay
+
+    (tmp_path / "r.urdf").write_text(AXIS_URDF)
+    rigid = fm.load(tmp_path / "r.urdf")
+    beam = {"length": 0.4, "mass_per_length": 2.0, "EI": 300.0, "modes": {"y": 2, "z": 1}}
+    plain = apply_overlay(rigid, _axis_overlay(beam))
+    for axis in ([1, 0, 0], [2.5, 0, 0]):
+        same = apply_overlay(rigid, _axis_overlay({**beam, "axis": axis}))
+        assert robot_to_dict(same) == robot_to_dict(plain)
+        q = np.linspace(-0.4, 0.6, plain.nq)
+        np.testing.assert_array_equal(same.mass_matrix(q), plain.mass_matrix(q))
+
+
+@pytest.mark.parametrize("axis", [[0, 0, 0], [1, 0], [1, 0, 0, 0], ["x", 0, 0], [True, 0, 0], "z", None,
+                                  [float("nan"), 0, 1], [1e-12, 0, 0]])
+def test_overlay_bad_beam_axis_is_one_line(tmp_path, axis):
+    from flexman.model.urdf import apply_overlay
+
+    (tmp_path / "r.urdf").write_text(AXIS_URDF)
+    beam = {"length": 0.4, "mass_per_length": 2.0, "EI": 300.0, "axis": axis}
+    with pytest.raises(ModelError) as info:
+        apply_overlay(fm.load(tmp_path / "r.urdf"), _axis_overlay(beam))
+    message = str(info.value)
+    assert message.startswith("links.a.beam.axis: must be 3 numbers") and "\n" not in message

@@ -270,10 +270,68 @@ def apply_overlay(robot: Robot, overlay: dict, where: str = "overlay") -> Robot:
     if not isinstance(per_link, dict):
         raise ModelError("links: an overlay's links is a mapping {link_name: {beam: ..., ...}}")
     names = [item.get("name", "") for item in data["links"]]
+    turns = {}  # link index -> rotation of its frame (beam.axis)
     for name, fields in per_link.items():
         lw = join("links", str(name))
         if name not in names:
             raise ModelError(f"{lw}: no moving link of that name; links: {', '.join(names)}")
         check_fields(fields, lw, OVERLAY_LINK_FIELDS)
+        fields = dict(fields)
+        beam = fields.get("beam")
+        if isinstance(beam, dict) and "axis" in beam:
+            beam = dict(beam)
+            turns[names.index(name)] = _beam_turn(beam.pop("axis"), join(join(lw, "beam"), "axis"))
+            fields["beam"] = beam
         data["links"][names.index(name)].update(fields)
-    return robot_from_dict(data)
+    out = robot_from_dict(data)
+    for i, R in turns.items():
+        _turn_link(out, i, R, join(join("links", str(names[i])), "beam.axis"))
+    return out
+
+
+def _beam_turn(axis, where: str) -> np.ndarray | None:
+    """The rotation R (3x3) taking x onto the overlay's beam ``axis`` (None for x itself):
+    the smallest rotation, and for -x half a turn about z."""
+    bad = f"{where}: must be 3 numbers, a non-zero direction in the link frame such as [0, 0, -1] (got {axis!r})"
+    if not isinstance(axis, (list, tuple)) or len(axis) != 3 or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in axis):
+        raise ModelError(bad)
+    a = np.array(axis, float)
+    norm = float(np.linalg.norm(a)) if np.all(np.isfinite(a)) else 0.0
+    if not np.isfinite(norm) or norm < 1e-9:
+        raise ModelError(bad)
+    a = a / norm
+    if np.array_equal(a, [1.0, 0.0, 0.0]):
+        return None
+    if np.allclose(a, [-1.0, 0.0, 0.0], rtol=0, atol=1e-12):
+        return np.diag([-1.0, -1.0, 1.0])
+    v = np.cross([1.0, 0.0, 0.0], a)  # Rodrigues: R = I + [v]x + [v]x^2 / (1 + c)
+    vx = np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+    return np.eye(3) + vx + vx @ vx / (1.0 + a[0])
+
+
+def _turn_body(body: RigidBody | None, R) -> RigidBody | None:
+    if body is None:
+        return None
+    return RigidBody(body.mass, R.T @ body.com, R.T @ body.inertia @ R)
+
+
+def _turn_link(robot: Robot, i: int, R, where: str) -> None:
+    """Re-express link i in the frame F R (a change of frame, the dynamics unchanged): its
+    placement, body and hub, the next link's placement (or the payload at the tip)."""
+    if R is None:
+        return
+    link = robot.links[i]
+    if link.placement is None or link.joint != "revolute":
+        raise ModelError(f"{where}: only for a revolute link with a URDF placement")
+    pl = link.placement
+    link.placement = Placement(pl.xyz, matrix_rpy(rpy_matrix(pl.rpy) @ R), R.T @ pl.axis)
+    link.body, link.hub = _turn_body(link.body, R), _turn_body(link.hub, R)
+    if i + 1 < len(robot.links):
+        nxt = robot.links[i + 1]
+        if nxt.placement is None:
+            raise ModelError(f"{where}: the next link needs a URDF placement")
+        pn = nxt.placement
+        nxt.placement = Placement(R.T @ pn.xyz, matrix_rpy(R.T @ rpy_matrix(pn.rpy)), pn.axis)
+    elif robot.payload is not None:
+        robot.payload = _turn_body(robot.payload, R)
