@@ -1,6 +1,10 @@
 """Regenerate docs/report-3d.png: the 3D view of `make run`'s report, taken by headless Chromium.
 
 Run after `make run`: .venv/bin/python docs/screenshot.py [results/showcase/report.html]
+Another report, picture and time shown: docs/screenshot.py REPORT [OUT.png [T_SHOWN]], e.g.
+docs/urdf-flexible.png (see README, URDF):
+  flexman report ur5_like_flexible --t-final 1 --dt 5e-3 --method Radau --q0 0 -0.5 0.8 0 0 0 --out results/ur5
+  .venv/bin/python docs/screenshot.py results/ur5/report.html docs/urdf-flexible.png 0.2
 """
 import sys
 from pathlib import Path
@@ -8,8 +12,8 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 REPORT = Path(sys.argv[1] if len(sys.argv) > 1 else "results/showcase/report.html").resolve()
-OUT = Path(__file__).resolve().parent / "report-3d.png"
-T_SHOWN = 0.75  # s: the links bend most here
+OUT = Path(sys.argv[2]).resolve() if len(sys.argv) > 2 else Path(__file__).resolve().parent / "report-3d.png"
+T_SHOWN = float(sys.argv[3]) if len(sys.argv) > 3 else 0.75  # s: the showcase's links bend most here
 
 with sync_playwright() as p:
     browser = p.chromium.launch(executable_path="/usr/bin/chromium",
