@@ -130,3 +130,33 @@ def test_simulated_figures_against_differences_of_simulations(example, names):
         ref = _richardson(robot, name, figures, rel=1e-4, floor=0.1)
         for s, r in zip(ours, ref):
             assert abs(s.derivative[j, 0] - r) <= 1e-8 * max(abs(r), 1e-6 * s.value[0]), (s.quantity, name, s.derivative[j], r)
+
+
+def test_stiffness_derivatives_equal_complex_step():
+    """The issue's oracle: complex-step derivatives of the numeric recursion. EI enters the numeric
+    model only through each beam's stiffness matrix K (linear in EIy, EIz by direction; damping
+    set to 0 so that the modal damping matrix does not depend on it), so a model whose K carries
+    i h dK/dEI gives d(tau)/dEI = Im(tau)/h exactly (h = 1e-30: no subtraction, no truncation)."""
+    import copy
+
+    from flexman.dynamics.structure import numeric_model
+
+    robot = fm.examples.load("flx_three_link")
+    for link in robot.links:
+        if link.beam is not None:
+            link.beam.damping = 0.0
+    rng = np.random.default_rng(7)
+    q, qd, qdd = rng.uniform(-1, 1, (3, robot.nq))
+    q[robot.flex_index] *= 0.02
+    model, h = numeric_model(robot), 1e-30
+    for i, name in ((1, "EIy2"), (1, "EIz2"), (2, "EIy3"), (2, "EIz3")):
+        complex_model = copy.deepcopy(model)
+        beam = complex_model.links[i].beam
+        direction = name[2]
+        EI = robot.links[i].beam.EI[0 if direction == "y" else 1]
+        rows = np.array([d == direction for d in beam.directions])
+        beam.K = np.asarray(beam.K) + 1j * h * np.where(rows[:, None], np.asarray(beam.K) / EI, 0.0)
+        step = np.imag(robot.with_derived("numeric_model", complex_model).inverse_dynamics(q, qd, qdd)) / h
+        s = fm.analysis.sensitivity(robot, "inverse_dynamics", [name], q=q, qd=qd, qdd=qdd)
+        assert np.abs(step).max() > 1e-4  # the stiffness does act on the flexible rows
+        np.testing.assert_allclose(s.derivative[0], step, rtol=1e-8, atol=1e-8 * np.abs(step).max())
