@@ -348,7 +348,8 @@ def test_overlay_beam_axis_is_only_a_change_of_frame(tmp_path, axis):
 
 def test_overlay_beam_axis_is_the_same_robot_as_a_turned_urdf(tmp_path):
     """The link's frame turned in the URDF itself, beam along x: the same flexible robot."""
-    from flexman.model.urdf import _beam_turn, apply_overlay, matrix_rpy, rpy_matrix
+    from flexman.model.rotations import matrix_rpy, rpy_matrix
+    from flexman.model.urdf import _beam_turn, apply_overlay
 
     axis = [0.2, 0.4, -1.0]
     R = _beam_turn(axis, "axis")
@@ -358,8 +359,8 @@ def test_overlay_beam_axis_is_the_same_robot_as_a_turned_urdf(tmp_path):
     def fmt(v):
         return " ".join(repr(float(x)) for x in v)
 
-    j1, inert, j2 = (matrix_rpy(rpy_matrix([0.2, 0.4, -0.3]) @ R), matrix_rpy(R.T @ rpy_matrix([0.3, -0.2, 0.1])),
-                     matrix_rpy(R.T @ rpy_matrix([-0.5, 0.1, 0.7])))
+    j1, inert, j2 = (matrix_rpy(rpy_matrix([0.2, 0.4, -0.3])[:3, :3] @ R), matrix_rpy(R.T @ rpy_matrix([0.3, -0.2, 0.1])[:3, :3]),
+                     matrix_rpy(R.T @ rpy_matrix([-0.5, 0.1, 0.7])[:3, :3]))
     turned = (AXIS_URDF.replace('rpy="0.2 0.4 -0.3"', f'rpy="{fmt(j1)}"')
               .replace('<axis xyz="0 1 0"/>', f'<axis xyz="{fmt(R.T @ [0, 1, 0])}"/>')
               .replace('xyz="0.05 -0.02 -0.2" rpy="0.3 -0.2 0.1"', f'xyz="{fmt(R.T @ [0.05, -0.02, -0.2])}" rpy="{fmt(inert)}"')

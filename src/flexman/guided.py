@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .cli_common import fmt
 from .model.errors import ModelError
 from .model.parse import parse, plain_copy
 
@@ -438,10 +439,6 @@ def _limits(text: str):
 
 
 # ----- summary and output --------------------------------------------------------------------------
-def _fmt(x) -> str:
-    return f"{float(x):.6g}"
-
-
 def _table(headers, rows) -> list:
     widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows)]
     line = lambda cells: "  ".join(str(c).rjust(w) if k else str(c).ljust(w) for k, (c, w) in
@@ -453,20 +450,20 @@ def summary(robot) -> list:
     """Text lines: the DH (and placed-joint) table, coordinates, masses, frequencies."""
     plural = lambda n, word: f"{n} {word}" + ("" if n == 1 else "s")
     out = [f"{robot.name}: {plural(robot.n_joints, 'joint')}, {plural(robot.nf, 'flexible coordinate')} (nq = {robot.nq}), "
-           f"{robot.dh} DH, gravity [{', '.join(_fmt(g) for g in robot.gravity)}] m/s^2"]
+           f"{robot.dh} DH, gravity [{', '.join(fmt(g) for g in robot.gravity)}] m/s^2"]
     rows, placed = [], []
     for i, link in enumerate(robot.links):
         beam = link.beam
         flex = str(beam.nf) if beam is not None else "0"
-        masses = [_fmt(link.body.mass), _fmt(beam.length * beam.mass_per_length if beam is not None else 0.0)]
+        masses = [fmt(link.body.mass), fmt(beam.length * beam.mass_per_length if beam is not None else 0.0)]
         if link.placement is None:
-            dh = [_fmt(link.a), _fmt(math.degrees(link.alpha)), _fmt(link.d), _fmt(math.degrees(link.theta))]
+            dh = [fmt(link.a), fmt(math.degrees(link.alpha)), fmt(link.d), fmt(math.degrees(link.theta))]
         else:
             dh = ["-"] * 4
             pl = link.placement
-            placed.append([str(i + 1), link.joint, " ".join(_fmt(v) for v in pl.xyz),
-                           " ".join(_fmt(math.degrees(v)) for v in pl.rpy), " ".join(_fmt(v) for v in pl.axis)])
-        limits = "-" if link.limits is None else " ".join(_fmt(v) for v in link.limits)
+            placed.append([str(i + 1), link.joint, " ".join(fmt(v) for v in pl.xyz),
+                           " ".join(fmt(math.degrees(v)) for v in pl.rpy), " ".join(fmt(v) for v in pl.axis)])
+        limits = "-" if link.limits is None else " ".join(fmt(v) for v in link.limits)
         rows.append([str(i + 1), link.joint] + dh + masses + [flex, limits])
     out.append("")
     out += _table(["#", "joint", "a [m]", "alpha [deg]", "d [m]", "theta [deg]", "body [kg]", "beam [kg]",
@@ -477,7 +474,7 @@ def summary(robot) -> list:
     out.append("")
     out.append("coordinates: " + ", ".join(robot.coordinate_names))
     payload = robot.payload.mass if robot.payload is not None else 0.0
-    out.append(f"total mass: {_fmt(robot.total_mass())} kg (payload {_fmt(payload)} kg)")
+    out.append(f"total mass: {fmt(robot.total_mass())} kg (payload {fmt(payload)} kg)")
     if robot.nf:
         from .analysis.frequencies import natural_frequencies
 

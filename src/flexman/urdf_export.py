@@ -12,7 +12,8 @@ import numpy as np
 from .dynamics import dh
 from .dynamics.beam_tensors import rod_second_moments
 from .model.robot import RigidBody, Robot
-from .model.urdf import matrix_rpy, urdf_identifier
+from .model.rotations import matrix_rpy
+from .model.urdf import urdf_identifier
 
 __all__ = ["robot_to_urdf"]
 

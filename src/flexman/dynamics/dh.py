@@ -11,25 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..model.rotations import rot_x, rot_y, rot_z, rpy_matrix  # noqa: F401 (part of this module's API)
 from . import ops
 
 GEN_REVOLUTE = np.array([[0.0, -1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]])
 GEN_PRISMATIC = np.array([[0.0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 1], [0, 0, 0, 0]])
-
-
-def rot_x(t):
-    c, s = np.cos(t), np.sin(t)
-    return np.array([[1.0, 0, 0, 0], [0, c, -s, 0], [0, s, c, 0], [0, 0, 0, 1]])
-
-
-def rot_y(t):
-    c, s = np.cos(t), np.sin(t)
-    return np.array([[c, 0.0, s, 0], [0, 1, 0, 0], [-s, 0, c, 0], [0, 0, 0, 1]])
-
-
-def rot_z(t):
-    c, s = np.cos(t), np.sin(t)
-    return np.array([[c, -s, 0.0, 0], [s, c, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]])
 
 
 def trans(x=0.0, y=0.0, z=0.0):
@@ -45,11 +31,6 @@ def _snap(T, tol=1e-15):
     for target in (0.0, 1.0, -1.0):
         T[np.abs(T - target) < tol] = target
     return T
-
-
-def rpy_matrix(rpy):
-    """4x4 rotation of URDF's fixed-axis roll, pitch, yaw: Rz(yaw) Ry(pitch) Rx(roll)."""
-    return rot_z(rpy[2]) @ rot_y(rpy[1]) @ rot_x(rpy[0])
 
 
 def align_z(axis):

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ModelError
+from .rotations import matrix_rpy, rpy_matrix
 from .robot import Link, Placement, RigidBody, Robot, bound_text, bounds, meets_bound
 from .serialize import check_fields, join, robot_from_dict, robot_to_dict
 
@@ -27,32 +28,9 @@ OVERLAY_LINK_FIELDS = ("beam", "mass", "com", "inertia", "hub", "armature", "vis
 
 
 # ----- small geometry helpers --------------------------------------------------------------
-def _rot(axis: int, t) -> np.ndarray:
-    """4x4 rotation about x, y or z by t (the arithmetic of :mod:`flexman.dynamics.dh`)."""
-    c, s = np.cos(t), np.sin(t)
-    if axis == 0:
-        return np.array([[1.0, 0, 0, 0], [0, c, -s, 0], [0, s, c, 0], [0, 0, 0, 1]])
-    if axis == 1:
-        return np.array([[c, 0.0, s, 0], [0, 1, 0, 0], [-s, 0, c, 0], [0, 0, 0, 1]])
-    return np.array([[c, -s, 0.0, 0], [s, c, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]])
-
-
-def rpy_matrix(rpy) -> np.ndarray:
-    """3x3 rotation Rz(yaw) Ry(pitch) Rx(roll) (URDF fixed-axis roll, pitch, yaw)."""
-    return (_rot(2, rpy[2]) @ _rot(1, rpy[1]) @ _rot(0, rpy[0]))[:3, :3]
-
-
-def matrix_rpy(R) -> np.ndarray:
-    """Roll, pitch, yaw of a rotation matrix (the inverse of :func:`rpy_matrix`)."""
-    pitch = np.arctan2(-R[2, 0], np.hypot(R[0, 0], R[1, 0]))
-    if np.hypot(R[0, 0], R[1, 0]) < 1e-12:  # gimbal lock: put everything in yaw
-        return np.array([0.0, pitch, np.arctan2(-R[0, 1], R[1, 1])]) + 0.0
-    return np.array([np.arctan2(R[2, 1], R[2, 2]), pitch, np.arctan2(R[1, 0], R[0, 0])]) + 0.0  # no -0
-
-
 def _frame(xyz, rpy) -> np.ndarray:
     T = np.eye(4)
-    T[:3, :3] = rpy_matrix(rpy)
+    T[:3, :3] = rpy_matrix(rpy)[:3, :3]
     T[:3, 3] = xyz
     return T
 
@@ -325,13 +303,13 @@ def _turn_link(robot: Robot, i: int, R, where: str) -> None:
     if link.placement is None or link.joint != "revolute":
         raise ModelError(f"{where}: only for a revolute link with a URDF placement")
     pl = link.placement
-    link.placement = Placement(pl.xyz, matrix_rpy(rpy_matrix(pl.rpy) @ R), R.T @ pl.axis)
+    link.placement = Placement(pl.xyz, matrix_rpy(rpy_matrix(pl.rpy)[:3, :3] @ R), R.T @ pl.axis)
     link.body, link.hub = _turn_body(link.body, R), _turn_body(link.hub, R)
     if i + 1 < len(robot.links):
         nxt = robot.links[i + 1]
         if nxt.placement is None:
             raise ModelError(f"{where}: the next link needs a URDF placement")
         pn = nxt.placement
-        nxt.placement = Placement(R.T @ pn.xyz, matrix_rpy(R.T @ rpy_matrix(pn.rpy)), pn.axis)
+        nxt.placement = Placement(R.T @ pn.xyz, matrix_rpy(R.T @ rpy_matrix(pn.rpy)[:3, :3]), pn.axis)
     elif robot.payload is not None:
         robot.payload = _turn_body(robot.payload, R)
