@@ -21,6 +21,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from rigid import best_of  # noqa: E402  (bench/rigid.py)
+from scaling import chain  # noqa: E402  (bench/scaling.py)
 
 import flexman as fm  # noqa: E402
 from flexman.codegen import WHATS  # noqa: E402
@@ -28,7 +29,10 @@ from flexman.model.serialize import robot_from_dict, robot_to_dict  # noqa: E402
 
 
 def variant(name, stiffening):
-    data = robot_to_dict(fm.examples.load(name))
+    """The bundled example ``name`` (or ``chain<n>``: bench/scaling.py's chain of n flexible links)
+    with every beam's ``stiffening`` set."""
+    robot = chain(int(name[5:])) if name.startswith("chain") else fm.examples.load(name)
+    data = robot_to_dict(robot)
     for link in data["links"]:
         if link.get("beam"):
             link["beam"]["stiffening"] = stiffening
@@ -59,11 +63,11 @@ def measure(robot):
     q, qd, qdd = (rng.normal(size=robot.nq) * 0.1 for _ in range(3))
     t_id = best_of(lambda: robot.inverse_dynamics(q, qd, qdd), number=20)
     return (t_derive, ops(eom.op_count("inverse_dynamics")), ops(eom.op_count("mass_matrix")),
-            ops(book.op_count("inverse_dynamics")), t_id)
+            ops(eom.op_count("forward_dynamics")), ops(book.op_count("inverse_dynamics")), t_id)
 
 
 def main(names):
-    head = (f"{'model':22s} {'nq':>3s} {'stiff':>5s} {'derive CPU':>10s} {'ID ops':>7s} {'M ops':>7s} "
+    head = (f"{'model':22s} {'nq':>3s} {'stiff':>5s} {'derive CPU':>10s} {'ID ops':>7s} {'M ops':>7s} {'FD ops':>7s} "
             f"{'book ID ops':>11s} {'numeric ID':>10s}")
     print(head)
     for name in names:
@@ -71,13 +75,13 @@ def main(names):
         for stiffening in (False, True):
             robot = variant(name, stiffening)
             rows.append(measure(robot))
-            t_derive, n_id, n_m, n_book, t_id = rows[-1]
-            print(f"{name:22s} {robot.nq:3d} {str(stiffening).lower():>5s} {t_derive:9.2f}s {n_id:7d} {n_m:7d} "
+            t_derive, n_id, n_m, n_fd, n_book, t_id = rows[-1]
+            print(f"{name:22s} {robot.nq:3d} {str(stiffening).lower():>5s} {t_derive:9.2f}s {n_id:7d} {n_m:7d} {n_fd:7d} "
                   f"{n_book:11d} {t_id * 1e6:8.0f}us", flush=True)
         ratio = [b / a if a else float("nan") for a, b in zip(rows[0], rows[1])]
-        print(f"{'':22s} {'':3s} {'ratio':>5s} {ratio[0]:9.2f}x {ratio[1]:6.2f}x {ratio[2]:6.2f}x "
-              f"{ratio[3]:10.2f}x {ratio[4]:8.2f}x", flush=True)
+        print(f"{'':22s} {'':3s} {'ratio':>5s} {ratio[0]:9.2f}x {ratio[1]:6.2f}x {ratio[2]:6.2f}x {ratio[3]:6.2f}x "
+              f"{ratio[4]:10.2f}x {ratio[5]:8.2f}x", flush=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or flexible_examples())
+    main(sys.argv[1:] or flexible_examples() + ["chain2", "chain4"])

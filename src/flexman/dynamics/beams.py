@@ -138,14 +138,11 @@ class RevoluteBeam:
         first = np.broadcast_to(self.Dk, p.shape[:-1] + self.Dk.shape)
         return first + contract(p, self.Dkl) if second_order else first
 
-    def shortening_moments(self, p, pd, pdd):
-        """F = int h0 h2^T dm (h2 the second-order displacement of the beam's points), its first and
-        second time derivatives, and Fp[..., j] = dF/dp_j."""
+    def shortening_moments(self, p):
+        """F = int h0 h2^T dm (h2 the second-order displacement of the beam's points) and its
+        partials Fp[..., j] = dF/dp_j (F is quadratic: F = 1/2 sum_j p_j Fp_j)."""
         Fp = contract(p, self.Fkl)
-        F = 0.5 * modal_sum(p, Fp)
-        Fd = modal_sum(pd, Fp)
-        Fdd = modal_sum(pdd, Fp) + modal_sum(pd, contract(pd, self.Fkl))
-        return F, Fd, Fdd, Fp
+        return 0.5 * modal_sum(p, Fp), Fp
 
     def centreline(self, p, eta):
         """Points of the deflected centre line at stations ``eta`` (0 root, 1 tip): (..., G, 4)
@@ -195,42 +192,44 @@ class RevoluteBeam:
         return N, Ck + Cp
 
     def terms(self, Wh, Whd, Whdd, p, pd, pdd):
-        N, N0k = self.moments(p)
-        phi = N @ _T(Whdd) + 2 * (modal_sum(pd, N0k) @ _T(Whd)) + modal_sum(pdd, N0k) @ _T(Wh)
+        """(Phi = int h r_ddot^T dm, the beam's own generalized forces tr(Wh int h_j r_ddot^T dm)).
+
+        With stiffening, T_s = int r0_dot . r2_dot dm only changes the beam's moments: N gains
+        F + F^T and its partials N0k gain dF/dp_k (F = int h0 h2^T dm), so the stiffened beam
+        costs the same matrix products as the first-order one (docs/stiffening.md, "Cost")."""
+        N, Nk = self.moments(p)
+        extra = 0
+        if self.stiffening:  # Lagrange terms of T_s: int (dr0/dq).r2_ddot + (dr2/dq).r0_ddot
+            F, Fp = self.shortening_moments(p)
+            N, Nk = N + F + _T(F), Nk + Fp
+            extra = modal_sum(pd, contract(pd, self.Fkl))  # d2F/dt2 beyond sum pdd_k dF/dp_k
+        phi = N @ _T(Whdd) + 2 * (modal_sum(pd, Nk) @ _T(Whd)) + (modal_sum(pdd, Nk) + extra) @ _T(Wh)
         Cd = contract2(pd, self.Ckl)  # sum_k pd_k C_jk, indexed by j
         Cdd = contract2(pdd, self.Ckl)
-        X = _T(N0k) @ _T(Whdd)[..., None, :, :] + 2 * (Cd @ _T(Whd)[..., None, :, :]) + Cdd @ _T(Wh)[..., None, :, :]
-        own = ops.trace_product(Wh[..., None, :, :], X)
-        if self.stiffening:  # Lagrange terms of T_s: int (dr0/dq).r2_ddot + (dr2/dq).r0_ddot
-            F, Fd, Fdd, Fp = self.shortening_moments(p, pd, pdd)
-            phi = phi + (F + _T(F)) @ _T(Whdd) + 2 * (Fd @ _T(Whd)) + Fdd @ _T(Wh)
-            own = own + ops.trace_product(_T(Fp), (_T(Whdd) @ Wh)[..., None, :, :])
-        return phi, own
+        X = _T(Nk) @ _T(Whdd)[..., None, :, :] + 2 * (Cd @ _T(Whd)[..., None, :, :]) + Cdd @ _T(Wh)[..., None, :, :]
+        return phi, ops.trace_product(Wh[..., None, :, :], X)
 
     def elastic(self, p, pd):
         return p @ self.K.T + pd @ self.Cd.T
 
     def kinetic(self, Wh, Whd, p, pd):
-        """2 T of the beam: int |r_dot|^2 dm."""
-        N, N0k = self.moments(p)
-        Nd = modal_sum(pd, N0k)
+        """2 T of the beam: int |r_dot|^2 dm (with 2 T_s = 2 int r0_dot . r2_dot dm when stiffening)."""
+        N, Nk = self.moments(p)
+        if self.stiffening:
+            F, Fp = self.shortening_moments(p)
+            N, Nk = N + F + _T(F), Nk + Fp
         S = modal_sum(pd, contract2(pd, self.Ckl))
-        out = (
+        return (
             ops.trace_product(Whd @ N, _T(Whd))
-            + 2 * ops.trace_product(Whd @ Nd, _T(Wh))
+            + 2 * ops.trace_product(Whd @ modal_sum(pd, Nk), _T(Wh))
             + ops.trace_product(Wh @ S, _T(Wh))
         )
-        if self.stiffening:  # 2 T_s = 2 int r0_dot . r2_dot dm
-            F, Fd, _, _ = self.shortening_moments(p, pd, 0 * pd)
-            out = out + 2 * (ops.trace_product(Whd @ F, _T(Whd)) + ops.trace_product(Whd @ Fd, _T(Wh)))
-        return out
 
     def moment(self, p):
         """int h dm (4-vector, last entry the mass) in the link frame (with the shortening when stiffening)."""
         N, _ = self.moments(p)
         if self.stiffening:
-            F = 0.5 * modal_sum(p, contract(p, self.Fkl))
-            return N[..., :, 3] + F[..., 3, :]
+            return N[..., :, 3] + self.shortening_moments(p)[0][..., 3, :]
         return N[..., :, 3]
 
     def strain(self, p):
@@ -511,20 +510,18 @@ class SlidingBeam:
         N = self.C0 + S1h + _T(S1h) + self._S2(B, c_h, c_h)
         Nd = self._S1(A, c_hd) + self._S2(B, c_h, c_hd)
         Ndd = self._S1(A, c_hdd) + self._S2(B, c_h, c_hdd)
-        phi = N @ _T(Whdd) + 2 * (Nd @ _T(Whd)) + Ndd @ _T(Wh)
         # own forces: tr(Wh int h_j r_ddot^T) with int h_j h^T = S1(u_j)^T + S2(u_j, c_h), ...
         Bx = B[..., None, :, :]
         Ux = U
         Hh = _T(modal_sum(Ux, A[..., None, :, :, :])) + self._S2(Bx, Ux, c_h[..., None, :])
         Hd = self._S2(Bx, Ux, c_hd[..., None, :])
         Hdd = self._S2(Bx, Ux, c_hdd[..., None, :])
-        X = Hh @ _T(Whdd)[..., None, :, :] + 2 * (Hd @ _T(Whd)[..., None, :, :]) + Hdd @ _T(Wh)[..., None, :, :]
-        own = ops.trace_product(Wh[..., None, :, :], X)
-        if self.stiffening:  # Lagrange terms of T_s: int (dr0/dq).r2_ddot + (dr2/dq).r0_ddot
+        if self.stiffening:  # T_s = int r0_dot . r2_dot dm only changes the moments (RevoluteBeam.terms)
             F, Fd, Fdd, Fp = self.shortening_moments(p, pd, pdd)
-            phi = phi + (F + _T(F)) @ _T(Whdd) + 2 * (Fd @ _T(Whd)) + Fdd @ _T(Wh)
-            own = own + ops.trace_product(_T(Fp), (_T(Whdd) @ Wh)[..., None, :, :])
-        return phi, own
+            N, Nd, Ndd, Hh = N + F + _T(F), Nd + Fd, Ndd + Fdd, Hh + _T(Fp)
+        phi = N @ _T(Whdd) + 2 * (Nd @ _T(Whd)) + Ndd @ _T(Wh)
+        X = Hh @ _T(Whdd)[..., None, :, :] + 2 * (Hd @ _T(Whd)[..., None, :, :]) + Hdd @ _T(Wh)[..., None, :, :]
+        return phi, ops.trace_product(Wh[..., None, :, :], X)
 
     def elastic(self, p, pd):
         (d, xi) = _first(p)
@@ -542,15 +539,14 @@ class SlidingBeam:
         N = self.C0 + S1h + _T(S1h) + self._S2(B, c_h, c_h)
         Nd = self._S1(A, c_hd) + self._S2(B, c_h, c_hd)
         S = self._S2(B, c_hd, c_hd)
-        out = (
+        if self.stiffening:  # 2 T_s = 2 int r0_dot . r2_dot dm
+            F, Fd, _, _ = self.shortening_moments(p, pd, 0 * pd)
+            N, Nd = N + F + _T(F), Nd + Fd
+        return (
             ops.trace_product(Whd @ N, _T(Whd))
             + 2 * ops.trace_product(Whd @ Nd, _T(Wh))
             + ops.trace_product(Wh @ S, _T(Wh))
         )
-        if self.stiffening:  # 2 T_s = 2 int r0_dot . r2_dot dm
-            F, Fd, _, _ = self.shortening_moments(p, pd, 0 * pd)
-            out = out + 2 * (ops.trace_product(Whd @ F, _T(Whd)) + ops.trace_product(Whd @ Fd, _T(Wh)))
-        return out
 
     def moment(self, p):
         """int h dm (4-vector, last entry the mass) in the link frame (with the shortening when stiffening)."""

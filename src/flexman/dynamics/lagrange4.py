@@ -101,7 +101,8 @@ def inverse_dynamics(model, q, qd, qdd, gravity=True, elastic=True, friction=Tru
         if lk.beam is not None:
             beam, p = lk.beam, rec["p"]
             phi, q_local = beam.terms(rec["Wh"], rec["Whd"], rec["Whdd"], p, rec["pd"], rec["pdd"])
-            q_loc = ops.trace_product(rec["Wh"][..., None, :, :], beam.tip_partials(p, beam.stiffening) @ G[..., None, :, :]) + q_local
+            # tr(Wh dD/dp_j G) = tr(dD/dp_j (G Wh)): one product per sample, then a sparse trace per mode
+            q_loc = ops.trace_product(beam.tip_partials(p, beam.stiffening), (G @ rec["Wh"])[..., None, :, :]) + q_local
             if isinstance(elastic, np.ndarray):  # per-sample on/off (...,)
                 q_loc = q_loc + elastic[..., None] * beam.elastic(p, rec["pd"])
             elif elastic:
