@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 
@@ -203,3 +205,41 @@ def test_cli_bad_options(two, capsys, argv, words):
     assert err.startswith("flexman: error:") and "\n" not in err and "Traceback" not in err
     assert all(w in err for w in words), err
     assert len(modelcache.entries()) == 2
+
+
+RACE = """
+import json, sys
+import numpy as np
+import flexman as fm
+from flexman.codegen import modelcache
+
+real = modelcache._read_entry
+calls = []
+
+def racing(key):  # another process clears the cache right after this one verified the entry
+    found = real(key)
+    if not calls:
+        assert modelcache.clear().removed
+    calls.append(found is not None)
+    return found
+
+modelcache._read_entry = racing
+robot = fm.examples.load("dynaman_2r")
+model = modelcache.compiled_model(robot)
+rng = np.random.default_rng(3)
+q, qd, tau = rng.standard_normal(robot.nq), rng.standard_normal(robot.nq), rng.standard_normal(robot.n_joints)
+print(json.dumps({"calls": calls, "qdd": model.forward_dynamics(q, qd, tau).tolist()}))
+"""
+
+
+def test_entry_removed_between_check_and_load_is_rebuilt(two):
+    """A fresh process verifies an entry, which is then removed before it loads it: the load
+    fails and the model is built again under the lock (same numbers)."""
+    built, folder = two
+    robot, model = built["dynaman_2r"]
+    res = subprocess.run([sys.executable, "-c", RACE], capture_output=True, text=True, env=dict(os.environ))
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert data["calls"] == [True, False, True]  # verified; gone under the lock; built
+    assert np.array_equal(np.array(data["qdd"]), forward(robot, model))
+    assert [e.robot for e in modelcache.entries()] == ["dynaman_2r"]
