@@ -31,11 +31,12 @@ def _days(text: str) -> float:
 
 def human(n: int) -> str:
     """Bytes as text: 512 B, 36.7 K, 1.2 M, ..."""
-    for unit in ("B", "K", "M", "G"):
-        if n < 1024 or unit == "G":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+    if n < 1024:
+        return f"{n} B"
+    for unit in ("K", "M", "G"):
         n /= 1024
-    return ""  # pragma: no cover
+        if n < 1024 or unit == "G":
+            return f"{n:.1f} {unit}"
 
 
 def _entries(n: int) -> str:
