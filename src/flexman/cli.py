@@ -902,6 +902,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _subcommand(sub, "validate", cmd_validate, "run the literature validation cases", model=False)
     p.add_argument("--case", metavar="NAME", help="run only this case")
+
+    from .cli_cache import register as register_cache
+
+    register_cache(sub, _subcommand)  # cache: list, prune or clear the compiled models
     return parser
 
 

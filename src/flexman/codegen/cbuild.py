@@ -113,21 +113,42 @@ def publish(tmp, path) -> Path:
     return path
 
 
+def lock_path(path) -> Path:
+    """The lock file of the cache entry ``path`` (see :func:`locked`)."""
+    return Path(str(path) + ".lock")
+
+
 @contextlib.contextmanager
-def locked(path):
+def locked(path, wait=True):
     """Hold an exclusive advisory lock on ``<path>.lock`` (POSIX; elsewhere a no-op, and the
-    atomic renames alone keep entries whole)."""
+    atomic renames alone keep entries whole). ``wait=False``: raise BlockingIOError at once when
+    another process holds it. The holder may delete the lock file (removing the entry): a waiter
+    that then gets the lock of the deleted file takes the lock of the current one instead."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows
         yield
         return
-    with open(Path(str(path) + ".lock"), "a") as f:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+    lock = lock_path(path)
+    while True:
+        f = open(lock, "a")
         try:
-            yield
-        finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            st = os.fstat(f.fileno())
+            now = os.stat(lock)
+            if (st.st_dev, st.st_ino) == (now.st_dev, now.st_ino):
+                break
+        except FileNotFoundError:
+            pass
+        except BaseException:
+            f.close()
+            raise
+        f.close()  # the file was deleted while we waited: try again (closing releases the lock)
+    try:
+        yield
+    finally:
+        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+        f.close()
 
 
 def compile_command(flags=None, extension=False) -> tuple:

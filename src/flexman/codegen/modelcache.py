@@ -16,14 +16,21 @@ On disk (``cbuild.cache_dir()/models``) an entry is the library ``<key>.so`` and
 key hashes the structure, the formulation, the code generator's version and the compiler
 command. Entries are written with ``cbuild.publish`` under ``cbuild.locked`` and used only when
 the library still has the digest its manifest records; anything else is rebuilt.
+
+Loading an entry from disk sets its manifest's mtime ("last used"). :func:`entries`,
+:func:`prune` and :func:`clear` list and remove entries (``flexman cache``); a removal takes the
+entry's build lock without waiting (an entry being built is skipped) and deletes the manifest
+before the library, so a process never loads half an entry: it rebuilds the removed one.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 import time
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import cbuild
@@ -150,20 +157,33 @@ def _read_entry(key):
 
 def _load_or_build(key, robot, formulation, flags, extension, progress):
     found = _read_entry(key)
-    if found is None:
-        lib, _ = _paths(key)
-        with cbuild.locked(lib):
-            found = _read_entry(key)  # built by another process while we waited?
+    if found is not None:
+        try:
+            return _load(found)
+        except (OSError, ImportError):  # removed (``flexman cache``) since the check: build under the lock
+            pass
+    lib, _ = _paths(key)
+    with cbuild.locked(lib):
+        found = _read_entry(key)  # built by another process while we waited?
+        if found is None:
+            _build(key, robot, formulation, flags, extension, progress)
+            found = _read_entry(key)
             if found is None:
-                _build(key, robot, formulation, flags, extension, progress)
-                found = _read_entry(key)
-                if found is None:
-                    raise RuntimeError(f"model cache: entry {key} unreadable right after building it")
+                raise RuntimeError(f"model cache: entry {key} unreadable right after building it")
+        return _load(found)
+
+
+def _load(found):
+    """Load a verified entry and mark it used now (the manifest's mtime, for :func:`prune`)."""
     data, lib = found
     from . import ctypes_functions
 
     library = cbuild.load(lib)
     module = cbuild.load_extension(lib, data["module"]) if data.get("module") else None
+    try:
+        os.utime(lib.with_suffix(".json"))
+    except OSError:  # a read-only cache still serves
+        pass
     return data["layout"], data["parameters"], ctypes_functions(library, data["layout"]), module
 
 
@@ -213,3 +233,144 @@ def _build(key, robot, formulation, flags, extension, progress):
 def clear_memory():
     """Forget the models loaded by this process (tests; the disk cache stays)."""
     _loaded.clear()
+
+
+# ----- managing the disk cache (``flexman cache``) ------------------------------------------------
+STRAY_AGE_S = 3600.0  # leftovers of crashed builds (temporary folders, half entries) older than this go
+
+
+@dataclass
+class Entry:
+    """One model in the disk cache. ``size``: bytes of library and manifest; ``created``: when
+    the library was built, ``last_used``: when a process last loaded it (epoch seconds)."""
+    key: str
+    robot: str
+    nq: int
+    flexman: str
+    size: int
+    created: float
+    last_used: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Removal:
+    """What :func:`prune` or :func:`clear` removed (or would remove, ``dry_run``): entries,
+    entries skipped because a process was building them, stray files and folders."""
+    removed: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)
+    strays: list = field(default_factory=list)
+
+    @property
+    def freed(self) -> int:
+        return sum(e.size for e in self.removed)
+
+
+def _is_key(name) -> bool:
+    return len(name) == 32 and all(c in "0123456789abcdef" for c in name)
+
+
+def entries() -> list:
+    """The complete entries of the disk cache (library and manifest), least recently used first."""
+    found = []
+    for manifest in models_dir().glob("*.json"):
+        key, lib = manifest.stem, manifest.with_suffix(".so")
+        if not _is_key(key):
+            continue
+        try:
+            st_lib, st_man = lib.stat(), manifest.stat()
+        except OSError:  # half an entry (or removed meanwhile): a stray
+            continue
+        try:
+            data = json.loads(manifest.read_text())
+            data = data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            data = {}
+        found.append(Entry(key, str(data.get("robot", "?")), data.get("nq"), str(data.get("flexman", "?")),
+                           st_lib.st_size + st_man.st_size, st_lib.st_mtime, st_man.st_mtime))
+    return sorted(found, key=lambda e: (e.last_used, e.key))
+
+
+def prune(max_bytes=None, older_than_s=None, dry_run=False) -> Removal:
+    """Remove the entries not used for ``older_than_s`` seconds, then the least recently used
+    ones until the rest take at most ``max_bytes``; also the leftovers of crashed builds.
+    An entry a process is building is skipped; ``dry_run``: only say what would go."""
+    if max_bytes is not None and max_bytes < 0:
+        raise ValueError(f"max_bytes must be >= 0 (got {max_bytes})")
+    if older_than_s is not None and older_than_s < 0:
+        raise ValueError(f"older_than_s must be >= 0 (got {older_than_s})")
+    now = time.time()
+    listed = entries()
+    total = sum(e.size for e in listed)
+    out = Removal()
+    for entry in listed:  # least recently used first
+        stale = older_than_s is not None and now - entry.last_used > older_than_s
+        if not (stale or (max_bytes is not None and total > max_bytes)):
+            continue
+        if dry_run or _remove(entry.key):
+            out.removed.append(entry)
+            total -= entry.size
+        else:
+            out.skipped.append(entry)
+    if not dry_run:
+        out.strays = _remove_strays(now)
+    return out
+
+
+def clear() -> Removal:
+    """Remove every entry of the disk cache (but those being built) and stale leftovers."""
+    return prune(max_bytes=0)
+
+
+def _remove(key) -> bool:
+    """Remove one entry, manifest first, under its build lock (not waiting: False when held)."""
+    lib, manifest = _paths(key)
+    try:
+        with cbuild.locked(lib, wait=False):
+            for path in (manifest, lib, cbuild.lock_path(lib)):
+                path.unlink(missing_ok=True)
+    except BlockingIOError:
+        return False
+    _loaded.pop(key, None)  # a library this process loaded stays mapped; a new request rebuilds
+    return True
+
+
+def _remove_strays(now) -> list:
+    """Temporary build folders and half entries (library, manifest or lock file alone) older
+    than STRAY_AGE_S; half entries under their lock, so a build in progress keeps its files."""
+    gone = []
+    folder = models_dir()
+    for path in folder.iterdir():
+        try:
+            if path.is_dir():
+                if path.name.startswith("tmp") and now - _newest(path) > STRAY_AGE_S:
+                    shutil.rmtree(path)
+                    gone.append(path)
+                continue
+            key = path.name.split(".")[0]
+            if not _is_key(key) or path.name not in (f"{key}.so", f"{key}.json", f"{key}.so.lock"):
+                continue
+            lib, manifest = _paths(key)
+            if (lib.exists() and manifest.exists()) or now - path.stat().st_mtime <= STRAY_AGE_S:
+                continue
+            with cbuild.locked(lib, wait=False):
+                if not (lib.exists() and manifest.exists()):
+                    gone += [p for p in (manifest, lib) if p.exists()]
+                    for p in (manifest, lib, cbuild.lock_path(lib)):
+                        p.unlink(missing_ok=True)
+        except (BlockingIOError, FileNotFoundError):
+            continue
+    return gone
+
+
+def _newest(folder) -> float:
+    """The latest mtime of a folder and the files in it."""
+    times = [folder.stat().st_mtime]
+    for p in folder.rglob("*"):
+        try:
+            times.append(p.stat().st_mtime)
+        except OSError:
+            pass
+    return max(times)
