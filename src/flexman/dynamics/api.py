@@ -85,7 +85,8 @@ def inverse_dynamics(robot, q, qd, qdd, f_ext=None):
 
 
 def mass_matrix(robot, q):
-    """M(q) (..., nq, nq), from the inverse-dynamics recursion with unit accelerations."""
+    """M(q) (..., nq, nq): composite rigid bodies for rigid arms (crba), their 4x4 analogue for
+    flexible ones (lagrange4.mass_matrix)."""
     q = inputs.state(robot, q)
     if robot.is_rigid:
         return _in_chunks(robot, lambda q: crba.mass_matrix(robot, q), q)
@@ -111,9 +112,14 @@ def mass_matrix_and_bias(robot, q, qd):
 
 
 def _flexible_mass_and_bias(robot, q, qd):
-    """(M, b) of a flexible arm from one vectorized recursion: nq samples with unit
-    accelerations (the columns of M), and with ``qd`` one more with the actual velocities,
-    gravity and elasticity (b); b is None without ``qd``."""
+    """(M, b) of a flexible arm. For several states, M by composite bodies
+    (``lagrange4.mass_matrix``: fewest operations per state) and b by the recursion, sharing
+    one forward pass. For one state (or with sliding beams), one vectorized recursion over nq
+    samples with unit accelerations (the columns of M) and with ``qd`` one more with the actual
+    velocities, gravity and elasticity (b): fewest NumPy calls. b is None without ``qd``."""
+    model = numeric_model(robot)
+    if l4.composite_applies(model) and q.size > q.shape[-1]:
+        return (l4.mass_matrix(model, q), None) if qd is None else l4.mass_and_bias(model, q, qd)
     if qd is not None:
         q, qd = np.broadcast_arrays(q, qd)
     nq = q.shape[-1]
@@ -127,7 +133,7 @@ def _flexible_mass_and_bias(robot, q, qd):
     if qd is not None:
         qdb[..., nq, :] = qd
         grav[nq], elastic[nq] = robot.gravity, 1.0
-    out = l4.inverse_dynamics(numeric_model(robot), qb, qdb, qddb, gravity=grav, elastic=elastic)
+    out = l4.inverse_dynamics(model, qb, qdb, qddb, gravity=grav, elastic=elastic)
     return np.swapaxes(out[..., :nq, :], -1, -2), (None if qd is None else out[..., nq, :])
 
 

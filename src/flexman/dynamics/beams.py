@@ -191,17 +191,24 @@ class RevoluteBeam:
         N = self.C0 + modal_sum(p, Ck + _T(Ck)) + modal_sum(p, Cp)
         return N, Ck + Cp
 
+    def inertia_moments(self, p):
+        """The moments the kinetic energy sees: N and N0k of :meth:`moments`, with stiffening
+        N + F + F^T and N0k + dF/dp_k (T_s = int r0_dot . r2_dot dm changes only these)."""
+        N, Nk = self.moments(p)
+        if self.stiffening:
+            F, Fp = self.shortening_moments(p)
+            N, Nk = N + F + _T(F), Nk + Fp
+        return N, Nk
+
     def terms(self, Wh, Whd, Whdd, p, pd, pdd):
         """(Phi = int h r_ddot^T dm, the beam's own generalized forces tr(Wh int h_j r_ddot^T dm)).
 
         With stiffening, T_s = int r0_dot . r2_dot dm only changes the beam's moments: N gains
         F + F^T and its partials N0k gain dF/dp_k (F = int h0 h2^T dm), so the stiffened beam
         costs the same matrix products as the first-order one (docs/stiffening.md, "Cost")."""
-        N, Nk = self.moments(p)
+        N, Nk = self.inertia_moments(p)
         extra = 0
         if self.stiffening:  # Lagrange terms of T_s: int (dr0/dq).r2_ddot + (dr2/dq).r0_ddot
-            F, Fp = self.shortening_moments(p)
-            N, Nk = N + F + _T(F), Nk + Fp
             extra = modal_sum(pd, contract(pd, self.Fkl))  # d2F/dt2 beyond sum pdd_k dF/dp_k
         phi = N @ _T(Whdd) + 2 * (modal_sum(pd, Nk) @ _T(Whd)) + (modal_sum(pdd, Nk) + extra) @ _T(Wh)
         Cd = contract2(pd, self.Ckl)  # sum_k pd_k C_jk, indexed by j
@@ -214,10 +221,7 @@ class RevoluteBeam:
 
     def kinetic(self, Wh, Whd, p, pd):
         """2 T of the beam: int |r_dot|^2 dm (with 2 T_s = 2 int r0_dot . r2_dot dm when stiffening)."""
-        N, Nk = self.moments(p)
-        if self.stiffening:
-            F, Fp = self.shortening_moments(p)
-            N, Nk = N + F + _T(F), Nk + Fp
+        N, Nk = self.inertia_moments(p)
         S = modal_sum(pd, contract2(pd, self.Ckl))
         return (
             ops.trace_product(Whd @ N, _T(Whd))

@@ -87,7 +87,11 @@ def inverse_dynamics(model, q, qd, qdd, gravity=True, elastic=True, friction=Tru
     # computed once; a sliding beam's field coefficients need equal shapes from the start.
     if any(lk.beam is not None and lk.beam.sliding for lk in model.links):
         q, qd, qdd = np.broadcast_arrays(q, qd, qdd)
-    recs = forward(model, q, qd, qdd, gravity, second_order=None)
+    return backward(model, forward(model, q, qd, qdd, gravity, second_order=None), qd, qdd, elastic, friction)
+
+
+def backward(model, recs, qd, qdd, elastic=True, friction=True):
+    """The backward pass of :func:`inverse_dynamics` over the frames ``recs`` of :func:`forward`."""
     n = len(model.links)
     cols = [None] * model.nq
     G_hat_next = None
@@ -123,6 +127,103 @@ def inverse_dynamics(model, q, qd, qdd, gravity=True, elastic=True, friction=Tru
         cols[i] = tau
         G_hat_next = G_hat
     return np.stack(np.broadcast_arrays(*cols), axis=-1)
+
+
+def composite_applies(model) -> bool:
+    """:func:`mass_matrix` handles every link but sliding beams (their shape moves with the joint)."""
+    return not any(lk.beam is not None and lk.beam.sliding for lk in model.links)
+
+
+def mass_and_bias(model, q, qd):
+    """(M, b) sharing one forward pass: M by :func:`mass_matrix`, b the inverse dynamics at zero
+    acceleration (gravity, elasticity, friction included)."""
+    q, qd = np.broadcast_arrays(ops.asarray(q), ops.asarray(qd))
+    qdd = np.zeros_like(qd)
+    recs = forward(model, q, qd, qdd, True, second_order=None)
+    return mass_matrix(model, q, recs), backward(model, recs, qd, qdd)
+
+
+def mass_matrix(model, q, recs=None):
+    """M(q) (..., nq, nq) by composite bodies in the 4x4 form, equal to the unit-acceleration
+    columns of :func:`inverse_dynamics` (no gravity, elasticity or friction) at a fraction of
+    their cost.
+
+    A backward pass sums the second moments of everything beyond each cut: ``Ct[i]`` on link
+    i's distal frame W_i, ``Ch[i]`` on its undeformed frame Wh_i (body on Wh, the beam's
+    kinetic moments, ``D Ct D^T``). The columns of link l (its joint, then its modes) start
+    from these instead of a pass over the distal links, ``G = sum_b X_b J_b (dW_b/dq_k)^T``
+    (left side in the cut's frame, right side in the base frame):
+
+    * joint l: ``Gh = Ch[l] (W0 A1)^T``;
+    * mode k of l's beam: ``Gt = Ct[l] (Wh T_k)^T`` beyond the tip (``T_k = dD/dp_k``), and on
+      the undeformed frame ``Gh = D Gt + N0k_k Wh^T``; rows of the same beam's modes j:
+      ``tr(T_j Gt Wh) + tr(C_jk Wh^T Wh)``;
+
+    then the rows of every proximal coordinate follow as in the inverse dynamics' backward
+    pass (``G <- A G``, rows ``tr(T_j G Wh)``, ``Gh <- D G``, joint row ``tr(W0 A1 Gh)``), all
+    columns of a link carried together. Only entries with the row proximal to (or on) the
+    column are formed; M is filled symmetrically. ``recs``: :func:`forward`'s frames at ``q``
+    (any velocities), when already computed."""
+    if not composite_applies(model):
+        raise ValueError("mass_matrix by composite bodies: sliding beams are not supported; use inverse_dynamics")
+    q = ops.asarray(q)
+    if recs is None:  # (only the positions of the frames are read)
+        zero = np.zeros_like(q)
+        recs = forward(model, q, zero, zero, gravity=False, second_order=None)
+    n, links = len(model.links), model.links
+    coords = [[i] + list(range(lk.flex.start, lk.flex.stop)) if lk.beam is not None else [i]
+              for i, lk in enumerate(links)]
+    Ct, Ch = [None] * n, [None] * n
+    moments = [None if lk.beam is None else lk.beam.inertia_moments(recs[i]["p"]) for i, lk in enumerate(links)]
+    for i in range(n - 1, -1, -1):  # composite second moments
+        lk, rec = links[i], recs[i]
+        C = lk.body_tip
+        if i + 1 < n:
+            A = recs[i + 1]["A"]
+            C = C + A @ Ch[i + 1] @ _T(A)
+        Ct[i] = C
+        if lk.beam is not None:
+            D = rec["D"]
+            Ch[i] = lk.body_base + moments[i][0] + D @ C @ _T(D)
+        else:
+            Ch[i] = lk.body_base + C
+    partials = [None if lk.beam is None else lk.beam.tip_partials(recs[i]["p"], lk.beam.stiffening)
+                for i, lk in enumerate(links)]
+    M = np.zeros(q.shape[:-1] + (model.nq, model.nq), dtype=np.result_type(Ch[0], q))
+
+    def put(rows, cols, value):  # value (..., len(rows), len(cols)), both triangles
+        M[..., rows, cols] = value
+        M[..., cols, rows] = value
+
+    for l in range(n):
+        lk, rec = links[l], recs[l]
+        cols = np.array(coords[l])
+        dWh = rec["W0"] @ rec["A1"]  # dWh/dq_l
+        Gh = (Ch[l] @ _T(dWh))[..., None, :, :]  # the joint's column (..., 1, 4, 4)
+        if lk.beam is not None:
+            Wh, T = rec["Wh"], partials[l]
+            Nk = moments[l][1]
+            Gt = Ct[l][..., None, :, :] @ _T(Wh[..., None, :, :] @ T)  # (..., m, 4, 4)
+            own = ops.trace_product(T[..., :, None, :, :], (Gt @ Wh[..., None, :, :])[..., None, :, :, :])
+            own = own + ops.trace_product(lk.beam.Ckl, (_T(Wh) @ Wh)[..., None, None, :, :])
+            a, b = np.triu_indices(len(cols) - 1)  # mode rows a on or before mode columns b
+            put(cols[1:][a], cols[1:][b], own[..., a, b])
+            Gm = rec["D"][..., None, :, :] @ Gt + Nk @ _T(Wh)[..., None, :, :]
+            Gh = np.concatenate([Gh, Gm], axis=-3)
+        put(l, cols, ops.trace_product(dWh[..., None, :, :], Gh))  # joint l's row
+        for i in range(l - 1, -1, -1):  # the proximal links' rows
+            G = recs[i + 1]["A"][..., None, :, :] @ Gh
+            if links[i].beam is not None:
+                Wh = recs[i]["Wh"]
+                rows = ops.trace_product(partials[i][..., :, None, :, :], (G @ Wh[..., None, :, :])[..., None, :, :, :])
+                put(np.array(coords[i][1:])[:, None], cols[None, :], rows)
+                Gh = recs[i]["D"][..., None, :, :] @ G
+            else:
+                Gh = G
+            put(i, cols, ops.trace_product((recs[i]["W0"] @ recs[i]["A1"])[..., None, :, :], Gh))
+    for i, lk in enumerate(links):  # (a traced armature is a symbol: added, not tested)
+        M[..., i, i] = M[..., i, i] + lk.armature
+    return M
 
 
 def kinetic_energy(model, q, qd):

@@ -78,7 +78,7 @@ def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", 
     fell_back = terms is None and formulation != "book"
     if terms is None:  # the exact M is needed with truncate only for qdd (its M output is the truncated one)
         exact = need - {"M"} if truncate is not None and "qdd" not in need else need
-        terms = tr.book_terms(model, x, exact)
+        terms = tr.book_terms(model, x, exact, composite=formulation != "book")
     M, b, tau = terms
     M_out = M
     if truncate is not None and "M" in need:

@@ -49,9 +49,11 @@ def in_link1_frame(model, q):
     return q
 
 
-def book_terms(model, x, need=("M", "b", "tau"), truncate=None):
+def book_terms(model, x, need=("M", "b", "tau"), truncate=None, composite=False):
     """(M, b, inverse dynamics) by the 4x4 recursion on tracer inputs x (None where not needed).
-    ``truncate=k``: M keeps only its terms of degree <= k in the flexible coordinates."""
+    ``truncate=k``: M keeps only its terms of degree <= k in the flexible coordinates.
+    ``composite``: M by composite bodies (``lagrange4.mass_matrix``) where it applies, instead
+    of Book's unit-acceleration columns (the published algorithm, kept for its op counts)."""
     q, qd, qdd = x["q"], x["qd"], x["qdd"]
     nq = q.shape[-1]
     M = b = tau = None
@@ -63,9 +65,13 @@ def book_terms(model, x, need=("M", "b", "tau"), truncate=None):
             from .graded import seed
 
             qm = seed(qm, np.arange(nq) >= model.n_joints, truncate)
-        qb = np.broadcast_to(qm[None, :], (nq, nq))
-        cols = l4.inverse_dynamics(model, qb, np.zeros((nq, nq)), np.eye(nq), gravity=False, elastic=False, friction=False)
-        M = symmetric_from_columns(cols)
+        if composite and truncate is None and l4.composite_applies(model):
+            M = l4.mass_matrix(model, qm)
+        else:
+            qb = np.broadcast_to(qm[None, :], (nq, nq))
+            cols = l4.inverse_dynamics(model, qb, np.zeros((nq, nq)), np.eye(nq), gravity=False, elastic=False,
+                                       friction=False)
+            M = symmetric_from_columns(cols)
         if truncate is not None:
             from .graded import total
 
