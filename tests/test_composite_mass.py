@@ -114,3 +114,24 @@ def test_traced_composite_equals_traced_columns(stiffening):
     q = np.random.default_rng(7).normal(size=(4, robot.nq)) * 0.4
     assert rel(composite.mass_matrix(q), book.mass_matrix(q)) < 1e-12
     assert rel(composite.mass_matrix(q), robot.mass_matrix(q)) < 1e-12
+
+
+def test_symmetric_form_on_object_arrays():
+    """sum_kl c_k c_l T_kl with each pair once (the branch traced values take, here on Python
+    floats in object arrays) == einsum on numbers; the stiffening tensors it is used on are
+    symmetric in (k, l)."""
+    from flexman.dynamics.beams import symmetric_form
+
+    rng = np.random.default_rng(8)
+    T = rng.normal(size=(4, 4, 4, 4))
+    T = T + np.swapaxes(T, 0, 1)
+    c = rng.normal(size=(3, 4))
+    expected = np.einsum("...k,...l,klab->...ab", c, c, T)
+    assert np.allclose(symmetric_form(c, T), expected, rtol=1e-14)
+    as_objects = symmetric_form(c.astype(object), T.astype(object))
+    assert as_objects.dtype == object
+    assert np.allclose(as_objects.astype(float), expected, rtol=1e-13)
+    model = build(with_stiffening(fm.examples.load("piedboeuf_one_link"), True))
+    beam = model.links[0].beam
+    for tensor in (beam.Fkl, beam.Dkl):
+        assert np.array_equal(tensor, np.swapaxes(tensor, 0, 1))

@@ -5,8 +5,9 @@ Default formulations:
 * rigid arms: recursive Newton-Euler (:mod:`.rnea`) for inverse dynamics and bias forces, the
   composite-body (DeNOC) mass matrix (:mod:`.crba`);
 * flexible arms: the recursive 4x4 Lagrangian (Book; :mod:`.lagrange4`), revolute or prismatic,
-  assumed modes or finite elements; its mass matrix is assembled from the same recursion
-  (unit accelerations, no velocity, no gravity) in one vectorized call.
+  assumed modes or finite elements. Its mass matrix: for one state, the same recursion with unit
+  accelerations (no velocity, no gravity) in one vectorized call; for several states, composite
+  bodies in the 4x4 form (``lagrange4.mass_matrix``), fewer operations per state.
 
 Both are recursive (cost linear in the number of links per evaluation) and both are checked
 against each other, against Pinocchio and against the energy-based Lagrangian in the tests.
@@ -103,8 +104,8 @@ def bias_forces(robot, q, qd):
 
 
 def mass_matrix_and_bias(robot, q, qd):
-    """(M, b) together; for flexible arms from one vectorized recursion over nq + 1 samples
-    (unit accelerations for the columns of M, the actual velocities with gravity for b)."""
+    """(M, b) together; for flexible arms from one forward pass of the 4x4 recursion (see
+    ``_flexible_mass_and_bias``)."""
     q, qd = inputs.states(robot, q=q, qd=qd)
     if robot.is_rigid:
         return _in_chunks(robot, lambda q, qd: (crba.mass_matrix(robot, q), rnea.inverse_dynamics(robot, q, qd, None)), q, qd)
