@@ -96,8 +96,10 @@ def numeric_model(robot) -> Model:
     return robot.derived("numeric_model", build)
 
 
-def build(robot) -> Model:
-    """The numeric model (constants for the recursive algorithms), built afresh."""
+def build(robot, beams=True) -> Model:
+    """The numeric model (constants for the recursive algorithms), built afresh. ``beams=False``
+    leaves out the flexible links' beam models (their tensors are most of the cost): bodies,
+    joints and rods only, for code that reads those (``symbolic.params.parameter_values``)."""
     links = []
     for i, link in enumerate(robot.links):
         P, N, offset = dh.split(link, robot.dh)
@@ -112,7 +114,7 @@ def build(robot) -> Model:
         if i == len(robot.links) - 1 and robot.payload is not None:
             body_tip = body_tip + robot.payload.pseudo_inertia()
         beam = None
-        if link.beam is not None:
+        if link.beam is not None and (beams or not link.is_flexible):
             loads = distal_loads(robot, i) if link.beam.shapes == "clamped_mass" else {}
             if link.is_flexible and link.joint == "prismatic":
                 beam = SlidingBeam.from_beam(link.beam, shape_sets(link.beam, loads), offset)

@@ -223,11 +223,78 @@ def symbolic_model(robot, tape):
     return model, P.values, notes
 
 
+BEAM_STEMS = {"rhoA": "mass_per_length", "lb": "length", "EIy": ("EI", 0), "EIz": ("EI", 1), "GJ": "GJ",
+              "Jp": "polar_inertia_per_length", "zeta": "damping"}  # beam parameter name -> property
+_beam_names: dict = {}  # beam structure key -> its parameter stems in the order they are derived
+
+
+def _zero_flags(x):
+    """The model-file data with every number replaced by whether it is non-zero."""
+    if isinstance(x, dict):
+        return {k: _zero_flags(v) for k, v in x.items() if k != "name"}
+    if isinstance(x, (list, tuple)):
+        return [_zero_flags(v) for v in x]
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return x != 0
+    return x
+
+
+def _beam_keys(robot):
+    """Per link, the key of its beam's parameter names: everything its tensors' pattern depends
+    on (the DH convention, the link's structure and which of its values are zero; every tensor
+    entry is a number fixed by the shapes times a monomial in the values), or None without a
+    flexible beam. None for the whole robot with clamped-mass shapes (they follow from loads)."""
+    import json
+
+    from ..model.serialize import robot_to_dict
+
+    links = robot_to_dict(robot)["links"]
+    if any((link.get("beam") or {}).get("shapes") == "clamped_mass" for link in links):
+        return None
+    return [json.dumps([robot.dh, _zero_flags(data)], sort_keys=True) if link.is_flexible else None
+            for link, data in zip(robot.links, links)]
+
+
+def _beam_value(beam, stem):
+    prop = BEAM_STEMS[stem]
+    return getattr(beam, prop[0])[prop[1]] if isinstance(prop, tuple) else getattr(beam, prop)
+
+
 def parameter_values(robot) -> dict:
     """{name: value} of ``robot``'s parameters in the order ``parameters="symbolic"`` derives
     them: the input vector ``p`` of a compiled symbolic-parameter model for this robot. Two
     robots with the same names (and the same structure: see ``codegen.modelcache``) share one
-    compiled model; only this vector differs."""
+    compiled model; only this vector differs.
+
+    Fast for the many robots of a sweep: the beams' names are remembered per beam structure
+    (:func:`_beam_keys`), so after the first robot of a structure only the joints and bodies
+    are built (the beam tensors, most of the cost, are not). Equal to
+    ``symbolic_model(robot, Tape())[1]`` (tested)."""
     from .tracer import Tape
 
-    return symbolic_model(robot, Tape())[1]
+    keys = _beam_keys(robot)
+    if keys is None or any(k is not None and k not in _beam_names for k in keys):
+        values = symbolic_model(robot, Tape())[1]
+        if keys is not None:
+            if len(_beam_names) > 10_000:
+                _beam_names.clear()
+            for i, key in enumerate(keys):
+                if key is not None:
+                    suffix = str(i + 1)
+                    _beam_names[key] = [n[:-len(suffix)] for n in values
+                                        if n.endswith(suffix) and n[:-len(suffix)] in BEAM_STEMS]
+        return values
+    P = Params(Tape())
+    model = build(robot, beams=False)
+    for i, (link, lk) in enumerate(zip(robot.links, model.links)):  # the order of symbolic_model
+        _dh_split(link, robot.dh, i, P)
+        if np.any(lk.body_tip):
+            _body(lk.body_tip, "", i, P)
+        if np.any(lk.body_base):
+            _body(lk.body_base, "h", i, P)
+        P.sym(f"Ia{i + 1}", lk.armature)
+        for stem in _beam_names.get(keys[i], ()) if keys[i] is not None else ():
+            P.sym(f"{stem}{i + 1}", _beam_value(link.beam, stem))
+    for name, g in zip(("gx", "gy", "gz"), robot.gravity):
+        P.sym(name, g)
+    return P.values
