@@ -187,8 +187,17 @@ def mass_matrix(model, q, recs=None):
             Ch[i] = lk.body_base + moments[i][0] + D @ C @ _T(D)
         else:
             Ch[i] = lk.body_base + C
-    partials = [None if lk.beam is None else lk.beam.tip_partials(recs[i]["p"], lk.beam.stiffening)
-                for i, lk in enumerate(links)]
+    T = [None if lk.beam is None else lk.beam.tip_partials(recs[i]["p"], lk.beam.stiffening) for i, lk in enumerate(links)]
+    WT = [None if lk.beam is None else recs[i]["Wh"][..., None, :, :] @ T[i] for i, lk in enumerate(links)]
+
+    def mode_rows(i, G):
+        """tr(Wh T_j G) of link i's modes j for columns G (..., c, 4, 4) on its tip frame: (..., m, c).
+        With stiffening T_j is dense and depends on p: the trace of (Wh T_j) G, one per column;
+        otherwise T_j is constant with 3 entries: only those entries of G Wh are formed."""
+        if links[i].beam.stiffening:
+            return ops.trace_product(WT[i][..., :, None, :, :], G[..., None, :, :, :])
+        return ops.trace_product(T[i][..., :, None, :, :], (G @ recs[i]["Wh"][..., None, :, :])[..., None, :, :, :])
+
     M = np.zeros(q.shape[:-1] + (model.nq, model.nq), dtype=np.result_type(Ch[0], q))
 
     def put(rows, cols, value):  # value (..., len(rows), len(cols)), both triangles
@@ -201,11 +210,10 @@ def mass_matrix(model, q, recs=None):
         dWh = rec["W0"] @ rec["A1"]  # dWh/dq_l
         Gh = (Ch[l] @ _T(dWh))[..., None, :, :]  # the joint's column (..., 1, 4, 4)
         if lk.beam is not None:
-            Wh, T = rec["Wh"], partials[l]
+            Wh = rec["Wh"]
             Nk = moments[l][1]
-            Gt = Ct[l][..., None, :, :] @ _T(Wh[..., None, :, :] @ T)  # (..., m, 4, 4)
-            own = ops.trace_product(T[..., :, None, :, :], (Gt @ Wh[..., None, :, :])[..., None, :, :, :])
-            own = own + ops.trace_product(lk.beam.Ckl, (_T(Wh) @ Wh)[..., None, None, :, :])
+            Gt = Ct[l][..., None, :, :] @ _T(WT[l])  # (..., m, 4, 4)
+            own = mode_rows(l, Gt) + ops.trace_product(lk.beam.Ckl, (_T(Wh) @ Wh)[..., None, None, :, :])
             a, b = np.triu_indices(len(cols) - 1)  # mode rows a on or before mode columns b
             put(cols[1:][a], cols[1:][b], own[..., a, b])
             Gm = rec["D"][..., None, :, :] @ Gt + Nk @ _T(Wh)[..., None, :, :]
@@ -214,8 +222,7 @@ def mass_matrix(model, q, recs=None):
         for i in range(l - 1, -1, -1):  # the proximal links' rows
             G = recs[i + 1]["A"][..., None, :, :] @ Gh
             if links[i].beam is not None:
-                Wh = recs[i]["Wh"]
-                rows = ops.trace_product(partials[i][..., :, None, :, :], (G @ Wh[..., None, :, :])[..., None, :, :, :])
+                rows = mode_rows(i, G)
                 put(np.array(coords[i][1:])[:, None], cols[None, :], rows)
                 Gh = recs[i]["D"][..., None, :, :] @ G
             else:
