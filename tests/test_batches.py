@@ -36,9 +36,11 @@ def test_chunks_give_the_numbers_of_one_call(robot, monkeypatch):
     qd = 0.3 * rng.standard_normal((5, robot.nq))       # broadcast against q's batch
     qdd = 0.3 * rng.standard_normal((3, 5, robot.nq))
     whole = evaluations(robot, q, qd, qdd)
-    per_state = 8 * 100 * (robot.nq + 1) ** 2 * robot.n_joints
+    composite = robot is FLEX  # flexible arms batch the composite-body mass matrix
+    nq = robot.nq
+    per_state = 8 * 4 * (nq ** 2 + 64 * nq) if composite else 8 * 100 * (nq + 1) ** 2 * robot.n_joints
     monkeypatch.setattr(limits, "BATCH_BYTES", 4 * per_state)   # chunks of 4 states: 15 = 4 + 4 + 4 + 3
-    assert limits.chunk_states(robot.nq, robot.n_joints) == 4
+    assert limits.chunk_states(robot.nq, robot.n_joints, composite) == 4
     chunked = evaluations(robot, q, qd, qdd)
     for name, ref in whole.items():
         assert chunked[name].shape == ref.shape, name
@@ -63,3 +65,4 @@ def test_memory_of_a_large_batch_is_bounded():
 def test_chunk_size_follows_the_model_size():
     assert limits.chunk_states(7, 3) >= 100
     assert limits.chunk_states(limits.MAX_NQ, limits.MAX_LINKS) == 1
+    assert limits.chunk_states(limits.MAX_NQ, limits.MAX_LINKS, composite=True) >= 30

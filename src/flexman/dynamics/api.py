@@ -37,7 +37,8 @@ def _in_chunks(robot, fn, *arrays):
     if any(a.dtype == object for a in arrays):
         return fn(*arrays)
     batch = np.broadcast_shapes(*(a.shape[:-1] for a in arrays))
-    n, size = math.prod(batch), limits.chunk_states(robot.nq, robot.n_joints)
+    composite = not robot.is_rigid and l4.composite_applies(numeric_model(robot))
+    n, size = math.prod(batch), limits.chunk_states(robot.nq, robot.n_joints, composite)
     if n <= size:
         return fn(*arrays)
     flat = [np.broadcast_to(a, batch + a.shape[-1:]).reshape((n,) + a.shape[-1:]) for a in arrays]

@@ -44,8 +44,10 @@ MAX_SAMPLES = 1e7                # output samples of one run (t_final / dt): 1e7
 BATCH_BYTES = 64e6               # working memory of one chunk of a batched evaluation
 
 
-def chunk_states(nq: int, n_links: int) -> int:
-    """States per chunk of a batched evaluation: the recursions keep about (nq + 1)^2 * n_links
-    * 100 floats per state alive (measured: 38 kB per state for the 7-coordinate three-link arm)."""
-    per_state = 8 * 100 * (nq + 1) ** 2 * max(n_links, 1)
+def chunk_states(nq: int, n_links: int, composite: bool = False) -> int:
+    """States per chunk of a batched evaluation: the unit-acceleration recursion keeps about
+    (nq + 1)^2 * n_links * 100 floats per state alive (measured: 38 kB per state for the
+    7-coordinate three-link arm); the composite-body mass matrix (``composite``) about
+    4 (nq^2 + 64 nq) (measured peaks: 20, 47 and 77 kB per state at 15, 40 and 60 coordinates)."""
+    per_state = 8 * 4 * (nq ** 2 + 64 * nq) if composite else 8 * 100 * (nq + 1) ** 2 * max(n_links, 1)
     return max(1, int(BATCH_BYTES // per_state))
