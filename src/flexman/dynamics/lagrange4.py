@@ -143,6 +143,23 @@ def mass_and_bias(model, q, qd):
     return mass_matrix(model, q, recs), backward(model, recs, qd, qdd)
 
 
+def composite_moments(links, recs, moments):
+    """(Ct, Ch): per link, the second moments of everything beyond its tip on its distal frame
+    W_i, and of everything from its undeformed frame Wh_i on (body on Wh, the beam's kinetic
+    moments ``moments[i][0]``, ``D Ct D^T``), by one backward pass."""
+    n = len(links)
+    Ct, Ch = [None] * n, [None] * n
+    for i in range(n - 1, -1, -1):
+        lk, rec = links[i], recs[i]
+        C = lk.body_tip
+        if i + 1 < n:
+            A = recs[i + 1]["A"]
+            C = C + A @ Ch[i + 1] @ _T(A)
+        Ct[i] = C
+        Ch[i] = lk.body_base + (C if lk.beam is None else moments[i][0] + rec["D"] @ C @ _T(rec["D"]))
+    return Ct, Ch
+
+
 def mass_matrix(model, q, recs=None):
     """M(q) (..., nq, nq) by composite bodies in the 4x4 form, equal to the unit-acceleration
     columns of :func:`inverse_dynamics` (no gravity, elasticity or friction) at a fraction of
@@ -173,20 +190,8 @@ def mass_matrix(model, q, recs=None):
     n, links = len(model.links), model.links
     coords = [[i] + list(range(lk.flex.start, lk.flex.stop)) if lk.beam is not None else [i]
               for i, lk in enumerate(links)]
-    Ct, Ch = [None] * n, [None] * n
     moments = [None if lk.beam is None else lk.beam.inertia_moments(recs[i]["p"]) for i, lk in enumerate(links)]
-    for i in range(n - 1, -1, -1):  # composite second moments
-        lk, rec = links[i], recs[i]
-        C = lk.body_tip
-        if i + 1 < n:
-            A = recs[i + 1]["A"]
-            C = C + A @ Ch[i + 1] @ _T(A)
-        Ct[i] = C
-        if lk.beam is not None:
-            D = rec["D"]
-            Ch[i] = lk.body_base + moments[i][0] + D @ C @ _T(D)
-        else:
-            Ch[i] = lk.body_base + C
+    Ct, Ch = composite_moments(links, recs, moments)
     T = [None if lk.beam is None else lk.beam.tip_partials(recs[i]["p"], lk.beam.stiffening) for i, lk in enumerate(links)]
     WT = [None if lk.beam is None else recs[i]["Wh"][..., None, :, :] @ T[i] for i, lk in enumerate(links)]
 
