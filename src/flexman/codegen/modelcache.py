@@ -35,7 +35,7 @@ from pathlib import Path
 
 from . import cbuild
 
-FORMAT = 7  # bump when the generated code or the manifest changes meaning
+FORMAT = 8  # bump when the generated code or the manifest changes meaning (8: mass matrix by composite bodies)
 DYNAMICS_FREE = ("name", "description", "source", "controller")  # model-file fields the equations ignore
 LINK_VALUES = ("a", "d", "mass", "com", "inertia", "armature", "hub")
 BEAM_VALUES = ("length", "mass_per_length", "EI", "GJ", "polar_inertia_per_length", "damping")
