@@ -84,7 +84,7 @@ def cmd_cache(args) -> int:
                       markup=False, highlight=False)
         return 0
     if args.clear:
-        res = modelcache.prune(max_bytes=0, dry_run=args.dry_run)
+        res = modelcache.clear(dry_run=args.dry_run)
     else:
         older = None if args.older_than is None else args.older_than * 86400.0
         res = modelcache.prune(max_bytes=args.max_size, older_than_s=older, dry_run=args.dry_run)

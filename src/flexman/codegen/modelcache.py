@@ -319,18 +319,23 @@ def prune(max_bytes=None, older_than_s=None, dry_run=False) -> Removal:
     return out
 
 
-def clear() -> Removal:
+def clear(dry_run=False) -> Removal:
     """Remove every entry of the disk cache (but those being built) and stale leftovers."""
-    return prune(max_bytes=0)
+    return prune(max_bytes=0, dry_run=dry_run)
+
+
+def _unlink_entry(key):
+    """Delete an entry's files, manifest first (the caller holds its lock)."""
+    lib, manifest = _paths(key)
+    for path in (manifest, lib, cbuild.lock_path(lib)):
+        path.unlink(missing_ok=True)
 
 
 def _remove(key) -> bool:
-    """Remove one entry, manifest first, under its build lock (not waiting: False when held)."""
-    lib, manifest = _paths(key)
+    """Remove one entry under its build lock (not waiting: False when held)."""
     try:
-        with cbuild.locked(lib, wait=False):
-            for path in (manifest, lib, cbuild.lock_path(lib)):
-                path.unlink(missing_ok=True)
+        with cbuild.locked(_paths(key)[0], wait=False):
+            _unlink_entry(key)
     except BlockingIOError:
         return False
     _loaded.pop(key, None)  # a library this process loaded stays mapped; a new request rebuilds
@@ -358,8 +363,7 @@ def _remove_strays(now) -> list:
             with cbuild.locked(lib, wait=False):
                 if not (lib.exists() and manifest.exists()):
                     gone += [p for p in (manifest, lib) if p.exists()]
-                    for p in (manifest, lib, cbuild.lock_path(lib)):
-                        p.unlink(missing_ok=True)
+                    _unlink_entry(key)
         except (BlockingIOError, FileNotFoundError):
             continue
     return gone

@@ -29,16 +29,21 @@ from . import lagrange4 as l4
 from .structure import numeric_model
 
 
-def _in_chunks(robot, fn, *arrays):
+def _in_chunks(robot, fn, *arrays, composite=False):
     """``fn(*arrays)`` over the arrays' common batch, evaluated a chunk of states at a time so
     that the recursions' intermediates stay near ``limits.BATCH_BYTES`` however large the
     batch (1e5 mass matrices of a 7-coordinate arm: tens of MB, not GB). ``fn`` returns an
-    array or a tuple of arrays with the batch in front; symbolic arrays go through whole."""
+    array or a tuple of arrays with the batch in front; symbolic arrays go through whole.
+    ``composite``: ``fn`` builds its flexible mass matrices by composite bodies where they
+    apply (``_flexible_mass_and_bias``), which keeps far less alive per state."""
     if any(a.dtype == object for a in arrays):
         return fn(*arrays)
     batch = np.broadcast_shapes(*(a.shape[:-1] for a in arrays))
-    composite = not robot.is_rigid and l4.composite_applies(numeric_model(robot))
-    n, size = math.prod(batch), limits.chunk_states(robot.nq, robot.n_joints, composite)
+    n = math.prod(batch)
+    if n <= 1:  # (a single state: no chunking to size, nothing to look up on the hot path)
+        return fn(*arrays)
+    composite = composite and not robot.is_rigid and l4.composite_applies(numeric_model(robot))
+    size = limits.chunk_states(robot.nq, robot.n_joints, composite)
     if n <= size:
         return fn(*arrays)
     flat = [np.broadcast_to(a, batch + a.shape[-1:]).reshape((n,) + a.shape[-1:]) for a in arrays]
@@ -92,7 +97,7 @@ def mass_matrix(robot, q):
     q = inputs.state(robot, q)
     if robot.is_rigid:
         return _in_chunks(robot, lambda q: crba.mass_matrix(robot, q), q)
-    return _in_chunks(robot, lambda q: _flexible_mass_and_bias(robot, q, None)[0], q)
+    return _in_chunks(robot, lambda q: _flexible_mass_and_bias(robot, q, None)[0], q, composite=True)
 
 
 def bias_forces(robot, q, qd):
@@ -110,7 +115,7 @@ def mass_matrix_and_bias(robot, q, qd):
     q, qd = inputs.states(robot, q=q, qd=qd)
     if robot.is_rigid:
         return _in_chunks(robot, lambda q, qd: (crba.mass_matrix(robot, q), rnea.inverse_dynamics(robot, q, qd, None)), q, qd)
-    return _in_chunks(robot, lambda q, qd: _flexible_mass_and_bias(robot, q, qd), q, qd)
+    return _in_chunks(robot, lambda q, qd: _flexible_mass_and_bias(robot, q, qd), q, qd, composite=True)
 
 
 def _flexible_mass_and_bias(robot, q, qd):
@@ -169,7 +174,7 @@ def forward_dynamics(robot, q, qd, tau, f_ext=None):
             raise SingularMatrixError("forward_dynamics: the mass matrix is singular at this state (a joint that "
                                       "moves no mass?); flexman.model.checks.mass_matrix_problem(robot, q) names it") from None
 
-    return _in_chunks(robot, one_chunk, q, qd, tau)
+    return _in_chunks(robot, one_chunk, q, qd, tau, composite=f_ext is None)  # (wrenches: Jacobians per state)
 
 
 def kinetic_energy(robot, q, qd):

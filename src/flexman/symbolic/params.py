@@ -168,8 +168,7 @@ def _symbolic_beam(beam, link, i, P, exponents):
     """Copy of a beam (revolute or sliding) whose tensors are numbers times monomials in its named
     physical properties."""
     lb = link.beam
-    values = {"rhoA": lb.mass_per_length, "lb": lb.length, "EIy": lb.EI[0], "EIz": lb.EI[1], "GJ": lb.GJ,
-              "Jp": lb.polar_inertia_per_length, "zeta": lb.damping}
+    values = {stem: _beam_value(lb, stem) for stem in BEAM_STEMS}
     memo = {}
 
     def monomial(powers):
