@@ -15,7 +15,7 @@ import pytest
 
 import flexman as fm
 from flexman.cli import main
-from flexman.cli_cache import parse_size
+from flexman.cli.cache import parse_size
 from flexman.codegen import cbuild, modelcache
 
 pytestmark = pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc")), reason="no C compiler")

@@ -117,7 +117,7 @@ def test_internal_error_is_one_line(model, capsys, monkeypatch):
     def boom(args):
         raise RuntimeError("unexpected\nstate")
 
-    monkeypatch.setattr(cli, "cmd_info", boom)
+    monkeypatch.setattr(cli.info, "cmd_info", boom)
     assert cli.main(["info", str(model)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["flexman: error: internal error: RuntimeError: unexpected state (set FLEXMAN_DEBUG=1 for a traceback)"]
@@ -142,7 +142,7 @@ FAKE_CASES = [
 
 
 def test_validate_all_pass(monkeypatch, capsys):
-    monkeypatch.setattr(cli, "validation_cases", lambda: list(FAKE_CASES[:2]))
+    monkeypatch.setattr(cli.validate, "validation_cases", lambda: list(FAKE_CASES[:2]))
     assert cli.main(["validate"]) == 0
     out = capsys.readouterr().out
     assert "pendulum_period" in out and "doc flex_frequencies" in out and "2 passed, 0 failed" in out
@@ -150,7 +150,7 @@ def test_validate_all_pass(monkeypatch, capsys):
 
 def test_validate_failures_exit_1(monkeypatch, capsys):
     cases = FAKE_CASES + [fake_case("wrong", 10.0, 11.0), fake_case("crash", 1.0, ZeroDivisionError("x"))]
-    monkeypatch.setattr(cli, "validation_cases", lambda: cases)
+    monkeypatch.setattr(cli.validate, "validation_cases", lambda: cases)
     assert cli.main(["validate", "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     passed = {c["name"]: c["passed"] for c in data["cases"]}
@@ -162,7 +162,7 @@ def test_validate_failures_exit_1(monkeypatch, capsys):
 
 
 def test_validate_one_case(monkeypatch, capsys):
-    monkeypatch.setattr(cli, "validation_cases", lambda: list(FAKE_CASES))
+    monkeypatch.setattr(cli.validate, "validation_cases", lambda: list(FAKE_CASES))
     assert cli.main(["validate", "--case", "pendulum_period", "--json"]) == 0
     assert [c["name"] for c in json.loads(capsys.readouterr().out)["cases"]] == ["pendulum_period"]
     assert cli.main(["validate", "--case", "nope"]) == 2
@@ -172,7 +172,7 @@ def test_validate_one_case(monkeypatch, capsys):
 def test_validate_case_with_own_check(monkeypatch, capsys):
     case = fake_case("custom", 1.0, 5.0)
     case.passes = lambda obtained: obtained > 4
-    monkeypatch.setattr(cli, "validation_cases", lambda: [case])
+    monkeypatch.setattr(cli.validate, "validation_cases", lambda: [case])
     assert cli.main(["validate"]) == 0
 
 

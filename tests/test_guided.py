@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import flexman as fm
-from flexman import guided
+from flexman.cli import new as guided
 from flexman.model.errors import ModelError
 
 pexpect = pytest.importorskip("pexpect")

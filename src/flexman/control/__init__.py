@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import solve_continuous_are
 
-from .model import inputs
+from ..model import inputs
 
 
 def _gain_matrix(gain, n, name):
@@ -215,14 +215,14 @@ _CONTROLLER_FIELDS = {
 
 
 def _spec_error(msg):
-    from .model import ModelError
+    from ..model import ModelError
 
     return ModelError(msg)
 
 
 def trajectory_from_spec(spec, n_joints):
     """The reference trajectory of a controller mapping (see :func:`flexman.trajectory.from_spec`)."""
-    from . import trajectory as tr
+    from .. import trajectory as tr
 
     try:
         return tr.from_spec(spec, n_joints, "controller.trajectory")

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .cli_common import fmt
-from .model.errors import ModelError
-from .model.parse import parse, plain_copy
+from .common import fmt
+from ..model.errors import ModelError
+from ..model.parse import parse
 
 CHOICES_JOINT = ("revolute", "prismatic")
 CHOICES_SHAPES = ("clamped_free", "clamped_mass", "polynomial", "finite_elements")
@@ -47,7 +47,6 @@ class Again(Exception):
     """An answer that cannot be used: the one-line reason; the question is asked again."""
 
 
-# ----- reading answers ---------------------------------------------------------------------------
 class Terminal:
     """Asks questions on a terminal (``input``, with line editing), from piped lines (prompt
     and answer printed on one line each) or, with ``defaults``, answers every one itself."""
@@ -84,7 +83,6 @@ class Terminal:
         return text.strip() or default
 
 
-# ----- answers to values --------------------------------------------------------------------------
 def _value(text: str):
     """A YAML scalar, list or mapping read from one answer through the model files' own safe
     parser (numbers, "90 deg", [1, 2, 3], {deg: 90}); text stays text."""
@@ -150,7 +148,6 @@ def _text(value) -> str:
     return str(value)
 
 
-# ----- the loader's checks -------------------------------------------------------------------------
 _FIELD = re.compile(r"^([A-Za-z_][\w.\[\]]*): ")
 
 
@@ -158,7 +155,7 @@ def check_document(doc) -> None:
     """Every check the loader makes on a model document except the whole-robot mass-matrix
     check (which a robot still being entered may fail): field values, links, beams, the
     robot's own cross-checks. Raises a one-line ModelError naming the field."""
-    from .model.serialize import robot_from_dict
+    from ..model.serialize import robot_from_dict
 
     try:
         robot_from_dict(doc, check_mass=False)
@@ -184,7 +181,6 @@ def reason(message: str, prefix: str = "") -> str:
     return re.sub(r"^([A-Za-z_][\w.\[\]]*): must ", r"\1 must ", text)
 
 
-# ----- the dialogue -------------------------------------------------------------------------------
 class Guide:
     """The questions, the document they build and the answers given so far (the defaults when
     a part is asked again)."""
@@ -249,7 +245,7 @@ class Guide:
         self.payload()
 
     def _n_links(self, text: str) -> int:
-        from .model.limits import MAX_LINKS
+        from ..model.limits import MAX_LINKS
 
         n = _count(text, "number of links", 1)
         if n > MAX_LINKS:  # the loader's own limit, said before a list of n links is built
@@ -438,7 +434,6 @@ def _limits(text: str):
     return _vector(text)
 
 
-# ----- summary and output --------------------------------------------------------------------------
 def _table(headers, rows) -> list:
     widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows)]
     line = lambda cells: "  ".join(str(c).rjust(w) if k else str(c).ljust(w) for k, (c, w) in
@@ -476,7 +471,7 @@ def summary(robot) -> list:
     payload = robot.payload.mass if robot.payload is not None else 0.0
     out.append(f"total mass: {fmt(robot.total_mass())} kg (payload {fmt(payload)} kg)")
     if robot.nf:
-        from .analysis.frequencies import natural_frequencies
+        from ..analysis.frequencies import natural_frequencies
 
         for joints, what in (("locked", "joints locked"), ("free", "joints free")):
             try:
@@ -495,8 +490,8 @@ def _preview_path(out: Path) -> Path:
 def output_path(text: str, force: bool, option: str = "OUT") -> Path:
     """The model file to write: a model-file extension, a writable folder, not an existing
     file unless ``force``; ValueError (one line naming ``option``) otherwise."""
-    from .model.io import FORMATS
-    from .outputs import output_file
+    from ..model.io import FORMATS
+    from ..outputs import output_file
 
     path = Path(text.strip())
     if path.suffix.lower() not in FORMATS:
@@ -514,7 +509,7 @@ def _check_out(text: str, force: bool) -> Path:
 def new(out=None, defaults: bool = False, force: bool = False, term: Terminal | None = None) -> int:
     """The dialogue; returns the exit status (0 written, 1 cancelled)."""
     import flexman as fm
-    from .model.serialize import robot_from_dict
+    from ..model.serialize import robot_from_dict
 
     term = term or Terminal(defaults=defaults)
     out = output_path(str(out), force) if out is not None else None  # refused before any question
@@ -539,7 +534,7 @@ def new(out=None, defaults: bool = False, force: bool = False, term: Terminal | 
             term.say()
             for line in summary(robot):
                 term.say(line)
-            from .viz.snapshot import plot_arm
+            from ..viz.snapshot import plot_arm
 
             preview = _preview_path(out)
             plot_arm(robot, path=preview)
@@ -575,7 +570,6 @@ def new(out=None, defaults: bool = False, force: bool = False, term: Terminal | 
     return 0
 
 
-# ----- command line ---------------------------------------------------------------------------------
 def cmd_new(args) -> int:
     """Guided input of a model file."""
     return new(args.out, defaults=args.defaults, force=args.force)

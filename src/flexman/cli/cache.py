@@ -6,7 +6,7 @@ import argparse
 import re
 import time
 
-from .cli_common import UsageError, console, print_json
+from .common import UsageError, console, print_json, subcommand
 
 UNITS = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4}
 
@@ -60,8 +60,8 @@ def _table(title, listed):
 
 def cmd_cache(args) -> int:
     """List the cached compiled models, or remove them (--clear, --max-size, --older-than)."""
-    from .codegen import modelcache
-    from .codegen.cbuild import cache_dir
+    from ..codegen import modelcache
+    from ..codegen.cbuild import cache_dir
 
     prune = args.max_size is not None or args.older_than is not None
     if args.clear and prune:
@@ -108,7 +108,7 @@ def cmd_cache(args) -> int:
     return 0
 
 
-def register(sub, subcommand) -> None:
+def register(sub) -> None:
     """Add ``flexman cache`` to the parser (``subcommand``: cli._subcommand)."""
     p = subcommand(sub, "cache", cmd_cache, "list, prune or clear the compiled models kept on disk", model=False)
     p.add_argument("--clear", action="store_true", help="remove every entry")

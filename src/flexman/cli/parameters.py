@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .cli_common import UsageError, console, fmt, load_model, print_json, vector
+from .common import UsageError, console, fmt, load_model, print_json, subcommand, vector
 
 
 def _state(robot, values, name):
@@ -16,12 +16,12 @@ def _state(robot, values, name):
 
 def cmd_sensitivity(args) -> int:
     """Exact derivatives of frequencies, the mass matrix or inverse dynamics w.r.t. named parameters."""
-    from .analysis import sensitivity
-    from .analysis.motion_sensitivity import FIGURES
+    from ..analysis import sensitivity
+    from ..analysis.motion_sensitivity import FIGURES
     robot = load_model(args.model)
     q, qd, qdd = (_state(robot, v, f"--{n}") for v, n in ((args.q, "q"), (args.qd, "qd"), (args.qdd, "qdd")))
     if args.of in FIGURES:
-        from .trajectory import from_spec
+        from ..trajectory import from_spec
 
         spec = getattr(robot, "manoeuvre", None)
         if not spec:
@@ -62,8 +62,8 @@ def _show(robot, args, s, q) -> int:
 
 def cmd_identify(args) -> int:
     """Identify parameters from a CSV of measured t, q, tau (and tip offsets for beam parameters)."""
-    from . import identify
-    from .analysis.identification import read_measurements
+    from .. import identify
+    from ..analysis.identification import read_measurements
 
     robot = load_model(args.model)
     data = read_measurements(args.data, robot)
@@ -85,7 +85,7 @@ def cmd_identify(args) -> int:
     return 0
 
 
-def register(sub, subcommand) -> None:
+def register(sub) -> None:
     """Add both commands to the ``flexman`` parser (``subcommand``: cli._subcommand)."""
     p = subcommand(sub, "sensitivity", cmd_sensitivity,
                    "exact derivatives of frequencies, mass matrix or inverse dynamics w.r.t. named parameters")

@@ -1,0 +1,6 @@
+"""``python -m flexman.cli``: the ``flexman`` command."""
+import sys
+
+from . import main
+
+sys.exit(main())

@@ -1,0 +1,113 @@
+"""Helpers shared by the ``flexman`` command modules: the one-line usage error and the parser that
+raises it, the options every command or every run shares, loading a model, compact numbers, JSON
+output and the console tables are printed on."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+import numpy as np
+
+
+class UsageError(Exception):
+    """A bad command line: reported as one line, exit status 2."""
+
+
+def console():
+    """Rich console; when piped, wide enough that tables do not wrap names and citations."""
+    from rich.console import Console
+
+    con = Console()
+    return con if con.is_terminal else Console(width=160)
+
+
+def to_plain(value):
+    """NumPy values to JSON-ready Python values."""
+    if isinstance(value, dict):
+        return {str(k): to_plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return to_plain(value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else str(value)
+    return value
+
+
+def print_json(data) -> None:
+    """``data`` as indented JSON on stdout."""
+    print(json.dumps(to_plain(data), indent=2))
+
+
+def load_model(spec: str):
+    """A robot from a model file or a bundled example name."""
+    from .. import load
+
+    return load(spec)
+
+
+def fmt(x) -> str:
+    """Compact text for a number or an array of numbers."""
+    arr = np.asarray(x, dtype=float) if not isinstance(x, str) else None
+    if arr is None:
+        return x
+    if arr.ndim == 0:
+        return f"{float(arr):.6g}"
+    return "[" + ", ".join(f"{v:.6g}" for v in arr.reshape(-1)) + "]"
+
+
+def vector(values, n_allowed, what: str):
+    """A command-line vector, checked against the allowed lengths."""
+    if values is None:
+        return None
+    arr = np.asarray(values, dtype=float)
+    if arr.size not in n_allowed:
+        want = " or ".join(str(n) for n in sorted(set(n_allowed)))
+        noun = "value" if want == "1" else "values"
+        raise UsageError(f"{what}: expected {want} {noun} (got {arr.size})")
+    return arr
+
+
+SIM_METHODS = ("rk4", "RK45", "DOP853", "Radau", "BDF", "LSODA")
+BACKENDS = ("auto", "compiled", "numeric")
+FORMULATIONS = ("book", "newton_euler", "denoc", "lagrange")
+
+
+class Parser(argparse.ArgumentParser):
+    """ArgumentParser whose errors are one line (no usage dump) and exit 2."""
+
+    def error(self, message):
+        raise UsageError(message)
+
+
+def subcommand(sub, name: str, func, help: str, model: bool = True, optional_model: bool = False):
+    """Register a subcommand with the common MODEL and --json arguments."""
+    parser = sub.add_parser(name, help=help, description=help)
+    if model:
+        parser.add_argument("model", metavar="MODEL", nargs="?" if optional_model else None,
+                            help="model file (.yaml/.toml/.json) or bundled example name")
+    parser.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
+    parser.set_defaults(func=func)
+    return parser
+
+
+def simulation_arguments(p) -> None:
+    """The options of a run, shared by `simulate` and `report`."""
+    p.add_argument("--t-final", type=float, default=1.0, metavar="T", help="end time in s (default 1)")
+    p.add_argument("--dt", type=float, help="output (and rk4) step in s")
+    p.add_argument("--method", choices=SIM_METHODS, default="rk4", help="integrator (default rk4)")
+    p.add_argument("--rtol", type=float, help="relative tolerance (adaptive methods)")
+    p.add_argument("--atol", type=float, help="absolute tolerance (adaptive methods)")
+    p.add_argument("--q0", type=float, nargs="+", metavar="Q", help="initial joint (or all) coordinates")
+    p.add_argument("--torque", type=float, nargs="+", metavar="TAU", help="constant joint torques")
+    p.add_argument("--controller", nargs="?", const="model", metavar="YAML",
+                   help="joint controller: the model file's controller section (no value) or a YAML file")
+    p.add_argument("--prescribed", action="store_true",
+                   help="the joints follow the model file's manoeuvre exactly; the flexible coordinates respond "
+                        "and the torques needed are recorded")
+    p.add_argument("--backend", choices=BACKENDS, default=None,
+                   help="auto (default: compiled C when a compiler is available, cached), compiled or numeric")
+

@@ -1,0 +1,214 @@
+"""`flexman simulate` and `flexman report`: a run of a model, its files and its HTML report."""
+from __future__ import annotations
+
+import math
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from .common import (FORMULATIONS, UsageError, console, fmt, load_model, print_json, simulation_arguments, subcommand,
+                     vector)
+from ..model.errors import ModelError
+from ..outputs import output_folder, staged
+
+def _total_energy(energy) -> np.ndarray:
+    """Total energy per sample (the parts of each sample summed)."""
+    e = np.asarray(energy, dtype=float)
+    return e.sum(axis=tuple(range(1, e.ndim))) if e.ndim > 1 else e
+
+
+def _controller(robot, source):
+    """A controller from the model's `controller:` section or from a separate YAML file."""
+    from ..control import from_spec
+
+    if source == "model":
+        spec = getattr(robot, "controller", None)
+        if not spec:
+            raise UsageError(f"--controller: model '{robot.name}' has no controller section; give a YAML file")
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise UsageError(f"--controller: no such file '{source}'")
+        from ..model.parse import read
+
+        try:
+            spec = read(path, "yaml")  # the model files' door: size, aliases, depth, duplicate keys
+        except ModelError as exc:
+            raise UsageError(f"--controller: {exc}") from None
+        if isinstance(spec, dict) and "controller" in spec and "type" not in spec:
+            spec = spec["controller"]
+    return from_spec(robot, spec)
+
+
+def _simulation_options(args, robot) -> dict:
+    """simulate() keyword arguments from the options shared by `simulate` and `report`."""
+    if not args.t_final > 0:
+        raise UsageError(f"--t-final: must be > 0 (got {args.t_final})")
+    kwargs = {"method": args.method}
+    if args.dt is not None:
+        if not args.dt > 0:
+            raise UsageError(f"--dt: must be > 0 (got {args.dt})")
+        kwargs["dt"] = args.dt
+    for key in ("rtol", "atol"):
+        value = getattr(args, key)
+        if value is not None:
+            if not value > 0:
+                raise UsageError(f"--{key}: must be > 0 (got {value})")
+            kwargs[key] = value
+    q0 = vector(args.q0, (robot.n_joints, robot.nq), "--q0")
+    if q0 is not None:
+        kwargs["q0"] = np.concatenate([q0, np.zeros(robot.nq - q0.size)])  # flex coords at rest
+    torque = vector(args.torque, (robot.n_joints,), "--torque")
+    if torque is not None:
+        kwargs["torque"] = torque
+    if args.controller is not None:
+        kwargs["controller"] = _controller(robot, args.controller)
+    if args.prescribed:
+        kwargs["prescribed"] = _manoeuvre(robot, kwargs)
+    kwargs["backend"] = args.backend
+    return kwargs
+
+
+def _manoeuvre(robot, kwargs):
+    """The joint motion of the model's `manoeuvre:` section (for --prescribed)."""
+    from ..trajectory import from_spec
+
+    for name in ("controller", "torque"):
+        if name in kwargs:
+            raise UsageError(f"--prescribed: the joints follow the model's manoeuvre; leave out --{name}")
+    spec = getattr(robot, "manoeuvre", None)
+    if not spec:
+        raise UsageError(f"--prescribed: model '{robot.name}' has no manoeuvre section; add one, e.g. "
+                         "manoeuvre: {type: spin_up, rate: 6.0, ramp_time: 15.0} (or rest_to_rest, spline)")
+    return from_spec(spec, robot.n_joints, "manoeuvre")
+
+
+def cmd_simulate(args) -> int:
+    """Simulate a model, print a summary, and write results and a plot into --out."""
+    robot = load_model(args.model)
+    kwargs = _simulation_options(args, robot)
+    from ..simulate import simulate
+    from ..simulate.backend import evaluator
+
+    out = None if args.out is None else output_folder(args.out)  # a folder we cannot write fails now, not after the run
+    evaluator(robot, args.backend)  # compiled (or loaded from the cache) before the clock starts
+
+    start = time.perf_counter()
+    with np.errstate(all="ignore"), warnings.catch_warnings():  # divergence is reported below, once
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = simulate(robot, args.t_final, **kwargs)
+    wall = time.perf_counter() - start
+    diverged = bool(res.diverged)
+    files = []
+    if out is not None:
+        names = ("result.npz", "result.csv") + (() if args.no_plot else ("result.png",))
+        with staged() as staging:  # all three replace the old ones together, or none does (Ctrl-C)
+            for name in names:
+                target = staging.path(out / name)
+                if name.endswith(".png"):
+                    res.plot(target)
+                else:
+                    res.save(target)
+        files = [str(out / name) for name in names]
+    q_end = np.asarray(res.q)[-1]
+    energy = _total_energy(res.energy)
+    summary = {
+        "model": robot.name, "method": args.method, "t_final": float(np.asarray(res.t)[-1]),
+        "samples": int(np.asarray(res.t).size), "wall_time_s": wall,
+        "q_final": dict(zip(robot.coordinate_names, q_end.tolist())),
+        "energy_initial": float(energy[0]), "energy_final": float(energy[-1]),
+        "energy_drift_relative": res.energy_drift(), "files": files,
+        "backend": res.stats.get("backend", "numeric"),
+    }
+    summary["diverged"] = diverged
+    summary["t_diverged"] = res.t_diverged
+    if "prescribed" in kwargs:
+        summary["work"] = float(res.work[-1])  # of the joint torques the motion needed
+    status = 1 if diverged else 0
+    if diverged:
+        print(f"flexman: warning: the run stopped at t = {res.t_diverged:.6g} s ({res.stats.get('message', '')}); "
+              f"the results up to t = {summary['t_final']:.6g} s are kept; use a smaller --dt "
+              "or a stiff method (--method Radau or BDF)", file=sys.stderr)
+    if args.json:
+        print_json(summary)
+        return status
+    con = console()
+    con.print(f"[bold]{robot.name}[/bold]: simulated {summary['t_final']:.6g} s with {args.method} "
+              f"({summary['samples']} samples, {wall:.3g} s wall time, {summary['backend']} model)")
+    con.print("final q: " + ", ".join(f"{k}={v:.6g}" for k, v in summary["q_final"].items()))
+    drift = "" if "torque" in kwargs or "controller" in kwargs else f" (unforced: max change {summary['energy_drift_relative']:.3g} of the energy exchanged)"
+    if "prescribed" in kwargs:
+        drift = f" (prescribed motion: the joint torques did {summary['work']:.6g} J of work)"
+    con.print(f"energy: {summary['energy_initial']:.6g} -> {summary['energy_final']:.6g} J{drift}")
+    for path in files:
+        con.print(f"wrote {path}")
+    return status
+
+
+def _drive_note(kwargs) -> str:
+    """How the run was driven, in words, for the report's heading."""
+    ctrl = kwargs.get("controller")
+    if "prescribed" in kwargs:
+        return f"Joints follow the model's manoeuvre ({kwargs['prescribed'].__class__.__name__}); integrator {kwargs['method']}."
+    if ctrl is not None:
+        return f"Driven by a {type(ctrl).__name__} controller; integrator {kwargs['method']}."
+    if "torque" in kwargs:
+        return f"Constant joint torques {fmt(kwargs['torque'])}; integrator {kwargs['method']}."
+    return f"Free motion (no torque); integrator {kwargs['method']}."
+
+
+def cmd_report(args) -> int:
+    """Simulate a model and write report.html (model, frequencies, equations, plots, 3D
+    animation; self-contained, works offline), summary.png (the arm at a few instants and the
+    key curves), result.png (every time history) and result.npz into --out."""
+    robot = load_model(args.model)
+    kwargs = _simulation_options(args, robot)
+    if args.magnify is not None and not (math.isfinite(args.magnify) and args.magnify >= 0):
+        raise UsageError(f"--magnify: must be a number >= 0 (got {args.magnify})")
+    out = output_folder(args.out)  # before the run
+    from ..simulate import simulate
+    from ..viz.snapshot import plot_summary
+
+    with np.errstate(all="ignore"), warnings.catch_warnings():  # divergence is reported below, once
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = simulate(robot, args.t_final, **kwargs)
+    if res.diverged:
+        print(f"flexman: warning: the run stopped at t = {res.t_diverged:.6g} s; the report shows the samples "
+              "before it; use a smaller --dt or a stiff method (--method Radau or BDF)", file=sys.stderr)
+    equations = None if args.equations == "none" else args.equations
+    with staged() as staging:  # the files replace the old ones together, or none does
+        res.report(staging.path(out / "report.html"), magnify=args.magnify, equations=equations,
+                   note=_drive_note(kwargs))
+        plot_summary(res, staging.path(out / "summary.png"))
+        res.plot(staging.path(out / "result.png"))
+        res.save(staging.path(out / "result.npz"))
+    page = out / "report.html"
+    files = [page, out / "summary.png", out / "result.png", out / "result.npz"]
+    status = 1 if res.diverged else 0
+    if args.json:
+        print_json({"model": robot.name, "report": str(page.resolve()), "files": [str(f) for f in files],
+                     "diverged": bool(res.diverged)})
+        return status
+    for path in files[1:]:
+        print(f"wrote {path}")
+    print(f"report: {page.resolve()}  (open it in a browser; it works offline)")
+    return status
+
+
+def register(sub) -> None:
+    """Add the commands of this module to the ``flexman`` parser."""
+    p = subcommand(sub, "simulate", cmd_simulate, "simulate a model and write results and a plot")
+    simulation_arguments(p)
+    p.add_argument("--out", metavar="DIR", help="folder for result.npz, result.csv and result.png")
+    p.add_argument("--no-plot", action="store_true", help="do not write the plot")
+
+    p = subcommand(sub, "report", cmd_report, "simulate a model and write an HTML report with a 3D animation")
+    simulation_arguments(p)
+    p.add_argument("--out", required=True, metavar="DIR", help="folder for report.html, summary.png, result.png and result.npz")
+    p.add_argument("--magnify", type=float, metavar="K", help="draw deflections K times their size (default: automatic)")
+    p.add_argument("--equations", choices=("auto",) + FORMULATIONS + ("none",), default="auto",
+                   help="formulation of the equations shown (default auto: newton_euler for rigid arms, book for "
+                        "flexible ones; none leaves them out)")
