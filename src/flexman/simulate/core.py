@@ -13,6 +13,7 @@ import numpy as np
 from .backend import evaluator
 from .result import Result
 from .run import Progress, check_start, integrate, prepare, show_progress
+from .stability import check_step
 
 
 def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=None, qd0=None,
@@ -31,6 +32,7 @@ def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=No
     (a :mod:`flexman.trajectory` object or any function); the flexible coordinates respond and
     ``res.tau`` holds the joint torques the motion needs (:mod:`flexman.simulate.prescribed`).
     """
+    check_step(robot, dt, method, prescribed is not None)  # an unstable RK4 step is flagged before the run
     if prescribed is not None:
         for name, value in (("controller", controller), ("torque", torque)):
             if value is not None:
