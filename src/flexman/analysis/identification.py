@@ -207,18 +207,22 @@ def identify(robot, t, q, tau, parameters=None, cutoff=None, order=4, armature=F
     if not robot.is_rigid:
         raise ValueError("identify: the robot has flexible links; give parameters=[...] (beam properties such as "
                          "EI2) and measured tip or curvature data")
+    N, n = len(t), robot.n_joints
+    base = rr.base_parameters(robot, armature, viscous, coulomb)
+    P = len(base.independent)
+    if N < MIN_SAMPLES_PER_PARAMETER * P:
+        raise ValueError(f"data: {N} samples for {P} base parameters; identification needs at least "
+                         f"{MIN_SAMPLES_PER_PARAMETER} per parameter ({MIN_SAMPLES_PER_PARAMETER * P}, more after the "
+                         "filter's ends are trimmed) - record longer or sample faster")
     from_data = cutoff is None
     if from_data:
         cutoff = signals.choose_cutoff(t, q, tau)
     cutoff, order = signals.check_filter(t, cutoff, order)
-    N, n = len(t), robot.n_joints
     if trim is None:
         trim = max(10, N // 20, signals.settling_samples(t, cutoff))
     elif isinstance(trim, bool) or not float(trim).is_integer() or trim < 0:
         raise ValueError(f"trim: samples dropped at each end must be a whole number >= 0 (got {trim!r})")
     trim = int(trim)
-    base = rr.base_parameters(robot, armature, viscous, coulomb)
-    P = len(base.independent)
     kept = N - 2 * trim
     if kept < MIN_SAMPLES_PER_PARAMETER * P:
         raise ValueError(f"data: {max(kept, 0)} samples left after trimming {trim} at each end, for {P} base "
