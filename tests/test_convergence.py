@@ -102,3 +102,24 @@ def test_rk4_step_above_the_highest_mode_is_flagged_before_the_run():
         res = fm.simulate(robot, 0.3, dt=0.98 * h, q0=q0, progress=False, backend="numeric")
     assert not res.diverged and np.abs(res.q[:, 1:]).max() < 1e-2
     assert largest_stable_step(fm.examples.load("puma560")) == np.inf  # rigid: no elastic mode
+
+
+def test_validate_keeps_the_documents_models_and_adds_converged_values(monkeypatch, capsys):
+    from flexman.cli import validate
+
+    monkeypatch.setattr(validate, "validation_cases", lambda: [])  # the convergence rows alone
+    assert cli.main(["validate", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["convergence"]
+    three = {r["frequency"]: r for r in rows if r["model"] == "flx_three_link"}
+    assert three["joints free, mode 1"]["document_model"] == pytest.approx(35.5, abs=0.05)
+    assert three["joints free, mode 1"]["converged"] == pytest.approx(26.1, abs=0.05)
+    pendulum = {r["frequency"]: r for r in rows if r["model"] == "flx_flexible_pendulum"}
+    assert pendulum["joints free, mode 3"]["change"] == pytest.approx(0.33, abs=0.005)
+
+
+def test_report_shows_the_convergence_table():
+    from flexman.viz.summary import convergence_html
+
+    page = convergence_html(fm.examples.load("flx_three_link"))
+    assert "Modal convergence" in page and "+36.0 %" in page and "need 3 modes" in page
+    assert "taken as converged" in convergence_html(with_count(fm.examples.load("flx_flexible_pendulum"), 5))

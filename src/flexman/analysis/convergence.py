@@ -233,9 +233,10 @@ def convergence(robot, q=None, modes=DEFAULT_MODES, quantity="frequencies") -> C
     return Convergence(robot.name, counts, stack(0), stack(1), own, names, own_counts)
 
 
-def _check(robot):
-    """The study a notice needs: the model's own count against the finest default count first
-    (one extra model, the common, converged case), the full study only when that is far off."""
+def notice_study(robot):
+    """The study a notice (and the report) needs, or None when the beams already have the finest
+    default count: the model's own count against the finest first (one extra model, the common,
+    converged case), the full study only when that is far off."""
     own = max(max(link.beam.elements if link.beam.shapes == "finite_elements" else max(link.beam.modes.values())
                   for link in robot.links if link.beam is not None and link.beam.nf > 0), 1)
     finest = DEFAULT_MODES[-1]
@@ -257,7 +258,7 @@ def convergence_notice(robot, seen=set()) -> str:  # noqa: B006 - the set rememb
     if key in seen:
         return ""
     seen.add(key)
-    study = robot.derived("convergence_check", _check)
+    study = robot.derived("convergence_check", notice_study)
     text = study.notice() if study is not None else ""
     if text:
         warnings.warn(text, ConvergenceNotice, stacklevel=2)
