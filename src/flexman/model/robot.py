@@ -15,6 +15,7 @@ import numpy as np
 
 from . import engine
 from . import limits as lim
+from . import tree
 from .errors import ModelError
 
 JOINT_TYPES = ("revolute", "prismatic")
@@ -320,6 +321,7 @@ class Link:
     limits: tuple | None = None
     name: str = ""
     placement: Placement | None = None
+    parent: int | str | None = None  # None: the previous link (the base for the first); see model/tree.py
 
     def __post_init__(self):
         for key, kind in (("body", RigidBody), ("hub", RigidBody), ("beam", Beam)):
@@ -353,6 +355,9 @@ class Link:
             else:
                 within([lo, hi], "limits", lim.MAX_LENGTH, " m")
             self.limits = (lo, hi)
+        ref = self.parent
+        if not (ref is None or isinstance(ref, str) or (isinstance(ref, numbers.Integral) and not isinstance(ref, bool))):
+            raise ModelError(f"parent: expected a link name, a link index or 'base' (got {type(ref).__name__})")
         if self.placement is not None and any((self.a, self.alpha, self.d, self.theta)):
             raise ModelError("placement: give either DH values (a, alpha, d, theta) or a placement, not both")
 
@@ -378,7 +383,8 @@ def _check_sliding_beam(link, where: str) -> None:
 
 @dataclass
 class Robot:
-    """A serial manipulator. The dynamics methods accept leading batch dimensions."""
+    """A manipulator: a serial chain or a tree of links (``Link.parent``, :mod:`.tree`), kept in
+    depth-first order. The dynamics methods accept leading batch dimensions."""
 
     links: list
     name: str = "robot"
@@ -397,6 +403,11 @@ class Robot:
             raise ModelError(f"dh: unknown convention '{self.dh}'; use standard or modified")
         if len(self.links) > lim.MAX_LINKS:
             raise ModelError(f"links: {len(self.links)} links; at most {lim.MAX_LINKS} are supported (README, Limits)")
+        if any(link.parent is not None for link in self.links):
+            order, parents = tree.depth_first(self.links, tree.resolve(self.links))
+            self.links = [self.links[i] for i in order]
+            for link, parent in zip(self.links, tree.canonical(parents)):
+                link.parent = parent
         self.gravity = _vec3(self.gravity, "gravity")
         within(self.gravity, "gravity", lim.MAX_GRAVITY, " m/s^2")
         nq = len(self.links) + sum(link.beam.nf for link in self.links if link.beam is not None)
@@ -424,6 +435,15 @@ class Robot:
     @property
     def n_joints(self) -> int:
         return len(self.links)
+
+    @property
+    def parents(self) -> tuple:
+        """Index of each link's parent link, -1 for the base (links in depth-first order)."""
+        return tree.parent_indices(self.links)
+
+    @property
+    def is_serial(self) -> bool:
+        return all(link.parent is None for link in self.links)
 
     @cached_property
     def flex_layout(self) -> list:
@@ -582,4 +602,4 @@ def _link_key(l):
     pl = l.placement
     return (l.joint, l.a, l.alpha, l.d, l.theta, _body_key(l.body), _body_key(l.hub), _beam_key(l.beam),
             l.armature, l.viscous, l.coulomb, None if l.limits is None else tuple(l.limits), l.name,
-            None if pl is None else (_array_key(pl.xyz), _array_key(pl.rpy), _array_key(pl.axis)))
+            None if pl is None else (_array_key(pl.xyz), _array_key(pl.rpy), _array_key(pl.axis)), l.parent)
