@@ -152,3 +152,45 @@ def test_model_file_parent_errors(tmp_path):
     path.write_text("links:\n  - {name: a, a: 0.3, mass: 1}\n  - {name: b, a: 0.3, mass: 1, parent: 2.5}\n")
     with pytest.raises(ModelError, match=r"links\[1\]\.parent: give the parent link's name"):
         fm.load(path)
+
+
+def flexible_tree(seed, n=4):
+    """A random flexible arm (beams of every shape kind, sliding beams, hubs, payload) whose links
+    are then hung from random earlier links: a flexible tree."""
+    from test_flexible import random_flexible_robot
+
+    rng = np.random.default_rng(seed)
+    serial = random_flexible_robot(rng, n, dh=["standard", "modified"][seed % 2])
+    links = serial.links
+    for i, link in enumerate(links[1:], 1):
+        link.parent = int(rng.integers(-1, i))
+    return Robot(links, dh=serial.dh, payload=serial.payload, gravity=serial.gravity), rng
+
+
+@pytest.mark.parametrize("seed", [2] + [pytest.param(s, marks=pytest.mark.slow) for s in (0, 1, 3)])
+def test_flexible_tree_against_energy_lagrangian(seed):
+    """Book's recursion on a tree (M by composite bodies, b) against the point-cloud energy
+    Lagrangian, whose positions follow each link's path from the base."""
+    from flexman.oracles.energy_lagrangian import EnergyLagrangian
+
+    from test_flexible import random_state, rel
+
+    robot, rng = flexible_tree(seed)
+    assert not robot.is_serial
+    oracle = EnergyLagrangian(robot)
+    q, qd, _ = random_state(rng, robot)
+    assert rel(robot.mass_matrix(q), oracle.mass_matrix(q)) < 1e-9
+    assert rel(robot.bias_forces(q, qd), oracle.bias_forces(q, qd)) < 1e-8
+    assert abs(robot.potential_energy(q) - oracle.potential_energy(q).real) < 1e-9 * (1 + abs(robot.potential_energy(q)))
+
+
+def test_derived_equations_of_a_tree_equal_the_numeric_ones():
+    """The same recursions traced on a tree: rigid (Newton-Euler) and flexible (Book), the NumPy
+    code generated from them equals the numeric path."""
+    rigid = random_tree(5, n=5)
+    flexible, rng = flexible_tree(2, n=3)
+    for robot, formulation in ((rigid, "newton_euler"), (flexible, "book")):
+        fast = fm.derive(robot, formulation=formulation).compile("numpy")
+        q, qd = rng.normal(size=robot.nq) * 0.1, rng.normal(size=robot.nq)
+        np.testing.assert_allclose(fast.mass_matrix(q), robot.mass_matrix(q), rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(fast.bias_forces(q, qd), robot.bias_forces(q, qd), rtol=1e-10, atol=1e-10)
