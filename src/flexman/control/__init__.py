@@ -1,4 +1,5 @@
-"""Joint controllers for :func:`flexman.simulate`: PID, computed torque, model-based decoupling + LQR.
+"""Joint controllers for :func:`flexman.simulate`: PID, computed torque, model-based decoupling + LQR;
+input shapers for flexible arms (:mod:`flexman.control.shaping`: ``shaper``).
 
 The controller interface: ``n_states`` internal states z (integrated by the simulator with
 the robot, so adaptive integrators stay correct), ``initial_state()``,
@@ -13,6 +14,7 @@ import numpy as np
 from scipy.linalg import solve_continuous_are
 
 from ..model import inputs
+from .shaping import Shaper, robustness, shaper
 
 
 def _gain_matrix(gain, n, name):
