@@ -255,3 +255,5 @@ def from_spec(robot, spec):
     if kind == "computed_torque":
         return ComputedTorque(robot, traj, gains["kp"], gains["kd"])
     return Decoupling(robot, traj, gains["gp"], gains["gv"], lqr_at=spec.get("lqr_at"), lqr_weights=spec.get("lqr_weights"))
+
+from .tracking import PlanTracking  # noqa: E402,F401  (after the classes it builds on)
