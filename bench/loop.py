@@ -71,9 +71,9 @@ def krb(repeat):
 
 def clamped_mass_52():
     """Four flexible links, clamped-mass shapes, six bending modes per plane: nq = 4 + 48 = 52."""
-    beam = dict(length=0.5, mass_per_length=2.0, EI=[2000.0, 2000.0], shapes="clamped_mass",
+    beam = dict(length=2.0, mass_per_length=2.0, EI=[2000.0, 2000.0], shapes="clamped_mass",
                 modes={"y": 6, "z": 6, "torsion": 0})
-    links = [dict(joint="revolute", a=0.5, alpha=(np.pi / 2 if i % 2 == 0 else 0.0), d=0.0, theta=0.0, mass=0.2,
+    links = [dict(joint="revolute", a=2.0, alpha=(np.pi / 2 if i % 2 == 0 else 0.0), d=0.0, theta=0.0, mass=0.2,
                   com=[0.0, 0.0, 0.0], inertia=[1e-3, 1e-3, 1e-3], beam=dict(beam)) for i in range(4)]
     robot = robot_from_dict({"name": "clamped_mass_52", "gravity": [0.0, 0.0, -9.81], "links": links})
     assert robot.nq == 52, robot.nq

@@ -102,14 +102,15 @@ static void fm_eom(const fm_plant *pl, const double *p, const double *q, const d
 
 
 /* LDL^T factors of the symmetric n x n matrix A (row-major, in place), without pivoting; 0 unless a
-   pivot is zero or not finite (a singular mass matrix). A negative pivot is accepted, as NumPy's
-   solve does (a truncated flexible model can lose definiteness at large deflections). */
+   pivot is zero (a singular mass matrix). A negative pivot is accepted, as NumPy's solve does (a
+   truncated flexible model can lose definiteness at large deflections); non-finite values run on
+   into the state, which the integrator then reports as diverged, as the Python loop does. */
 static int fm_ldl(int n, double *A)
 {
     for (int j = 0; j < n; ++j) {
         double d = A[j * n + j];
         for (int k = 0; k < j; ++k) d -= A[j * n + k] * A[j * n + k] * A[k * n + k];
-        if (d == 0.0 || !isfinite(d)) return FM_SINGULAR;
+        if (d == 0.0) return FM_SINGULAR;
         A[j * n + j] = d;
         for (int i = j + 1; i < n; ++i) {
             double s = A[i * n + j];

@@ -138,7 +138,7 @@ def _info(status, t_fault, steps):
         return {"steps": steps, "success": True, "diverged": False, "t_fault": None,
                 "message": "fixed-step RK4 finished (compiled loop)"}
     message = {1: "SingularMatrixError: a mass-matrix block is singular at this state",
-               2: f"FloatingPointError: the applied torque is not finite at t = {t_fault:g} s",
+               2: "FloatingPointError: the applied torque is not finite (torque argument plus controller output)",
                3: "the state became non-finite (the run diverged)"}[status]
     return {"steps": steps, "success": False, "diverged": True, "t_fault": float(t_fault), "message": message}
 
