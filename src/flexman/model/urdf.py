@@ -285,6 +285,35 @@ def read_urdf(path) -> Robot:
     return robot_from_urdf(text, str(path))
 
 
+def read_xacro(path, args=None) -> Robot:
+    """A rigid robot from a xacro file (``arm.urdf.xacro``), expanded by the ``xacro`` package with
+    ``args`` ({name: value}, the file's ``<xacro:arg>`` values) and read as a URDF. xacro evaluates
+    the file's ``${...}`` expressions (in its own restricted namespace): load files you trust.
+    An error in the file is one line naming it."""
+    path = Path(path)
+    if args is not None and not (isinstance(args, dict) and all(isinstance(k, str) for k in args)):
+        raise ModelError(f"{path}: args: expected a mapping {{name: value}} of xacro arguments (got {type(args).__name__})")
+    try:
+        import xacro
+    except ImportError:
+        raise ModelError(f"{path}: reading xacro files needs the 'xacro' package (pip install xacro)") from None
+    import contextlib
+    import io
+
+    mappings = {k: str(v) for k, v in (args or {}).items()}
+    noise = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(noise), contextlib.redirect_stderr(noise):
+            text = xacro.process_file(str(path), mappings=mappings).toxml()
+    except Exception as exc:  # xacro raises its own, XML and name errors, and exits on some
+        why = " ".join(str(exc).split()) or type(exc).__name__
+        raise ModelError(f"{path}: xacro could not expand the file: {why}") from None
+    except SystemExit:
+        why = " ".join(noise.getvalue().split())[:300] or "xacro stopped"
+        raise ModelError(f"{path}: xacro could not expand the file: {why}") from None
+    return robot_from_urdf(text, str(path))
+
+
 # ----- overlay: chosen links become beams ---------------------------------------------------------
 def apply_overlay(robot: Robot, overlay: dict, where: str = "overlay") -> Robot:
     """The robot with an overlay applied: top-level name/description/source/gravity/payload/
