@@ -250,3 +250,22 @@ def test_xacro_errors_are_one_line(tmp_path):
     assert "broken.urdf.xacro: xacro could not expand the file" in text and "LL" in text and "\n" not in text
     with pytest.raises(ModelError, match="args are the arguments of a .xacro file"):
         fm.load(fm.examples.path("puma560"), args={"x": 1})
+
+
+def test_statics_wrench_on_a_branch_and_a_named_frame():
+    """Rigid tree held against gravity and a wrench at a side branch (by link name) or at a named
+    frame: the holding torques are the inverse dynamics at rest with that external wrench."""
+    robot = random_tree(4, n=5)
+    T = np.eye(4)
+    T[:3, 3] = [0.1, -0.05, 0.2]
+    robot.frames = {"tool": (2, T)}
+    q = np.random.default_rng(9).normal(size=robot.nq)
+    w = np.array([3.0, -1.0, 2.0, 0.2, 0.1, -0.3])
+    zero = np.zeros(robot.nq)
+    for link, point in (("l3", [0.05, 0.0, 0.1]), ("tool", None), (1, None)):
+        held = fm.analysis.statics(robot, q, wrench=w, link=link, point=point, order=0)
+        ref = robot.inverse_dynamics(q, zero, zero, f_ext=[(link, point, w)])
+        np.testing.assert_allclose(held.torques, ref, atol=1e-10)
+        np.testing.assert_allclose(held.position, (robot.frame(q, link) @ np.append(point if point is not None else np.zeros(3), 1.0))[:3], atol=1e-12)
+    with pytest.raises(ValueError, match="no link or frame is named 'nowhere'"):
+        fm.analysis.statics(robot, q, wrench=w, link="nowhere", order=0)

@@ -385,11 +385,15 @@ def _turn_link(robot: Robot, i: int, R, where: str) -> None:
     pl = link.placement
     link.placement = Placement(pl.xyz, matrix_rpy(rpy_matrix(pl.rpy)[:3, :3] @ R), R.T @ pl.axis)
     link.body, link.hub = _turn_body(link.body, R), _turn_body(link.hub, R)
-    if i + 1 < len(robot.links):
-        nxt = robot.links[i + 1]
+    for nxt in (robot.links[c] for c, p in enumerate(robot.parents) if p == i):  # its children, on a tree
         if nxt.placement is None:
             raise ModelError(f"{where}: the next link needs a URDF placement")
         pn = nxt.placement
         nxt.placement = Placement(R.T @ pn.xyz, matrix_rpy(R.T @ rpy_matrix(pn.rpy)[:3, :3]), pn.axis)
-    elif robot.payload is not None:
+    for name, (j, T) in list(robot.frames.items()):  # the named frames fixed to it
+        if j == i:
+            turned = np.eye(4)
+            turned[:3, :3] = R.T
+            robot.frames[name] = (j, turned @ T)
+    if i == len(robot.links) - 1 and robot.payload is not None:
         robot.payload = _turn_body(robot.payload, R)
