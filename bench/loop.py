@@ -17,9 +17,11 @@ shared, so take the best and compare rows of one run only):
   through ``simulate_batch``. With ``--batch-sample K`` only K runs are integrated and the time is
   scaled to ``--runs`` (said in the row): the interpreted loop is too slow to run them all.
 
-Columns: the loop the run took (``compiled`` or ``python``, from ``result.stats``), wall seconds,
-simulated seconds, and the real-time factor (simulated seconds per wall second; for the batch,
-all runs' simulated seconds together).
+Columns: the loop the run took (``compiled`` or ``python``, from ``result.stats``), wall seconds
+of the whole call (or process), of the integration alone (``result.stats["wall_time"]``), and the
+real-time factor of the whole call (simulated seconds per wall second; for the batch, all runs'
+simulated seconds together). A first row times ``python -c "import numpy"`` as a process, the
+floor under the ``cli process`` row on this machine.
 """
 from __future__ import annotations
 
@@ -55,7 +57,7 @@ def showcase(repeat):
     fm.simulate(robot, 0.01, dt=2e-3, controller=ctrl, progress=False, backend="compiled")  # load the model
     wall, res = best(lambda: fm.simulate(robot, 4.5, dt=2e-3, controller=ctrl, progress=False, backend="compiled"),
                      repeat)
-    return loop_of(res.stats), wall, 4.5, ""
+    return loop_of(res.stats), wall, res.stats["wall_time"], 4.5, ""
 
 
 def krb(repeat):
@@ -66,7 +68,7 @@ def krb(repeat):
     fm.simulate(robot, 0.1, dt=1e-2, prescribed=traj, progress=False, backend="compiled")
     wall, res = best(lambda: fm.simulate(robot, 20.0, dt=1e-2, prescribed=traj, progress=False, backend="compiled"),
                      repeat)
-    return loop_of(res.stats), wall, 20.0, ""
+    return loop_of(res.stats), wall, res.stats["wall_time"], 20.0, ""
 
 
 def clamped_mass_52():
@@ -98,7 +100,7 @@ def cold52():
             else:
                 os.environ["FLEXMAN_CACHE"] = old
             modelcache.clear_memory()
-    return loop_of(res.stats), wall, 0.005, f"backend {res.stats.get('backend')}"
+    return loop_of(res.stats), wall, res.stats["wall_time"], 0.005, f"{res.stats.get('backend')} model"
 
 
 def cli_process(repeat):
@@ -115,7 +117,13 @@ def cli_process(repeat):
         return json.loads(out.stdout)
 
     wall, summary = best(once, repeat)
-    return summary.get("loop", "python"), wall, 2.0, ""
+    return summary.get("loop", "python"), wall, summary["wall_time_s"], 2.0, "integration: the run inside"
+
+
+def numpy_process(repeat):
+    cmd = [sys.executable, "-c", "import numpy"]
+    wall, _ = best(lambda: subprocess.run(cmd, check=True), repeat)
+    return "-", wall, float("nan"), float("nan"), "the floor of any process here"
 
 
 def batch(runs, sample):
@@ -133,7 +141,7 @@ def batch(runs, sample):
     wall = (time.perf_counter() - t0) * runs / n
     assert np.all(np.isfinite(res.q))
     note = f"{n} runs measured, scaled to {runs}" if n < runs else ""
-    return loop_of(res.stats), wall, float(runs), note
+    return loop_of(res.stats), wall, res.stats["wall_time"] * runs / n, float(runs), note
 
 
 def main():
@@ -141,10 +149,11 @@ def main():
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--batch-sample", type=int, default=0, help="integrate only this many runs and scale")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--skip", nargs="*", default=[], choices=("showcase", "krb", "cold", "cli", "batch"))
+    parser.add_argument("--skip", nargs="*", default=[], choices=("numpy", "showcase", "krb", "cold", "cli", "batch"))
     args = parser.parse_args()
     rows = []
-    todo = [("showcase", "showcase closed loop 4.5 s (decoupling + LQR)", lambda: showcase(args.repeat)),
+    todo = [("numpy", "python -c 'import numpy' (process)", lambda: numpy_process(args.repeat)),
+            ("showcase", "showcase closed loop 4.5 s (decoupling + LQR)", lambda: showcase(args.repeat)),
             ("krb", "KRB spin-up 20 s, RK4 10 ms", lambda: krb(args.repeat)),
             ("cold", "52 coordinates, 5 steps, cold cache", cold52),
             ("cli", "flexman simulate flx_three_link --controller --t-final 2 (process)",
@@ -154,14 +163,15 @@ def main():
     for key, label, fn in todo:
         if key in args.skip:
             continue
-        loop, wall, simulated, note = fn()
-        rows.append((label, loop, wall, simulated, note))
-        print(f"{label:70s} {loop:9s} {wall:9.3f} s  RTF {simulated / wall:10.3g}  {note}", flush=True)
-    print()
-    print("| run | loop | wall s | real-time factor | note |")
-    print("|---|---|---:|---:|---|")
-    for label, loop, wall, simulated, note in rows:
-        print(f"| {label} | {loop} | {wall:.3g} | {simulated / wall:.3g} | {note} |")
+        loop, wall, integration, simulated, note = fn()
+        rows.append((label, loop, wall, integration, simulated, note))
+        print(f"{label:70s} {loop:9s} {wall:9.3f} s  integration {integration:9.4f} s  RTF {simulated / wall:10.3g}  "
+              f"{note}", flush=True)
+    print(f"\nload average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print("| run | loop | wall s | integration s | real-time factor | note |")
+    print("|---|---|---:|---:|---:|---|")
+    for label, loop, wall, integration, simulated, note in rows:
+        print(f"| {label} | {loop} | {wall:.3g} | {integration:.3g} | {simulated / wall:.3g} | {note} |")
 
 
 if __name__ == "__main__":
