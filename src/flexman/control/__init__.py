@@ -1,4 +1,5 @@
-"""Joint controllers for :func:`flexman.simulate`: PID, computed torque, model-based decoupling + LQR.
+"""Joint controllers for :func:`flexman.simulate`: PID, computed torque, model-based decoupling + LQR;
+input shapers for flexible arms (:mod:`flexman.control.shaping`: ``shaper``).
 
 The controller interface: ``n_states`` internal states z (integrated by the simulator with
 the robot, so adaptive integrators stay correct), ``initial_state()``,
@@ -20,6 +21,7 @@ import copy
 import numpy as np
 
 from ..model import inputs
+from .shaping import Shaper, robustness, shaper
 
 
 def _gain_matrix(gain, n, name):
@@ -347,3 +349,6 @@ def from_spec(robot, spec):
         return ComputedTorque(robot, traj, gains["kp"], gains["kd"], tau_max=limit)
     return Decoupling(robot, traj, gains["gp"], gains["gv"], lqr_at=spec.get("lqr_at"),
                       lqr_weights=spec.get("lqr_weights"), tau_max=limit)
+
+
+from .tracking import PlanTracking  # noqa: E402,F401  (after the classes it builds on)
