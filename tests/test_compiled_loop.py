@@ -267,3 +267,29 @@ def test_cli_json_says_which_loop(compiled_backend, capsys):
     assert main(["simulate", "flx_three_link", "--controller", "--t-final", "0.01", "--json", "--method", "RK45",
                  "--backend", "compiled"]) == 0
     assert json.loads(capsys.readouterr().out)["loop"] == "python"
+
+
+# ----- a run's energy, cheaply ------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["flx_three_link", "theodore_rrp", "ur5_like_flexible"])
+def test_gravity_free_potential_is_the_strain_energy(name):
+    """Without gravity the potential energy skips the recursion: it equals the average of the
+    full recursion's values under gravity g and -g (the gravity part is linear in g)."""
+    data = robot_to_dict(fm.examples.load(name))
+    q = 0.2 * np.random.default_rng(0).standard_normal((20, fm.examples.load(name).nq))
+    data["gravity"] = [0.0, 0.0, 0.0]
+    free = robot_from_dict(data).potential_energy(q)
+    data["gravity"] = [1.0, -2.0, -9.81]
+    up = robot_from_dict(data).potential_energy(q)
+    data["gravity"] = [-1.0, 2.0, 9.81]
+    down = robot_from_dict(data).potential_energy(q)
+    same(free, 0.5 * (up + down), 1e-13)
+
+
+def test_run_energy_from_the_compiled_mass_matrix(compiled_backend, arm):
+    """A compiled run's kinetic energy is 1/2 qd^T M qd with the compiled M: the robot's own."""
+    from flexman.codegen.modelcache import compiled_model
+    from flexman.simulate.run import energy
+
+    rng = np.random.default_rng(2)
+    q, qd = 0.3 * rng.standard_normal((30, arm.nq)), rng.standard_normal((30, arm.nq))
+    same(energy(arm, compiled_model(arm), q, qd), arm.kinetic_energy(q, qd) + arm.potential_energy(q), 1e-13)
