@@ -18,7 +18,8 @@ shared, so take the best and compare rows of one run only):
   scaled to ``--runs`` (said in the row): the interpreted loop is too slow to run them all.
 
 Columns: the loop the run took (``compiled`` or ``python``, from ``result.stats``), wall seconds
-of the whole call (or process), of the integration alone (``result.stats["wall_time"]``), and the
+of the whole call (or process), its CPU seconds (this process and its children, all threads: on
+a machine shared with other jobs the wall time grows with the load, the CPU time much less), of the integration alone (``result.stats["wall_time"]``), and the
 real-time factor of the whole call (simulated seconds per wall second; for the batch, all runs'
 simulated seconds together). A first row times ``python -c "import numpy"`` as a process, the
 floor under the ``cli process`` row on this machine.
@@ -38,13 +39,26 @@ import flexman as fm
 from flexman.model.serialize import robot_from_dict, robot_to_dict
 
 
+CPU = {}  # row -> CPU seconds of its best repetition (this process and its children)
+
+
+def cpu_seconds():
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def best(fn, repeat):
-    out, times = None, []
+    """(best wall seconds, result of that repetition); its CPU seconds go to CPU["last"]."""
+    out, best_wall = None, float("inf")
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
+        c0, t0 = cpu_seconds(), time.perf_counter()
+        result = fn()
+        wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
+        if wall < best_wall:
+            best_wall, out, CPU["last"] = wall, result, cpu
+    return best_wall, out
 
 
 def loop_of(stats):
@@ -91,9 +105,10 @@ def cold52():
         os.environ["FLEXMAN_CACHE"] = tmp
         modelcache.clear_memory()
         try:
-            t0 = time.perf_counter()
+            c0, t0 = cpu_seconds(), time.perf_counter()
             res = fm.simulate(robot, 0.005, progress=False)
             wall = time.perf_counter() - t0
+            CPU["last"] = cpu_seconds() - c0
         finally:
             if old is None:
                 os.environ.pop("FLEXMAN_CACHE", None)
@@ -135,10 +150,11 @@ def batch(runs, sample):
     q0 = np.zeros((n, robot.nq))
     q0[:, :robot.n_joints] = 0.05 * rng.standard_normal((n, robot.n_joints))
     fm.simulate_batch(robot, 0.01, dt=2e-3, q0=q0[:2], controller=ctrl, progress=False, backend="compiled")
-    t0 = time.perf_counter()
+    c0, t0 = cpu_seconds(), time.perf_counter()
     res = fm.simulate_batch(robot, 1.0, dt=2e-3, q0=q0, controller=ctrl, progress=False, backend="compiled",
                             output_every=10)
     wall = (time.perf_counter() - t0) * runs / n
+    CPU["last"] = (cpu_seconds() - c0) * runs / n
     assert np.all(np.isfinite(res.q))
     note = f"{n} runs measured, scaled to {runs}" if n < runs else ""
     return loop_of(res.stats), wall, res.stats["wall_time"] * runs / n, float(runs), note
@@ -163,15 +179,17 @@ def main():
     for key, label, fn in todo:
         if key in args.skip:
             continue
+        CPU["last"] = float("nan")
         loop, wall, integration, simulated, note = fn()
-        rows.append((label, loop, wall, integration, simulated, note))
-        print(f"{label:70s} {loop:9s} {wall:9.3f} s  integration {integration:9.4f} s  RTF {simulated / wall:10.3g}  "
-              f"{note}", flush=True)
+        cpu = CPU["last"]
+        rows.append((label, loop, wall, cpu, integration, simulated, note))
+        print(f"{label:70s} {loop:9s} {wall:9.3f} s  cpu {cpu:9.3f} s  integration {integration:9.4f} s  "
+              f"RTF {simulated / wall:10.3g}  {note}  (load {os.getloadavg()[0]:.1f})", flush=True)
     print(f"\nload average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    print("| run | loop | wall s | integration s | real-time factor | note |")
-    print("|---|---|---:|---:|---:|---|")
-    for label, loop, wall, integration, simulated, note in rows:
-        print(f"| {label} | {loop} | {wall:.3g} | {integration:.3g} | {simulated / wall:.3g} | {note} |")
+    print("| run | loop | wall s | CPU s | integration s | real-time factor | note |")
+    print("|---|---|---:|---:|---:|---:|---|")
+    for label, loop, wall, cpu, integration, simulated, note in rows:
+        print(f"| {label} | {loop} | {wall:.3g} | {cpu:.3g} | {integration:.3g} | {simulated / wall:.3g} | {note} |")
 
 
 if __name__ == "__main__":
