@@ -56,7 +56,7 @@ class ShapedTrajectory(Trajectory):
             return tuple(sum(a * p[k] for a, p in zip(A, parts)) for k in range(3))
 
         super().__init__(base.t_start, base.t_end + shaper.duration, evaluate, base.n)
-        for name in ("q_start", "q_end", "profile"):
+        for name in ("q_start", "q_end"):  # not the profile: the shaped move is not that profile
             if hasattr(base, name):
                 setattr(self, name, getattr(base, name))
 
