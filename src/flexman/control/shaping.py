@@ -276,8 +276,9 @@ def shaper(robot, q, kind="ZV", modes=None, damping=None, tolerance=0.05, contro
     a list of configurations, or a trajectory (sampled at ``samples`` instants of its move,
     rates included): each mode is designed at the middle of its frequency range over them.
     kind: "ZV", "ZVD" or "EI"; tolerance, in (0, 1): EI's residual vibration at the design
-    frequency (and the acceptable level drawn with the robustness curve). modes: None (all), the number of lowest modes, or a list of mode
-    numbers (1 = the lowest). damping: None (from the model), one ratio or one per mode.
+    frequency (and the acceptable level drawn with the robustness curve). modes: None (all),
+    the number of lowest modes, or a list of mode numbers (1 = the lowest). damping: None (from
+    the model), one ratio or one per mode.
     controller: None -> the locked-joint modes (joints following the command, ``prescribed=``);
     a controller -> the closed loop's modes, linearized at time ``t`` (default: each sampled
     instant of a trajectory, else 0). Modes whose frequency ranges overlap or come within
