@@ -262,6 +262,7 @@ def test_robustness_plot(tmp_path):
     (lambda: fm.control.shaper(hub_link(), [0.0], damping=1.0), "damping[0]: a damping ratio must be in [0, 1)"),
     (lambda: fm.control.shaper(hub_link(), [0.0], modes=2), "modes: give a number of modes between 1 and 1"),
     (lambda: fm.control.shaper(hub_link(), [[0.0, 1.0, 2.0]]), "q: give one configuration"),
+    (lambda: Shaper.design("ZVD", np.arange(1.0, 12.0)), "modes: a ZVD shaper for 11 modes would have 177147 impulses"),
     (lambda: Shaper.design("ZV", 5.0)(lambda t: (t, t, t)), "traj: expected a flexman.trajectory.Trajectory"),
 ])
 def test_bad_input_is_one_clear_line(call, words):

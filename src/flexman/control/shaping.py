@@ -37,6 +37,9 @@ __all__ = ["Shaper", "ShapedTrajectory", "shaper", "arm_modes", "robustness"]
 
 #: default frequency ratios of the robustness curves
 RATIOS = np.linspace(0.5, 1.5, 401)
+#: the most impulses a convolved shaper may have (each shaped mode multiplies them by 2 or 3,
+#: and a shaped trajectory evaluates its base once per impulse)
+MAX_IMPULSES = 1000
 
 
 class ShapedTrajectory(Trajectory):
@@ -98,6 +101,11 @@ class Shaper:
             raise ValueError(f"damping: give one damping ratio or one per mode ({w.size}), got {z.size}")
         z = np.broadcast_to(z, w.shape)
         tol = impulses.check_tolerance(tolerance)
+        count = (2 if kind == "ZV" else 3) ** w.size
+        if count > MAX_IMPULSES:
+            lowest = int(np.log(MAX_IMPULSES) // np.log(2 if kind == "ZV" else 3))
+            raise ValueError(f"modes: a {kind} shaper for {w.size} modes would have {count} impulses (at most "
+                             f"{MAX_IMPULSES}); shape the modes that ring, e.g. modes={lowest} (the {lowest} lowest)")
         seq = (np.ones(1), np.zeros(1))
         for k, (wk, zk) in enumerate(zip(w, z)):
             seq = impulses.convolve(seq, impulses.sequence(kind, impulses.check_frequency(wk, f"frequencies[{k}]"),
@@ -283,7 +291,7 @@ def shaper(robot, q, kind="ZV", modes=None, damping=None, tolerance=0.05, contro
     a controller -> the closed loop's modes, linearized at time ``t`` (default: each sampled
     instant of a trajectory, else 0). Modes whose frequency ranges overlap or come within
     ``merge`` (relative) of each other share one shaper (0: never). The shapers of the modes
-    are convolved into one sequence.
+    are convolved into one sequence (at most MAX_IMPULSES impulses: with many modes, choose).
     """
     kind = impulses.check_kind(kind)
     tol = impulses.check_tolerance(tolerance)
