@@ -17,6 +17,7 @@ from . import cache, derive, frequencies, info, new, parameters, simulate, stati
 from .common import FORMULATIONS, Parser, UsageError
 from .validate import validation_cases
 from ..model.errors import ModelError
+from ..model.names import printable
 
 __all__ = ["FORMULATIONS", "build_parser", "main", "validation_cases"]
 
@@ -49,7 +50,7 @@ def main(argv=None) -> int:
         message = " ".join(str(exc).split()) or type(exc).__name__
         if isinstance(exc, OSError) and exc.strerror:
             message = f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
-        print(f"flexman: error: {message}", file=sys.stderr)
+        print(f"flexman: error: {printable(message, limit=2000)}", file=sys.stderr)  # names from files escaped
         if os.environ.get("FLEXMAN_DEBUG"):
             raise
         return 2
@@ -59,6 +60,6 @@ def main(argv=None) -> int:
     except Exception as exc:  # a bug: still one line, with a way to see the traceback
         if os.environ.get("FLEXMAN_DEBUG"):
             raise
-        print(f"flexman: error: internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
+        print(f"flexman: error: internal error: {type(exc).__name__}: {printable(' '.join(str(exc).split()), 2000)} "
               "(set FLEXMAN_DEBUG=1 for a traceback)", file=sys.stderr)
         return 1

@@ -144,7 +144,7 @@ def load(path_or_name, overlay=None, bundled=None) -> Robot:
     if path.suffix.lower() == ".urdf":
         from .urdf import read_urdf
 
-        robot = read_urdf(path)
+        robot = read_urdf(path, check=overlay is None)  # with an overlay: checked once it is applied
         return robot if overlay is None else _with_overlay(robot, overlay)
     if overlay is not None:
         raise ModelError(f"{path}: an overlay applies to a .urdf file only")
@@ -184,7 +184,7 @@ def load_overlay(data: dict, path) -> Robot:
     target = (Path(path).parent / urdf)
     if not target.is_file():
         raise ModelError(f"{path}: urdf: no such file {target}")
-    return _with_overlay(read_urdf(target), data, path)
+    return _with_overlay(read_urdf(target, check=False), data, path)
 
 
 def _with_overlay(robot: Robot, overlay, path=None) -> Robot:

@@ -17,9 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .checks import check_model
 from .errors import ModelError
+from .names import printable
 from .rotations import matrix_rpy, rpy_matrix
-from .robot import Link, Placement, RigidBody, Robot, bound_text, bounds, meets_bound
+from .robot import Link, Placement, RigidBody, Robot, bound_text, bounds, meets_bound, unit_vector
 from .serialize import check_fields, join, robot_from_dict, robot_to_dict
 
 MAX_BYTES = 5_000_000
@@ -114,9 +116,35 @@ def _inertial(link_elem, where: str) -> RigidBody | None:
 
 
 def urdf_identifier(name: str) -> str:
-    """A flexman identifier for a URDF name (other characters become _)."""
-    out = re.sub(r"\W", "_", name)
+    """A flexman identifier for a URDF name: characters other than ASCII letters, digits and _
+    become _ (so the name also passes a model file's identifier check when saved)."""
+    out = re.sub(r"\W", "_", name, flags=re.ASCII)
     return out if re.match(r"[A-Za-z_]", out) else f"_{out}"
+
+
+def _unique_identifiers(names, where: str) -> None:
+    """Refuse URDF names that become the same identifier (``a-b`` and ``a_b``): they would share
+    an overlay entry and could not be told apart in a saved model."""
+    seen = {}
+    for name in names:
+        ident = urdf_identifier(name)
+        if ident in seen and seen[ident] != name:
+            raise ModelError(f"{where}: the links \"{printable(seen[ident], 60)}\" and \"{printable(name, 60)}\" "
+                             f"both become the flexman name '{ident}' (characters other than letters, digits "
+                             "and _ become _); rename one of them in the URDF")
+        seen[ident] = name
+
+
+def _unreached(links, root: str, chain, where: str) -> None:
+    """Links that the chain from the root never reaches (a loop of links beside the chain, or
+    bodies hanging from nothing) are an error, not dropped in silence."""
+    reached = {root} | {j.find("child").get("link") for j in chain}
+    left = [name for name in links if name not in reached]
+    if left:
+        shown = ", ".join(printable(n, 40) for n in left[:5]) + (" ..." if len(left) > 5 else "")
+        raise ModelError(f"{where}: the links {shown} are not connected to the chain from the root link "
+                         f"'{printable(root, 40)}' (a closed loop or a separate body); flexman reads one serial "
+                         "chain: remove them or join them to it")
 
 
 def _chain(root, where: str):
@@ -163,10 +191,14 @@ def _chain(root, where: str):
     return roots[0], chain, links
 
 
-def robot_from_urdf(text: str, where: str = "URDF") -> Robot:
-    """A rigid :class:`Robot` from URDF text (one serial chain)."""
+def robot_from_urdf(text: str, where: str = "URDF", check: bool = True) -> Robot:
+    """A rigid :class:`Robot` from URDF text (one serial chain), with the whole-model checks a
+    model file gets (:func:`~flexman.model.checks.check_model`); ``check=False`` leaves them to
+    the caller (an overlay still to be applied may give a massless link its mass)."""
     root = _parse_xml(text, where)
-    _, chain, links = _chain(root, where)
+    root_name, chain, links = _chain(root, where)
+    _unreached(links, root_name, chain, where)
+    _unique_identifiers(links, where)
     out = []  # (name, joint, placement, second moments, limits, damping, friction)
     carry = np.eye(4)  # fixed transforms since the last moving link's frame
     for j in chain:
@@ -218,11 +250,21 @@ def robot_from_urdf(text: str, where: str = "URDF") -> Robot:
     ]
     robot = Robot(links=robot_links, name=urdf_identifier(root.get("name") or "robot"))
     robot.controller, robot.description, robot.source = None, "", ""
+    if check:
+        _checked(robot, where)
     return robot
 
 
-def read_urdf(path) -> Robot:
-    """A rigid robot from a URDF file."""
+def _checked(robot: Robot, where: str) -> Robot:
+    try:
+        check_model(robot)
+    except ModelError as exc:
+        raise ModelError(f"{where}: {exc}") from None
+    return robot
+
+
+def read_urdf(path, check: bool = True) -> Robot:
+    """A rigid robot from a URDF file (``check``: see :func:`robot_from_urdf`)."""
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -231,7 +273,7 @@ def read_urdf(path) -> Robot:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ModelError(f"{path}: cannot read the file ({exc})") from None
-    return robot_from_urdf(text, str(path))
+    return robot_from_urdf(text, str(path), check)
 
 
 # ----- overlay: chosen links become beams ---------------------------------------------------------
@@ -261,31 +303,40 @@ def apply_overlay(robot: Robot, overlay: dict, where: str = "overlay") -> Robot:
             turns[names.index(name)] = _beam_turn(beam.pop("axis"), join(join(lw, "beam"), "axis"))
             fields["beam"] = beam
         data["links"][names.index(name)].update(fields)
-    out = robot_from_dict(data)
+    out = robot_from_dict(data, check_mass=False)  # the whole model is checked once it is turned
     for i, R in turns.items():
         _turn_link(out, i, R, join(join("links", str(names[i])), "beam.axis"))
-    return out
+    return _checked(out, where)
 
 
 def _beam_turn(axis, where: str) -> np.ndarray | None:
-    """The rotation R (3x3) taking x onto the overlay's beam ``axis`` (None for x itself):
-    the smallest rotation, and for -x half a turn about z."""
-    bad = f"{where}: must be 3 numbers, a non-zero direction in the link frame such as [0, 0, -1] (got {axis!r})"
+    """The rotation R (3x3) taking x onto the overlay's beam ``axis`` (None for x itself): the
+    smallest rotation, and for -x half a turn about z.
+
+    Written as a turn by the angle atan2(|x cross a|, a_x) about the unit vector along x cross a,
+    which is exact for every direction: the classic I + [v]x + [v]x^2 / (1 + a_x) divides by a
+    number that vanishes near -x and loses every digit there (a "rotation" off by 1 %)."""
+    bad = f"{where}: must be 3 numbers, a non-zero direction in the link frame such as [0, 0, -1] (got {axis!r:.80})"
     if not isinstance(axis, (list, tuple)) or len(axis) != 3 or not all(
             isinstance(v, (int, float)) and not isinstance(v, bool) for v in axis):
         raise ModelError(bad)
     a = np.array(axis, float)
-    norm = float(np.linalg.norm(a)) if np.all(np.isfinite(a)) else 0.0
-    if not np.isfinite(norm) or norm < 1e-9:
+    if not np.all(np.isfinite(a)):
         raise ModelError(bad)
-    a = a / norm
+    try:
+        a = unit_vector(a, where)
+    except ModelError:
+        raise ModelError(bad) from None
     if np.array_equal(a, [1.0, 0.0, 0.0]):
         return None
-    if np.allclose(a, [-1.0, 0.0, 0.0], rtol=0, atol=1e-12):
+    v = np.array([0.0, -a[2], a[1]])  # x cross a
+    s = float(np.hypot(a[1], a[2]))
+    if s == 0.0:  # exactly -x: every axis normal to x is a smallest turn; take z
         return np.diag([-1.0, -1.0, 1.0])
-    v = np.cross([1.0, 0.0, 0.0], a)  # Rodrigues: R = I + [v]x + [v]x^2 / (1 + c)
-    vx = np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
-    return np.eye(3) + vx + vx @ vx / (1.0 + a[0])
+    k = v / s
+    angle = np.arctan2(s, a[0])
+    K = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
+    return np.eye(3) + np.sin(angle) * K + (1.0 - np.cos(angle)) * (K @ K)
 
 
 def _turn_body(body: RigidBody | None, R) -> RigidBody | None:
