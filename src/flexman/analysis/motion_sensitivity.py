@@ -102,7 +102,7 @@ def motion_sensitivity(robot, figure, parameters, prescribed, t_final, dt=1e-3, 
     at ``dt``; flexible coordinates from ``q0``/``qd0``, default at rest). ``figure``:
     "peak_tip_deflection" (the largest |tip offset| over the output samples) or
     "final_tip_error" (|tip offset| at t_final: the end-effector error the vibration leaves)."""
-    from ..simulate.prescribed import motion_input
+    from ..simulate.prescribed import check_resolved, motion_input
     from ..symbolic import derive
     from ..symbolic.params import parameter_values
 
@@ -115,6 +115,7 @@ def motion_sensitivity(robot, figure, parameters, prescribed, t_final, dt=1e-3, 
     t_final, dt = inputs.positive(t_final, "t_final"), inputs.positive(dt, "dt")
     check_run_size(t_final / dt, 3 + 3 * len(names), "RK4 steps (t_final / dt)", "t_final",  # before deriving
                    most=MAX_SENSITIVITY_STEPS, hint="shorten the manoeuvre or use a larger dt")
+    check_resolved(prescribed, dt)
     k, nf, nq, nj = len(names), robot.nf, robot.nq, robot.n_joints
     sl = robot.flex_index
     probe = probe_robot(robot, names)

@@ -18,6 +18,7 @@ from .common import FORMULATIONS, Parser, UsageError
 from .validate import validation_cases
 from ..model.errors import ModelError
 from ..model.names import printable
+from ..outputs import Terminated
 
 __all__ = ["FORMULATIONS", "build_parser", "main", "validation_cases"]
 
@@ -57,6 +58,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("flexman: interrupted", file=sys.stderr)
         return 130
+    except Terminated as exc:  # SIGTERM/SIGHUP while files were written: they were removed
+        print(f"flexman: {exc}; no partial files left", file=sys.stderr)
+        return 128 + exc.signum
     except Exception as exc:  # a bug: still one line, with a way to see the traceback
         if os.environ.get("FLEXMAN_DEBUG"):
             raise

@@ -67,7 +67,7 @@ def check_run_size(count, floats_each, what: str, option: str, most: float = MAX
     except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{option}: {what} cannot be counted (got {count!r:.40})") from None
     if not count < float("inf"):
-        raise ValueError(f"{option}: {what}: an unbounded number; the limit is {most:g}{hint}")
+        raise ValueError(f"{option}: an unbounded number of {what}; the limit is {most:g}{hint}")
     if count > most:
         raise ValueError(f"{option}: {count:.3g} {what}; the limit is {most:g} (README, Limits){hint}")
     need = 8.0 * count * max(float(floats_each), 1.0)

@@ -223,7 +223,7 @@ def robot_from_urdf(text: str, where: str = "URDF", check: bool = True) -> Robot
             raise ModelError(f"{where}: {lw}: no <inertial>; give its <mass> and <inertia> "
                              "(a link moved by a joint needs them)")
         axis = _floats(j.find("axis"), "xyz", 3, f"{where}: {jw}/axis", (1, 0, 0))
-        if np.linalg.norm(axis) < 1e-9:
+        if np.abs(axis).max() < 1e-9:
             raise ModelError(f"{where}: {jw}/axis: xyz must be a non-zero vector")
         limits = None
         lim = j.find("limit")
