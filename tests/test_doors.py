@@ -23,6 +23,7 @@ from flexman.model.serialize import robot_to_dict
 from flexman.model.urdf import _beam_turn, apply_overlay, robot_from_urdf
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
+OUTPUTS = str(Path(SRC) / "flexman" / "outputs.py")
 
 INERTIAL = ('<inertial><origin xyz="0.1 0 0"/><mass value="1"/>'
             '<inertia ixx="0.01" iyy="0.02" izz="0.02" ixy="0" ixz="0" iyz="0"/></inertial>')
@@ -278,9 +279,11 @@ def test_sweep_time_limit_must_be_positive():
 
 # ----- signals: no partial files -------------------------------------------------------------------
 STAGED_SCRIPT = """
-import sys, time
-from flexman.outputs import staged
-from flexman import cli
+import importlib.util, sys, time
+spec = importlib.util.spec_from_file_location("outputs", sys.argv[-1])  # the module alone: a fast start
+outputs = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(outputs)
+staged = outputs.staged
 out = sys.argv[1]
 try:
     with staged() as files:
@@ -295,7 +298,7 @@ except BaseException as exc:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_signal_while_staging_leaves_no_partial_file(tmp_path, sig):
-    proc = subprocess.Popen([sys.executable, "-c", STAGED_SCRIPT, str(tmp_path)], stdout=subprocess.PIPE, text=True,
+    proc = subprocess.Popen([sys.executable, "-c", STAGED_SCRIPT, str(tmp_path), OUTPUTS], stdout=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": SRC})
     assert proc.stdout.readline().strip() == "writing"
     assert any(p.name.endswith(".partial.html") for p in tmp_path.iterdir())
@@ -362,3 +365,20 @@ def test_readme_sweep_snippet_runs_as_a_script(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "sweep.parquet").is_file() and (tmp_path / "sweep.png").is_file()
     assert "6 points" in done.stdout
+
+
+# ----- a singular robot given to frequencies ----------------------------------------------------------
+def test_frequencies_of_a_singular_robot_name_the_coordinate(tmp_path, capsys):
+    """From a URDF the load refuses it; built in Python, natural_frequencies names the coordinate
+    instead of passing on LAPACK's message."""
+    from flexman.model import Link, Placement, Robot
+
+    massless = '<inertial><mass value="0"/><inertia ixx="0" iyy="0" izz="0"/></inertial>'
+    (tmp_path / "r.urdf").write_text(urdf(inertial=massless))
+    assert cli.main(["frequencies", str(tmp_path / "r.urdf")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "links[0]: the mass matrix at q = 0 is singular" in err
+    robot = Robot(links=[Link(placement=Placement(axis=[0, 0, 1]), body=RigidBody(1.0, [0.1, 0, 0], np.eye(3) * 0.01)),
+                         Link(placement=Placement(axis=[0, 0, 1]), body=RigidBody(0.0, [0, 0, 0], np.zeros((3, 3))))])
+    with pytest.raises(ModelError, match="links.1.: the mass matrix at q = 0 is singular: coordinate q2"):
+        robot.natural_frequencies(np.zeros(2))

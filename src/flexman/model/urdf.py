@@ -194,7 +194,16 @@ def _chain(root, where: str):
 def robot_from_urdf(text: str, where: str = "URDF", check: bool = True) -> Robot:
     """A rigid :class:`Robot` from URDF text (one serial chain), with the whole-model checks a
     model file gets (:func:`~flexman.model.checks.check_model`); ``check=False`` leaves them to
-    the caller (an overlay still to be applied may give a massless link its mass)."""
+    the caller (an overlay still to be applied may give a massless link its mass). Names quoted
+    in a message are escaped (a control character in a URDF name never reaches a terminal)."""
+    try:
+        robot = _robot_from_urdf(text, where)
+    except ModelError as exc:
+        raise ModelError(printable(str(exc), 2000)) from None
+    return _checked(robot, where) if check else robot
+
+
+def _robot_from_urdf(text: str, where: str) -> Robot:
     root = _parse_xml(text, where)
     root_name, chain, links = _chain(root, where)
     _unreached(links, root_name, chain, where)
@@ -237,7 +246,10 @@ def robot_from_urdf(text: str, where: str = "URDF", check: bool = True) -> Robot
         rules = bounds("link")  # URDF damping and friction are flexman's viscous and coulomb
         if not (meets_bound(damping, rules["viscous"]) and meets_bound(friction, rules["coulomb"])):
             raise ModelError(f"{where}: {jw}/dynamics: damping and friction must be {bound_text(rules['viscous'])}")
-        placement = Placement(origin[:3, 3], matrix_rpy(origin[:3, :3]), axis)
+        try:  # the origin with the fixed joints before it: magnitudes within the model limits
+            placement = Placement(origin[:3, 3], matrix_rpy(origin[:3, :3]), axis)
+        except ModelError as exc:
+            raise ModelError(f"{where}: {jw}: {exc}") from None
         out.append({"name": urdf_identifier(child), "joint": MOVING[kind], "placement": placement,
                     "J": body.pseudo_inertia(), "limits": limits, "viscous": damping, "coulomb": friction})
         carry = np.eye(4)
@@ -250,8 +262,6 @@ def robot_from_urdf(text: str, where: str = "URDF", check: bool = True) -> Robot
     ]
     robot = Robot(links=robot_links, name=urdf_identifier(root.get("name") or "robot"))
     robot.controller, robot.description, robot.source = None, "", ""
-    if check:
-        _checked(robot, where)
     return robot
 
 
