@@ -52,11 +52,13 @@ def one_line(exc) -> str:
     (urdf(origin="1e200 0 0"), "placement.xyz: 1e+200 is beyond the supported magnitude 1000 m"),
     (urdf(axis="nan 0 1"), 'axis: attribute xyz="nan 0 1" must be 3 finite numbers'),
     (urdf(inertial='<inertial><mass value="0"/><inertia ixx="0" iyy="0" izz="0"/></inertial>'),
-     "the mass matrix at q = 0 is singular"),
+     "a joint must move some mass"),
+    (urdf(inertial='<inertial><mass value="1"/><inertia ixx="0" iyy="0" izz="0"/></inertial>'),
+     "links[0]: the mass matrix at q = 0 is singular"),
     (urdf(extra='<link name="x">' + INERTIAL + '</link><link name="y">' + INERTIAL + '</link>'
           '<joint name="k1" type="revolute"><parent link="x"/><child link="y"/><axis xyz="0 0 1"/></joint>'
           '<joint name="k2" type="revolute"><parent link="y"/><child link="x"/><axis xyz="0 0 1"/></joint>'),
-     "the links x, y are not connected to the chain from the root link 'base'"),
+     "lies on a closed loop of links not reached from the root"),
     (urdf(links=("a-b", "a_b")), 'the links "a-b" and "a_b" both become the flexman name \'a_b\''),
 ])
 def test_urdf_gets_the_model_file_checks(text, expected):
@@ -74,11 +76,12 @@ def test_urdf_huge_axis_is_a_direction():
     np.testing.assert_array_equal(big.bias_forces(q, qd), unit.bias_forces(q, qd))
 
 
-def test_overlay_gives_a_massless_urdf_link_its_mass(tmp_path):
-    """The whole-model check runs once the overlay is applied: a URDF link without mass that the
-    overlay makes a beam is a usable model; without the overlay it is refused."""
-    massless = '<inertial><mass value="0"/><inertia ixx="0" iyy="0" izz="0"/></inertial>'
-    (tmp_path / "r.urdf").write_text(urdf(links=("a",), inertial=massless))
+def test_overlay_gives_an_inertia_free_urdf_link_its_inertia(tmp_path):
+    """The whole-model check runs once the overlay is applied: a URDF link whose mass sits on its
+    joint axis without inertia (M singular) that the overlay makes a beam is a usable model;
+    without the overlay it is refused."""
+    on_axis = '<inertial><mass value="1"/><inertia ixx="0" iyy="0" izz="0"/></inertial>'
+    (tmp_path / "r.urdf").write_text(urdf(links=("a",), inertial=on_axis))
     with pytest.raises(ModelError, match="singular"):
         fm.load(tmp_path / "r.urdf")
     robot = fm.load(tmp_path / "r.urdf", overlay={"links": {"a": {"beam": {
@@ -373,8 +376,8 @@ def test_frequencies_of_a_singular_robot_name_the_coordinate(tmp_path, capsys):
     instead of passing on LAPACK's message."""
     from flexman.model import Link, Placement, Robot
 
-    massless = '<inertial><mass value="0"/><inertia ixx="0" iyy="0" izz="0"/></inertial>'
-    (tmp_path / "r.urdf").write_text(urdf(inertial=massless))
+    on_axis = '<inertial><mass value="1"/><inertia ixx="0" iyy="0" izz="0"/></inertial>'
+    (tmp_path / "r.urdf").write_text(urdf(inertial=on_axis))
     assert cli.main(["frequencies", str(tmp_path / "r.urdf")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "links[0]: the mass matrix at q = 0 is singular" in err

@@ -172,8 +172,6 @@ def _figures(robot, run, figures, settle_fraction):
     from .simulate import simulate
 
     kwargs = {k: v for k, v in run.items() if k in RUN_KEYS and k not in NOT_SIMULATE_KEYS}
-    kwargs["torque"] = _within_time(kwargs.get("torque"), float(run.get("time_limit", SWEEP_POINT_SECONDS)),
-                                    robot.n_joints)
     if run.get("controller"):
         from .control import from_spec
 
@@ -186,9 +184,16 @@ def _figures(robot, run, figures, settle_fraction):
         given = np.asarray(kwargs["q0"], dtype=float)
         q0[:given.size] = given
         kwargs["q0"] = q0
+    t_final, limit = float(run.get("t_final", 1.0)), float(run.get("time_limit", SWEEP_POINT_SECONDS))
     with warnings.catch_warnings():  # a diverged run is this point's error, not a warning
         warnings.simplefilter("ignore", RuntimeWarning)
-        res = simulate(robot, float(run.get("t_final", 1.0)), progress=False, **kwargs)
+        try:  # the compiled loop (C) when the run allows it: fast, and bounded by the run-size limits
+            res = simulate(robot, t_final, progress=False, loop="compiled", **kwargs)
+        except ValueError as exc:
+            if not str(exc).startswith("loop='compiled'"):
+                raise
+            timed = {**kwargs, "torque": _within_time(kwargs.get("torque"), limit, robot.n_joints)}
+            res = simulate(robot, t_final, progress=False, **timed)  # the Python loop, which checks the clock
     out = {}
     if res.diverged or not (np.all(np.isfinite(res.q)) and np.all(np.isfinite(res.qd))):
         why = " ".join(str(res.stats.get("message", "") or "non-finite state").split())
