@@ -54,7 +54,7 @@ def one_line(exc) -> str:
     (urdf(inertial='<inertial><mass value="0"/><inertia ixx="0" iyy="0" izz="0"/></inertial>'),
      "a joint must move some mass"),
     (urdf(inertial='<inertial><mass value="1"/><inertia ixx="0" iyy="0" izz="0"/></inertial>'),
-     "links[0]: the mass matrix at q = 0 is singular"),
+     "links[1]: the mass matrix at q = 0 is singular"),
     (urdf(extra='<link name="x">' + INERTIAL + '</link><link name="y">' + INERTIAL + '</link>'
           '<joint name="k1" type="revolute"><parent link="x"/><child link="y"/><axis xyz="0 0 1"/></joint>'
           '<joint name="k2" type="revolute"><parent link="y"/><child link="x"/><axis xyz="0 0 1"/></joint>'),
@@ -380,8 +380,22 @@ def test_frequencies_of_a_singular_robot_name_the_coordinate(tmp_path, capsys):
     (tmp_path / "r.urdf").write_text(urdf(inertial=on_axis))
     assert cli.main(["frequencies", str(tmp_path / "r.urdf")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "links[0]: the mass matrix at q = 0 is singular" in err
+    assert err.count("\n") == 1 and "links[1]: the mass matrix at q = 0 is singular" in err
     robot = Robot(links=[Link(placement=Placement(axis=[0, 0, 1]), body=RigidBody(1.0, [0.1, 0, 0], np.eye(3) * 0.01)),
                          Link(placement=Placement(axis=[0, 0, 1]), body=RigidBody(0.0, [0, 0, 0], np.zeros((3, 3))))])
     with pytest.raises(ModelError, match="links.1.: the mass matrix at q = 0 is singular: coordinate q2"):
         robot.natural_frequencies(np.zeros(2))
+
+
+def test_robot_with_names_alike_saves_as_a_urdf_that_loads_again(tmp_path):
+    """Link names equal once sanitised (or equal to the base's) are made unique on export."""
+    robot = fm.examples.load("dynaman_2r")
+    robot.links[0].name, robot.links[1].name = "a-b", "a_b"
+    fm.save(robot, tmp_path / "r.urdf")
+    again = fm.load(tmp_path / "r.urdf")
+    assert [link.name for link in again.links] == ["a_b", "a_b_2"]
+    q = np.array([0.3, -0.4])
+    np.testing.assert_allclose(again.mass_matrix(q), robot.mass_matrix(q), rtol=1e-12, atol=1e-14)
+    robot.links[0].name = robot.links[1].name = "base_link"
+    fm.save(robot, tmp_path / "s.urdf")
+    assert [link.name for link in fm.load(tmp_path / "s.urdf").links] == ["base_link_2", "base_link_3"]
