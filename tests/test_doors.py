@@ -399,3 +399,17 @@ def test_robot_with_names_alike_saves_as_a_urdf_that_loads_again(tmp_path):
     robot.links[0].name = robot.links[1].name = "base_link"
     fm.save(robot, tmp_path / "s.urdf")
     assert [link.name for link in fm.load(tmp_path / "s.urdf").links] == ["base_link_2", "base_link_3"]
+
+
+def test_report_of_a_diverged_run_says_so():
+    from flexman.viz.report import report_html
+
+    from flexman.model.serialize import robot_from_dict
+
+    robot = robot_from_dict(sweeps.apply(robot_to_dict(fm.examples.load("flx_flexible_pendulum")), "links.0.beam.EI", 1e7))
+    with pytest.warns(RuntimeWarning):  # RK4 far beyond the stiff beam's period
+        res = fm.simulate(robot, 0.5, dt=1e-2, torque=[1.0], backend="numeric")
+    page = report_html(res, equations=None)
+    assert res.diverged and "The run diverged at t = " in page
+    fine = fm.simulate(robot, 0.02, dt=1e-3, backend="numeric")
+    assert "diverged" not in report_html(fine, equations=None)
