@@ -413,3 +413,22 @@ def test_report_of_a_diverged_run_says_so():
     assert res.diverged and "The run diverged at t = " in page
     fine = fm.simulate(robot, 0.02, dt=1e-3, backend="numeric")
     assert "diverged" not in report_html(fine, equations=None)
+
+
+@pytest.mark.slow
+def test_cli_sweep_counts_a_diverged_point_as_failed(tmp_path, capsys):
+    """The whole door: a spec with a point that diverges, run on an in-process Dask cluster;
+    the summary counts it and the table says why."""
+    distributed = pytest.importorskip("distributed")
+    spec = tmp_path / "s.yaml"
+    spec.write_text("parameters:\n  links.0.beam.EI: [4.0e2, 1.0e7]\n"
+                    "run: {t_final: 0.5, dt: 1.0e-2, torque: [1.0], backend: numeric}\n")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster:
+        assert cli.main(["sweep", "flx_flexible_pendulum", str(spec), "--scheduler", cluster.scheduler_address,
+                         "--json"]) == 0
+    import json
+
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["points"] == 2 and summary["failed"] == 1
+    errors = sweeps.read(tmp_path / "s.parquet").column("error").to_pylist()
+    assert errors[0] == "" and errors[1].startswith("FloatingPointError: the run diverged at t = ")
