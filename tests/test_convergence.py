@@ -123,3 +123,12 @@ def test_report_shows_the_convergence_table():
     page = convergence_html(fm.examples.load("flx_three_link"))
     assert "Modal convergence" in page and "+36.0 %" in page and "need 3 modes" in page
     assert "taken as converged" in convergence_html(with_count(fm.examples.load("flx_flexible_pendulum"), 5))
+
+
+def test_statics_reports_how_its_newton_iteration_ended():
+    """The stop rule of statics' Newton iteration is reported with the result: the number of steps
+    and the unbalanced generalized force, tiny against the elastic forces it balances."""
+    robot = fm.examples.load("flx_three_link")
+    res = fm.analysis.statics(robot, [0.0, 0.3, -0.2], wrench=[0, 0, -10, 0, 0, 0])
+    elastic = np.abs(res.stiffness @ res.q_f).max()
+    assert 1 <= res.newton_steps <= 10 and res.residual <= 1e-9 * elastic
