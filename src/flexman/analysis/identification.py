@@ -44,7 +44,7 @@ from .signals import filtered_motion  # noqa: F401
 
 MIN_SAMPLES_PER_PARAMETER = 10   # samples kept after trimming, per base parameter
 FOLDS = 5                        # blocks of the built-in held-out check
-BIAS_SUBSAMPLE = 2000            # samples used to estimate the filter's bias
+BIAS_SUBSAMPLE = 2000            # samples (at most a quarter of them) used to estimate the filter's bias
 
 
 @dataclass
@@ -276,7 +276,7 @@ def _filter_bias(robot, t, q, tau, filt, keep, base, flags, w, n):
     """Bias of the estimate due to the filter, on a subsample: the filter's distortion of the
     motion is (to first order) doubled by filtering twice, so fit(once) - fit(twice) estimates it."""
     idx = np.arange(len(t))[keep]
-    sub = idx[::max(1, len(idx) // BIAS_SUBSAMPLE)]
+    sub = idx[::max(4, len(idx) // BIAS_SUBSAMPLE)]  # at most a quarter of the samples
     fits = []
     once = filt(q)
     for qs in (once, filt(once)):
