@@ -232,13 +232,13 @@ def identify(robot, t, q, tau, parameters=None, cutoff=None, order=4, armature=F
     keep = slice(trim, N - trim)
     flags = (armature, viscous, coulomb)
 
-    def regressor_of(qs, tt):
+    def derivatives(qs, tt):  # rates and accelerations of a filtered motion (central differences)
         qd = np.gradient(qs, tt, axis=0, edge_order=2)
         qdd = np.gradient(qd, tt, axis=0, edge_order=2)
         return qd, qdd
 
     qf = filt(q)
-    qd, qdd = regressor_of(qf, t)
+    qd, qdd = derivatives(qf, t)
     Y = rr.regressor(robot, qf[keep], qd[keep], qdd[keep], *flags)[..., base.independent]
     W = Y.reshape(-1, P)
     y = tau[keep].reshape(-1)
