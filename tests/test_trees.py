@@ -269,3 +269,17 @@ def test_statics_wrench_on_a_branch_and_a_named_frame():
         np.testing.assert_allclose(held.position, (robot.frame(q, link) @ np.append(point if point is not None else np.zeros(3), 1.0))[:3], atol=1e-12)
     with pytest.raises(ValueError, match="no link or frame is named 'nowhere'"):
         fm.analysis.statics(robot, q, wrench=w, link="nowhere", order=0)
+
+
+def test_3d_view_draws_every_branch_from_its_parent():
+    """The report's lines: each link's rigid piece starts at its parent's distal frame (the
+    base origin for links on the base) and ends at its own joint frame."""
+    from flexman.viz.arm import arm_lines
+
+    robot = random_tree(7, n=6)
+    q = np.random.default_rng(2).normal(size=robot.nq)
+    pieces = arm_lines(robot, q).rigid.reshape(robot.n_joints, 4, 3)  # start, corner, end, gap
+    for i, parent in enumerate(robot.parents):
+        start = np.zeros(3) if parent < 0 else robot.frame(q, parent)[:3, 3]
+        np.testing.assert_allclose(pieces[i, 0], start, atol=1e-12)
+        np.testing.assert_allclose(pieces[i, 2], robot.frame(q, i)[:3, 3], atol=1e-12)
