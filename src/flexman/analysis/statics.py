@@ -33,6 +33,7 @@ from ..dynamics import dh
 from ..dynamics.ops import skew
 from ..dynamics.structure import numeric_model
 from ..model.gauges import beam_length, check_gauges
+from ..model.limits import MAX_FORCE, MAX_LENGTH
 
 __all__ = ["statics", "StaticsResult", "BucklingError", "ORDERS"]
 
@@ -252,6 +253,10 @@ def _check_wrench(wrench):
                          f"last axis, got shape {w.shape}; for a force alone pad with three zero moments")
     if not np.all(np.isfinite(w)):
         raise ValueError("wrench: all loads must be finite numbers (got nan or inf)")
+    worst = float(np.abs(w).max()) if w.size else 0.0
+    if worst > MAX_FORCE:
+        raise ValueError(f"wrench: a load of {worst:g} N (N m) is beyond the supported magnitude {MAX_FORCE:g} "
+                         "(README, Limits)")
     return w
 
 
@@ -275,6 +280,9 @@ def _check_point(robot, point, link=-1):
     if not np.all(np.isfinite(arr)):
         raise ValueError("point: must be finite numbers")
     if arr.shape == (3,):
+        if float(np.abs(arr).max()) > MAX_LENGTH:
+            raise ValueError(f"point: {float(np.abs(arr).max()):g} m from the link's frame is beyond the supported "
+                             f"magnitude {MAX_LENGTH:g} m (README, Limits); give a point on the arm")
         offset = np.eye(4)
         offset[:3, 3] = arr
         return last, T @ offset, None

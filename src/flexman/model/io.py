@@ -145,7 +145,8 @@ def load(path_or_name, overlay=None, bundled=None, args=None) -> Robot:
     if path.suffix.lower() in (".urdf", ".xacro"):
         from .urdf import read_urdf, read_xacro
 
-        robot = read_xacro(path, args) if path.suffix.lower() == ".xacro" else read_urdf(path)
+        robot = (read_xacro(path, args, check=overlay is None) if path.suffix.lower() == ".xacro"
+                 else read_urdf(path, check=overlay is None))  # with an overlay: checked once it is applied
         return robot if overlay is None else _with_overlay(robot, overlay)
     if args is not None:
         raise ModelError(f"{path}: args are the arguments of a .xacro file; this is not one")
@@ -187,7 +188,7 @@ def load_overlay(data: dict, path) -> Robot:
     target = (Path(path).parent / urdf)
     if not target.is_file():
         raise ModelError(f"{path}: urdf: no such file {target}")
-    return _with_overlay(read_urdf(target), data, path)
+    return _with_overlay(read_urdf(target, check=False), data, path)
 
 
 def _with_overlay(robot: Robot, overlay, path=None) -> Robot:

@@ -94,6 +94,16 @@ def within(value, where: str, limit: float, unit: str = "") -> None:
                          "(README, Limits)")
 
 
+def unit_vector(value, where: str) -> np.ndarray:
+    """A finite non-zero 3-vector scaled to length 1; scaled by its largest entry first, so that
+    [1e308, 0, 0] does not overflow to an infinite norm (and a zero axis)."""
+    big = float(np.max(np.abs(value)))
+    if not big > 1e-9:
+        raise ModelError(f"{where}: must be a non-zero vector such as [0, 0, 1]")
+    scaled = np.asarray(value, dtype=float) / big
+    return scaled / np.linalg.norm(scaled)
+
+
 def inertia_matrix(value, where: str, strict: bool = True) -> np.ndarray:
     """Accept [Ixx, Iyy, Izz, Ixy, Iyz, Ixz], a 3x3 matrix, or 3 principal values. ``strict=False``
     skips the physical checks (positive semi-definite, triangle inequality): for inertials read
@@ -294,12 +304,10 @@ class Placement:
 
     def __post_init__(self):
         self.xyz = _vec3(self.xyz, "placement.xyz")
+        within(self.xyz, "placement.xyz", lim.MAX_LENGTH, " m")
         self.rpy = _vec3(self.rpy, "placement.rpy")
-        axis = _vec3(self.axis, "placement.axis")
-        norm = float(np.linalg.norm(axis))
-        if norm < 1e-9:
-            raise ModelError("placement.axis: must be a non-zero vector such as [0, 0, 1]")
-        self.axis = axis / norm
+        within(self.rpy, "placement.rpy", lim.MAX_ANGLE, " rad")
+        self.axis = unit_vector(_vec3(self.axis, "placement.axis"), "placement.axis")
 
 
 @dataclass

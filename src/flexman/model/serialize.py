@@ -20,10 +20,10 @@ import re
 import numpy as np
 
 from . import names
-from .checks import check_mass_matrix
+from .checks import check_model
 from .errors import ModelError
 from .gauges import check_gauges
-from .parse import plain_copy
+from .parse import EXPONENT_NUMBER, plain_copy
 from .robot import (DH_CONVENTIONS, JOINT_TYPES, SHAPE_KINDS, Beam, Link, Placement, RigidBody, Robot, bound_text,
                     bounds, inertia_matrix, meets_bound)
 
@@ -48,8 +48,8 @@ MODE_FIELDS = ("y", "z", "torsion")
 INERTIA_HINT = "give [Ixx, Iyy, Izz, Ixy, Iyz, Ixz], a 3x3 matrix or 3 principal values"
 ANGLE_HINT = "a number in radians, {deg: 90} or \"90 deg\""
 
-# PyYAML (YAML 1.1) reads an unquoted 1e-3 as a string; accept exactly that spelling as a number.
-_EXP_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+# The spelling the YAML reader makes a float (parse.EXPONENT_NUMBER), accepted as text from Python too.
+_EXP_NUMBER = EXPONENT_NUMBER
 _ANGLE_TEXT = re.compile(r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(deg|degrees|rad|radians)")
 
 
@@ -315,7 +315,7 @@ def robot_from_dict(data, check_mass: bool = True) -> Robot:
     try:
         robot = _robot_from_dict(plain_copy(data))
         if check_mass:  # False: every field check, not the whole-robot one (a robot still being entered)
-            check_mass_matrix(robot, keep_model=False)
+            check_model(robot)
         return robot
     except ModelError as exc:
         raise ModelError(" ".join(str(exc).split())) from None  # always one line
