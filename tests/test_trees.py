@@ -283,3 +283,35 @@ def test_3d_view_draws_every_branch_from_its_parent():
         start = np.zeros(3) if parent < 0 else robot.frame(q, parent)[:3, 3]
         np.testing.assert_allclose(pieces[i, 0], start, atol=1e-12)
         np.testing.assert_allclose(pieces[i, 2], robot.frame(q, i)[:3, 3], atol=1e-12)
+
+
+def test_compiled_c_of_a_tree_equals_the_numeric_path():
+    """The C code generated for a flexible tree, compiled, gives the numeric M, b and forward
+    dynamics (the same recursions traced on the tree)."""
+    from test_codegen import HAVE_CC
+
+    if not HAVE_CC:
+        pytest.skip("no C compiler")
+    robot, rng = flexible_tree(2, n=3)
+    fast = fm.derive(robot).compile("c")
+    q, qd, tau = rng.normal(size=robot.nq) * 0.1, rng.normal(size=robot.nq), rng.normal(size=robot.n_joints)
+    np.testing.assert_allclose(fast.mass_matrix(q), robot.mass_matrix(q), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(fast.bias_forces(q, qd), robot.bias_forces(q, qd), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(fast.forward_dynamics(q, qd, tau), robot.forward_dynamics(q, qd, tau), rtol=1e-8, atol=1e-10)
+
+
+def test_natural_frequencies_of_a_flexible_tree():
+    """Joints locked at rest with gravity off: the frequencies are those of K_ff with M_ff, the
+    flexible block of the tree's mass matrix (a tree's beams couple through their common parent)."""
+    import scipy.linalg
+
+    robot, _ = flexible_tree(2, n=4)
+    robot.gravity = np.zeros(3)
+    q = np.zeros(robot.nq)
+    F = robot.flex_index
+    h = 1e-6  # K_ff by central differences of the elastic forces (b at rest, no gravity)
+    K = np.array([(robot.bias_forces(q + h * e, 0 * q) - robot.bias_forces(q - h * e, 0 * q))[F] / (2 * h)
+                  for e in np.eye(robot.nq)[F]])
+    ref = np.sqrt(np.sort(scipy.linalg.eigh(0.5 * (K + K.T), robot.mass_matrix(q)[F, F], eigvals_only=True)))
+    got = fm.analysis.natural_frequencies(robot, q, joints="locked")
+    np.testing.assert_allclose(np.sort(got), ref, rtol=1e-6)
