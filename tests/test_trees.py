@@ -315,3 +315,23 @@ def test_natural_frequencies_of_a_flexible_tree():
     ref = np.sqrt(np.sort(scipy.linalg.eigh(0.5 * (K + K.T), robot.mass_matrix(q)[F, F], eigvals_only=True)))
     got = fm.analysis.natural_frequencies(robot, q, joints="locked")
     np.testing.assert_allclose(np.sort(got), ref, rtol=1e-6)
+
+
+def test_a_tree_saved_as_urdf_reads_back_and_matches_pinocchio(tmp_path):
+    """fm.save(tree, x.urdf): the joints keep their parents and order (zero-padded names, as
+    urdfdom sorts siblings by name), named frames become fixed joints; flexman and Pinocchio
+    reading the file give the tree's M."""
+    robot = random_tree(8, n=11)
+    T = np.eye(4)
+    T[:3, 3] = [0.0, 0.1, 0.0]
+    robot.frames = {"tool": (3, T)}
+    path = fm.save(robot, tmp_path / "tree.urdf")
+    back = fm.load(path)
+    assert back.parents == robot.parents
+    q = np.random.default_rng(0).normal(size=robot.nq)
+    np.testing.assert_allclose(back.mass_matrix(q), robot.mass_matrix(q), atol=1e-10)
+    np.testing.assert_allclose(back.frame(q, "tool"), robot.frame(q, "tool"), atol=1e-12)
+    model = pin.buildModelFromUrdf(str(path))
+    qp = np.concatenate([[np.cos(v), np.sin(v)] if j.nq == 2 else [v] for j, v in zip(list(model.joints)[1:], q)])
+    M = pin.crba(model, model.createData(), qp)  # (joints without limits are written continuous)
+    np.testing.assert_allclose(robot.mass_matrix(q), np.triu(M) + np.triu(M, 1).T, atol=1e-10)
