@@ -4,7 +4,7 @@
 A URDF joint places its child link's frame by a fixed ``origin`` (xyz, rpy) and moves it
 about or along ``axis``; each movable joint becomes one flexman link with that
 :class:`~flexman.model.robot.Placement` and, on a tree, its ``parent``; joints are taken
-depth-first from the root, children in file order (Pinocchio's order). Fixed joints are merged:
+depth-first from the root, a link's child joints sorted by name (Pinocchio's order, from urdfdom). Fixed joints are merged:
 their child's inertial joins the moving link they hang from, their origin is carried into the
 joints beyond, and their child link stays as a named frame (``robot.frames``). Bodies fixed to
 the root link do not move and are dropped.
@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import limits as size_limits
 from .checks import check_model
 from .errors import ModelError
 from .names import printable
@@ -29,6 +30,7 @@ from .serialize import check_fields, join, robot_from_dict, robot_to_dict
 
 MAX_BYTES = 5_000_000
 MOVING = {"revolute": "revolute", "continuous": "revolute", "prismatic": "prismatic"}
+MAX_LIMIT = {"revolute": size_limits.MAX_ANGLE, "prismatic": size_limits.MAX_LENGTH}
 OVERLAY_LINK_FIELDS = ("beam", "mass", "com", "inertia", "hub", "armature", "viscous", "coulomb", "limits")
 
 
@@ -115,7 +117,19 @@ def _inertial(link_elem, where: str) -> RigidBody | None:
     try:
         return RigidBody(mass, T[:3, 3], R @ Ic @ R.T)
     except ModelError as exc:
-        raise ModelError(f"{w}: {exc}") from None
+        if not _physical_only(exc):
+            raise ModelError(f"{w}: {exc}") from None
+        reason = str(exc)
+    import warnings  # Pinocchio reads such inertials as written; so do we, saying so
+
+    warnings.warn(f"{w}: {reason}; kept as written (a model file written from it will be refused)", stacklevel=4)
+    return RigidBody(mass, T[:3, 3], R @ Ic @ R.T, strict=False)
+
+
+def _physical_only(exc) -> bool:
+    """Whether an inertia error is only a physical implausibility (kept, with a warning)."""
+    text = str(exc)
+    return "triangle inequality" in text or "positive semi-definite" in text
 
 
 def urdf_identifier(name: str) -> str:
@@ -140,8 +154,8 @@ def _unique_identifiers(names, where: str) -> None:
 
 def _tree(root, where: str):
     """(root link name, [joint elements depth-first], link elements by name) of a URDF tree: the
-    joints visited depth-first from the root link, each link's child joints in file order (the
-    order Pinocchio's reader numbers them in). A link with two parent joints (a closed loop),
+    joints visited depth-first from the root link, each link's child joints by name (the order
+    Pinocchio's reader, through urdfdom, numbers them in). A link with two parent joints (a closed loop),
     several root links, or a joint naming a missing link: one clear error naming the element."""
     links = {}
     for el in root.findall("link"):
@@ -173,11 +187,14 @@ def _tree(root, where: str):
     if len(roots) != 1:
         what = "no root link (a closed loop)" if not roots else f"several root links ({', '.join(roots)})"
         raise ModelError(f"{where}: {what}; a URDF describes one tree with a single root link")
-    order, stack = [], list(reversed(by_parent.get(roots[0], [])))
+    # urdfdom (which Pinocchio and ROS read URDFs with) lists a link's child joints sorted by joint
+    # name; visiting them so gives Pinocchio's coordinates (a serial chain: the file's order)
+    children = lambda link: sorted(by_parent.get(link, []), key=lambda j: j.get("name", ""))
+    order, stack = [], list(reversed(children(roots[0])))
     while stack:
         j = stack.pop()
         order.append(j)
-        stack.extend(reversed(by_parent.get(j.find("child").get("link"), [])))
+        stack.extend(reversed(children(j.find("child").get("link"))))
     if len(order) < len(parent_of):  # joints on a cycle that no path from the root reaches
         lost = next(j for j in parent_of.values() if j not in order)
         raise ModelError(f"{where}: <joint name=\"{lost.get('name', '?')}\"> lies on a closed loop of links "
@@ -237,6 +254,7 @@ def _robot_from_urdf(text: str, where: str) -> Robot:
             frames[urdf_identifier(child)] = (on, origin)
             if on >= 0 and body is not None:
                 out[on]["J"] += _moved(body, origin)
+                out[on]["strict"] &= body.strict
             continue
         if kind not in MOVING:
             raise ModelError(f"{where}: {jw}: joint type '{kind}' is not supported; flexman reads "
@@ -249,7 +267,8 @@ def _robot_from_urdf(text: str, where: str) -> Robot:
         if kind != "continuous" and lim is not None and lim.get("lower") is not None:
             lo = float(_floats(lim, "lower", 1, f"{where}: {jw}/limit")[0])
             hi = float(_floats(lim, "upper", 1, f"{where}: {jw}/limit", (0.0,))[0])
-            limits = (lo, hi) if lo < hi else None
+            # no range (lo >= hi) or one beyond any angle or length (URDFs write 1e16 for none): no limits
+            limits = (lo, hi) if lo < hi and max(abs(lo), abs(hi)) <= MAX_LIMIT[MOVING[kind]] else None
         dyn = j.find("dynamics")
         damping = float(_floats(dyn, "damping", 1, f"{where}: {jw}/dynamics", (0.0,))[0])
         friction = float(_floats(dyn, "friction", 1, f"{where}: {jw}/dynamics", (0.0,))[0])
@@ -263,7 +282,8 @@ def _robot_from_urdf(text: str, where: str) -> Robot:
         attached[child] = (len(out), np.eye(4))
         out.append({"name": urdf_identifier(child), "joint": MOVING[kind], "placement": placement,
                     "J": body.pseudo_inertia() if body is not None else np.zeros((4, 4)), "limits": limits,
-                    "viscous": damping, "coulomb": friction, "parent": on, "where": f"{where}: {lw}"})
+                    "viscous": damping, "coulomb": friction, "parent": on, "where": f"{where}: {lw}",
+                    "strict": body is None or body.strict})
     if not out:
         raise ModelError(f"{where}: no revolute, continuous or prismatic joint; nothing moves")
     carried = [d["J"][3, 3] for d in out]
@@ -275,7 +295,7 @@ def _robot_from_urdf(text: str, where: str) -> Robot:
             raise ModelError(f"{d['where']}: no <inertial>, and nothing it carries has mass; give its <mass> and "
                              "<inertia> (a joint must move some mass)")
     robot_links = [
-        Link(joint=d["joint"], placement=d["placement"], body=RigidBody.from_second_moments(d["J"]),
+        Link(joint=d["joint"], placement=d["placement"], body=RigidBody.from_second_moments(d["J"], d["strict"]),
              limits=d["limits"], viscous=d["viscous"], coulomb=d["coulomb"], name=d["name"],
              parent=None if d["parent"] == i - 1 else d["parent"])
         for i, d in enumerate(out)
@@ -303,6 +323,35 @@ def read_urdf(path, check: bool = True) -> Robot:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ModelError(f"{path}: cannot read the file ({exc})") from None
+    return robot_from_urdf(text, str(path), check)
+
+
+def read_xacro(path, args=None, check: bool = True) -> Robot:
+    """A rigid robot from a xacro file (``arm.urdf.xacro``), expanded by the ``xacro`` package with
+    ``args`` ({name: value}, the file's ``<xacro:arg>`` values) and read as a URDF. xacro evaluates
+    the file's ``${...}`` expressions (in its own restricted namespace): load files you trust.
+    An error in the file is one line naming it."""
+    path = Path(path)
+    if args is not None and not (isinstance(args, dict) and all(isinstance(k, str) for k in args)):
+        raise ModelError(f"{path}: args: expected a mapping {{name: value}} of xacro arguments (got {type(args).__name__})")
+    try:
+        import xacro
+    except ImportError:
+        raise ModelError(f"{path}: reading xacro files needs the 'xacro' package (pip install xacro)") from None
+    import contextlib
+    import io
+
+    mappings = {k: str(v) for k, v in (args or {}).items()}
+    noise = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(noise), contextlib.redirect_stderr(noise):
+            text = xacro.process_file(str(path), mappings=mappings).toxml()
+    except Exception as exc:  # xacro raises its own, XML and name errors, and exits on some
+        why = " ".join(str(exc).split()) or type(exc).__name__
+        raise ModelError(f"{path}: xacro could not expand the file: {why}") from None
+    except SystemExit:
+        why = " ".join(noise.getvalue().split())[:300] or "xacro stopped"
+        raise ModelError(f"{path}: xacro could not expand the file: {why}") from None
     return robot_from_urdf(text, str(path), check)
 
 
@@ -386,11 +435,15 @@ def _turn_link(robot: Robot, i: int, R, where: str) -> None:
     pl = link.placement
     link.placement = Placement(pl.xyz, matrix_rpy(rpy_matrix(pl.rpy)[:3, :3] @ R), R.T @ pl.axis)
     link.body, link.hub = _turn_body(link.body, R), _turn_body(link.hub, R)
-    if i + 1 < len(robot.links):
-        nxt = robot.links[i + 1]
+    for nxt in (robot.links[c] for c, p in enumerate(robot.parents) if p == i):  # its children, on a tree
         if nxt.placement is None:
             raise ModelError(f"{where}: the next link needs a URDF placement")
         pn = nxt.placement
         nxt.placement = Placement(R.T @ pn.xyz, matrix_rpy(R.T @ rpy_matrix(pn.rpy)[:3, :3]), pn.axis)
-    elif robot.payload is not None:
+    for name, (j, T) in list(robot.frames.items()):  # the named frames fixed to it
+        if j == i:
+            turned = np.eye(4)
+            turned[:3, :3] = R.T
+            robot.frames[name] = (j, turned @ T)
+    if i == len(robot.links) - 1 and robot.payload is not None:
         robot.payload = _turn_body(robot.payload, R)

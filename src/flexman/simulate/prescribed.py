@@ -163,7 +163,7 @@ def simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, 
             raise ValueError(f"{name}: its joint entries {given[:nj].tolist()} differ from the prescribed motion at "
                              f"t = 0 ({value.tolist()}); leave them 0 (the prescription sets them) or match them")
     model = evaluator(robot, backend, work=len(t_grid) - 1)
-    compiled, why = plan(model, method, nq, nj, prescribed=prescribed, loop=loop)
+    compiled, why = plan(model, method, nj, prescribed=prescribed, loop=loop)
     solve = split_dynamics(model, nj)
     latest = {}
 
@@ -183,7 +183,7 @@ def simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, 
         return latest["qdd_f"], np.array([latest["power"]])
 
     q_start = np.concatenate([start[0], q0[nj:]])
-    check_start(robot, q_start, {"rtol": rtol, "atol": atol, "max_step": max_step})
+    check_start(model, q_start, {"rtol": rtol, "atol": atol, "max_step": max_step})
     x0 = np.concatenate([q0[nj:], qd0[nj:], [0.0]])
     if compiled is not None:
         t_out, X, taus, stats = compiled.run(x0, t_grid)
