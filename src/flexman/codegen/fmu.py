@@ -1,0 +1,283 @@
+"""FMI 2.0 FMUs of a robot (``fm.derive(robot).fmu(path)``, ``flexman export MODEL --fmu PATH``).
+
+An FMU (Functional Mock-up Unit) is a zip file that Simulink, OpenModelica, Dymola, Amesim and
+FMPy import: a ``modelDescription.xml`` naming the variables, a compiled library for each
+platform and, here, the C sources so that any platform can rebuild it. This one holds
+
+* the forward dynamics of the symbolic-parameter equations (the C of :mod:`.sources`) and the
+  end-effector and tip positions (:mod:`flexman.symbolic.kinematics`);
+* model exchange (the importing tool integrates the states ``q, qd``) and co-simulation
+  (the FMU steps itself with classic RK4 at most ``step_size`` long, inputs held constant);
+* optionally the model file's PID joint controllers, whose set-points become inputs.
+
+Variables (each real, one value reference each, in this order): the coordinates
+(``robot.coordinate_names``) and their rates (``qd_`` + name), the controller's error
+integrals (``int_`` + joint name), the derivatives (``der(...)``), the inputs (joint torques
+``tau1``..., then set-points ``q1_ref``... and ``qd_q1_ref``...), the outputs (``ee_x``...,
+``tip2_dx``...), the physical parameters of ``parameters="symbolic"`` (``m1``, ``EIy2``, ...),
+the controller gains (``kp1``..., ``ki1``..., ``kd1``...) and ``step_size``.
+The generic C half (instance, FMI functions, RK4) is :mod:`.fmi2`.
+"""
+from __future__ import annotations
+
+import hashlib
+import tempfile
+import zipfile
+from datetime import datetime, timezone
+from pathlib import Path
+from xml.sax.saxutils import escape, quoteattr
+
+import numpy as np
+
+from ..model import names
+from ..model.errors import ModelError
+from ..outputs import output_file, staged
+from . import cbuild, emit, fmi2
+from .sources import c_source
+
+KINDS = ("me", "cs", "both")
+GUID_SLOT = "@GUID@"  # in the C source until the GUID, a digest of the source, is known
+FLAGS = ["-O2", "-shared", "-fPIC", "-fvisibility=hidden"]  # only the FMI functions are exported
+
+
+class Variable:
+    """One FMU variable: name, causality, variability, initial, start value, description and, for
+    a derivative, the value reference of its state."""
+
+    def __init__(self, name, causality, start=None, description="", variability="continuous", initial=None,
+                 derivative_of=None):
+        self.name, self.causality, self.start, self.description = name, causality, start, description
+        self.variability, self.initial, self.derivative_of = variability, initial, derivative_of
+
+
+def pid_gains(spec, n_joints) -> dict:
+    """{"kp", "ki", "kd": per-joint gains} of a model file's ``controller:`` mapping of type pid
+    (its trajectory and ``off_at`` stay outside the FMU: the importing tool gives the set-points).
+    Gains may be scalars, one value per joint or diagonal matrices."""
+    if not isinstance(spec, dict):
+        raise ModelError("controller: give the model file's controller mapping (type: pid, kp, ki, kd)")
+    if spec.get("type") != "pid":
+        raise ModelError(f"controller.type: the FMU includes PID joint controllers only (type: pid), not "
+                         f"{spec.get('type')!r}; export without --controller and close the loop in the importing tool")
+    out = {}
+    for key in ("kp", "ki", "kd"):
+        if key not in spec:
+            raise ModelError(f"controller.{key}: missing; a PID controller needs kp, ki and kd")
+        g = np.asarray(spec[key], dtype=float)
+        if g.ndim == 2:
+            if g.shape != (n_joints, n_joints) or np.any(g - np.diag(np.diag(g))):
+                raise ModelError(f"controller.{key}: the FMU takes one gain per joint (a scalar, {n_joints} values "
+                                 "or a diagonal matrix)")
+            g = np.diag(g)
+        try:
+            g = np.broadcast_to(g, (n_joints,)).astype(float)
+        except ValueError:
+            raise ModelError(f"controller.{key}: give a scalar or {n_joints} values") from None
+        if not np.all(np.isfinite(g)):
+            raise ModelError(f"controller.{key}: gains must be finite numbers")
+        out[key] = g
+    return out
+
+
+def variables(eom, position_names, gains=None, step_size=1e-3, q0=None, qd0=None) -> list:
+    """The FMU's variables in value-reference order (see the module docstring)."""
+    robot = eom.robot
+    coords = list(robot.coordinate_names)
+    joints = coords[:robot.n_joints]
+    q0 = np.zeros(robot.nq) if q0 is None else np.asarray(q0, dtype=float)
+    qd0 = np.zeros(robot.nq) if qd0 is None else np.asarray(qd0, dtype=float)
+    states = [Variable(n, "output", q0[k], f"coordinate {k + 1}", initial="exact") for k, n in enumerate(coords)]
+    states += [Variable(f"qd_{n}", "output", qd0[k], f"rate of {n}", initial="exact") for k, n in enumerate(coords)]
+    if gains is not None:
+        states += [Variable(f"int_{n}", "local", 0.0, f"PID: integral of the error of {n}", initial="exact")
+                   for n in joints]
+    out = list(states)
+    out += [Variable(f"der({s.name})", "local", description=f"time derivative of {s.name}", initial="calculated",
+                     derivative_of=k) for k, s in enumerate(states)]
+    out += [Variable(f"tau{j + 1}", "input", 0.0, f"torque (force) applied at joint {j + 1} ({n})")
+            for j, n in enumerate(joints)]
+    if gains is not None:
+        out += [Variable(f"{n}_ref", "input", 0.0, f"PID set-point of {n}") for n in joints]
+        out += [Variable(f"qd_{n}_ref", "input", 0.0, f"PID set-point of the rate of {n}") for n in joints]
+    out += [Variable(n, "output", description=d, initial="calculated") for n, d in position_names]
+    out += [Variable(n, "parameter", v, "physical parameter (flexman.symbolic.params)", "tunable", "exact")
+            for n, v in eom.param_values.items()]
+    if gains is not None:
+        for key, what in (("kp", "proportional"), ("ki", "integral"), ("kd", "derivative")):
+            out += [Variable(f"{key}{j + 1}", "parameter", g, f"PID {what} gain of joint {j + 1}", "tunable", "exact")
+                    for j, g in enumerate(gains[key])]
+    out.append(Variable("step_size", "parameter", float(step_size),
+                        "co-simulation: longest internal RK4 step (s)", "tunable", "exact"))
+    seen = set()
+    for v in out:
+        if v.name in seen:
+            raise ModelError(f"FMU variables: the name {v.name!r} is used twice; rename the coordinate or link")
+        seen.add(v.name)
+    return out
+
+
+def model_description(eom, variables, identifier, guid, kinds, sources, step_size) -> str:
+    """The ``modelDescription.xml`` text."""
+    robot = eom.robot
+    from ..version import __version__
+
+    index = {id(v): k + 1 for k, v in enumerate(variables)}  # 1-based, as ModelStructure counts
+    lines = ['<?xml version="1.0" encoding="UTF-8"?>',
+             f'<fmiModelDescription fmiVersion="2.0" modelName={quoteattr(identifier)} guid={quoteattr(guid)}',
+             f'  description={quoteattr(names.comment(robot.description or robot.name))}',
+             f'  generationTool="flexman {escape(__version__)}"',
+             f'  generationDateAndTime="{datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}"',
+             '  variableNamingConvention="flat" numberOfEventIndicators="0">']
+    files = "".join(f'<File name="{escape(s)}"/>' for s in sources)
+    if "me" in kinds:
+        lines += [f'  <ModelExchange modelIdentifier="{identifier}" canNotUseMemoryManagementFunctions="true">',
+                  f'    <SourceFiles>{files}</SourceFiles>', '  </ModelExchange>']
+    if "cs" in kinds:
+        lines += [f'  <CoSimulation modelIdentifier="{identifier}" canHandleVariableCommunicationStepSize="true" '
+                  'canNotUseMemoryManagementFunctions="true">',
+                  f'    <SourceFiles>{files}</SourceFiles>', '  </CoSimulation>']
+    lines.append(f'  <DefaultExperiment startTime="0.0" stopTime="1.0" stepSize="{float(step_size)!r}"/>')
+    lines.append('  <ModelVariables>')
+    for vr, v in enumerate(variables):
+        attrs = f'name={quoteattr(v.name)} valueReference="{vr}" description={quoteattr(names.comment(v.description))}'
+        attrs += f' causality="{v.causality}" variability="{v.variability}"'
+        if v.initial:
+            attrs += f' initial="{v.initial}"'
+        real = ""
+        if v.start is not None:
+            real += f' start="{float(v.start)!r}"'
+        if v.derivative_of is not None:
+            real += f' derivative="{v.derivative_of + 1}"'
+        lines.append(f'    <ScalarVariable {attrs}><Real{real}/></ScalarVariable>')
+    lines.append('  </ModelVariables>')
+    outputs = [v for v in variables if v.causality == "output"]
+    derivatives = [v for v in variables if v.derivative_of is not None]
+    initial = [v for v in variables if (v.causality == "output" and v.initial == "calculated")
+               or v.derivative_of is not None]
+    lines.append('  <ModelStructure>')
+    for tag, group in (("Outputs", outputs), ("Derivatives", derivatives), ("InitialUnknowns", initial)):
+        lines.append(f'    <{tag}>')
+        lines += [f'      <Unknown index="{index[id(v)]}"/>' for v in group]
+        lines.append(f'    </{tag}>')
+    lines += ['  </ModelStructure>', '</fmiModelDescription>', '']
+    return "\n".join(lines)
+
+
+def model_source(eom, position, variables, guid, kinds, units) -> str:
+    """The model's C file: the equations, the constants the generic half reads, the generic half.
+    ``units`` receives the parts of split large functions (translation units of their own)."""
+    robot = eom.robot
+    fd = eom.program("forward_dynamics")
+    what = ("mass_matrix", "bias_forces", "forward_dynamics") if len(fd.body) > emit.SOLVE_ABOVE else ("forward_dynamics",)
+    equations = c_source(eom, what, prefix="fm", batch=False, units=units)
+    nv = len(variables)
+    vr = {v.name: k for k, v in enumerate(variables)}
+    coords = list(robot.coordinate_names)
+    nz = sum(1 for v in variables if v.name.startswith("int_") and v.causality == "local")
+    nx = 2 * robot.nq + nz
+    first_param = next(iter(eom.param_values), None)
+    joints = coords[:robot.n_joints]
+    defines = {
+        "NQ": robot.nq, "NJ": robot.n_joints, "NP": len(eom.param_values), "NZ": nz, "NX": nx, "NV": nv,
+        "VR_DX": nx, "VR_TAU": vr["tau1"] if robot.n_joints else nv,
+        "VR_REF": vr[f"{joints[0]}_ref"] if nz else 0,
+        "VR_Y": vr["ee_x"], "VR_P": vr[first_param] if first_param else vr["step_size"],
+        "VR_GAIN": vr["kp1"] if nz else 0, "VR_STEP": vr["step_size"],
+        "HAS_ME": int("me" in kinds), "HAS_CS": int("cs" in kinds),
+    }
+    start = ", ".join(repr(float(v.start)) if v.start is not None else "0.0" for v in variables)
+    text = [f'#include "flexman_fmi2.h"\n',
+            "\n".join(f"#define {k} {v}" for k, v in defines.items()),
+            f'#define GUID "{guid}"',
+            f"static const double V_START[NV] = {{{start}}};\n",
+            equations,
+            emit.function_source("c", position, "fm_position"),
+            fmi2.WRAPPER]
+    return "\n".join(text)
+
+
+def platform_folder() -> tuple:
+    """(the FMI 2.0 folder under binaries/, the library suffix) of this machine."""
+    import platform
+    import struct
+
+    bits = 8 * struct.calcsize("P")
+    system = platform.system()
+    if system == "Linux":
+        return f"linux{bits}", ".so"
+    if system == "Darwin":
+        return f"darwin{bits}", ".dylib"
+    if system == "Windows":
+        return f"win{bits}", ".dll"
+    raise ValueError(f"FMU: FMI 2.0 names no binary folder for {system}; build the FMU's sources there by hand")
+
+
+def _guid(*texts) -> str:
+    """A GUID made from the FMU's content: the same model, options and flexman give the same one."""
+    h = hashlib.sha256("\0".join(texts).encode()).hexdigest()
+    return "{" + f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}" + "}"
+
+
+def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, qd0=None, force=True,
+              option="path") -> Path:
+    """Write the FMU of a symbolic-parameter ``eom`` to ``path`` (see the module docstring).
+
+    ``kind``: "me", "cs" or "both"; ``controller``: None or a model file's controller mapping
+    (type pid); ``step_size``: the co-simulation RK4 step (a parameter of the FMU, this its
+    start value); ``q0``, ``qd0``: start values of the coordinates and rates (default 0);
+    ``force``: replace an existing file. Nothing is left behind when any step fails."""
+    if kind not in KINDS:
+        raise ValueError(f"kind: unknown {kind!r}; use me (model exchange), cs (co-simulation) or both")
+    if eom.parameters != "symbolic":
+        raise ValueError("the FMU's parameters come from the symbolic-parameter equations: "
+                         "use fm.derive(robot, parameters='symbolic')")
+    if not (np.isfinite(step_size) and step_size > 0):
+        raise ValueError(f"step_size: must be a positive number of seconds (got {step_size})")
+    robot = eom.robot
+    path = Path(path)
+    if path.suffix.lower() != ".fmu":
+        raise ValueError(f"{option}: {path.name!r} does not end in .fmu; FMU files are named <model>.fmu")
+    output_file(path, option, force=force)
+    for name, x in (("q0", q0), ("qd0", qd0)):
+        if x is not None and (np.shape(x) != (robot.nq,) or not np.all(np.isfinite(np.asarray(x, float)))):
+            raise ValueError(f"{name}: give {robot.nq} finite values ({', '.join(robot.coordinate_names)})")
+    from .modelcache import check_compilable
+
+    check_compilable(robot)
+    try:
+        cbuild.compiler()
+    except RuntimeError as exc:
+        raise ValueError(f"the FMU's binary is compiled from C and {exc}; install a C compiler (gcc or clang) "
+                         "or set CC") from None
+    folder, suffix = platform_folder()
+    gains = pid_gains(controller, robot.n_joints) if controller is not None else None
+    from ..symbolic.kinematics import position_names, position_program
+
+    position = position_program(eom)
+    described = [(n, "end-effector position (base frame, m)" if n.startswith("ee_") else
+                  "tip deflection of the link against its undeformed shape (base frame, m)")
+                 for n in position_names(robot)]
+    kinds = ("me", "cs") if kind == "both" else (kind,)
+    var = variables(eom, described, gains, step_size, q0, qd0)
+    identifier = names.mangle(robot.name)
+    units = []
+    source = model_source(eom, position, var, GUID_SLOT, kinds, units)
+    guid = _guid(source, *units, repr(kinds))
+    source = source.replace(GUID_SLOT, guid)
+    sources = [f"{identifier}.c"] + [f"{identifier}_part{k + 1}.c" for k in range(len(units))]
+    xml = model_description(eom, var, identifier, guid, kinds, sources, step_size)
+    with tempfile.TemporaryDirectory(prefix="flexman-fmu-") as tmp:
+        tmp = Path(tmp)
+        files = {"flexman_fmi2.h": fmi2.DECLARATIONS, sources[0]: source}
+        files.update({name: unit for name, unit in zip(sources[1:], units)})
+        for name, text in files.items():
+            (tmp / name).write_text(text)
+        library = cbuild.compile_into([tmp / s for s in sources], tmp / f"{identifier}{suffix}",
+                                      [cbuild.compiler()] + FLAGS)
+        with staged() as out:
+            with zipfile.ZipFile(out.path(path), "w", zipfile.ZIP_DEFLATED) as z:
+                z.writestr("modelDescription.xml", xml)
+                z.write(library, f"binaries/{folder}/{identifier}{suffix}")
+                for name, text in files.items():
+                    z.writestr(f"sources/{name}", text)
+    return path
