@@ -21,6 +21,7 @@ The generic C half (instance, FMI functions, RK4) is :mod:`.fmi2`.
 from __future__ import annotations
 
 import hashlib
+import os
 import tempfile
 import zipfile
 from datetime import datetime, timezone
@@ -218,6 +219,15 @@ def _guid(*texts) -> str:
     return "{" + f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}" + "}"
 
 
+def check_path(path, option="path", force=True) -> Path:
+    """``path`` when an FMU may be written there (a name ending in .fmu in a writable folder; an
+    existing file only with ``force``), else a one-line ValueError naming ``option``."""
+    path = Path(path)
+    if path.suffix.lower() != ".fmu":
+        raise ValueError(f"{option}: {path.name!r} does not end in .fmu; FMU files are named <model>.fmu")
+    return output_file(path, option, force=force)
+
+
 def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, qd0=None, force=True,
               option="path") -> Path:
     """Write the FMU of a symbolic-parameter ``eom`` to ``path`` (see the module docstring).
@@ -234,10 +244,7 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
     if not (np.isfinite(step_size) and step_size > 0):
         raise ValueError(f"step_size: must be a positive number of seconds (got {step_size})")
     robot = eom.robot
-    path = Path(path)
-    if path.suffix.lower() != ".fmu":
-        raise ValueError(f"{option}: {path.name!r} does not end in .fmu; FMU files are named <model>.fmu")
-    output_file(path, option, force=force)
+    path = check_path(path, option, force)
     for name, x in (("q0", q0), ("qd0", qd0)):
         if x is not None and (np.shape(x) != (robot.nq,) or not np.all(np.isfinite(np.asarray(x, float)))):
             raise ValueError(f"{name}: give {robot.nq} finite values ({', '.join(robot.coordinate_names)})")
@@ -246,9 +253,10 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
     check_compilable(robot)
     try:
         cbuild.compiler()
-    except RuntimeError as exc:
-        raise ValueError(f"the FMU's binary is compiled from C and {exc}; install a C compiler (gcc or clang) "
-                         "or set CC") from None
+    except RuntimeError:
+        cc = os.environ.get("CC", "").strip()
+        why = f"CC={cc!r} is not an executable on the PATH" if cc else "there is no C compiler (cc, gcc or clang) on the PATH"
+        raise ValueError(f"FMU: its binary is compiled from C, and {why}; install gcc or clang, or set CC") from None
     folder, suffix = platform_folder()
     gains = pid_gains(controller, robot.n_joints) if controller is not None else None
     from ..symbolic.kinematics import position_names, position_program
