@@ -80,6 +80,41 @@ def pid_gains(spec, n_joints) -> dict:
     return out
 
 
+# what each parameter stem of flexman.symbolic.params means (suffix: the link number; "h": its hub)
+MEANINGS = {
+    "a": "DH length a (m)", "d": "DH offset d (m)", "px": "placement x (m)", "py": "placement y (m)",
+    "pz": "placement z (m)", "m": "mass of the rigid body (kg; the last link's includes the payload)",
+    "MX": "first moment m*x of the body about its frame origin (kg m)", "MY": "first moment m*y (kg m)",
+    "MZ": "first moment m*z (kg m)", "XX": "inertia of the body about its frame origin, xx (kg m^2)", "XY": "inertia xy (kg m^2)",
+    "XZ": "inertia xz (kg m^2)", "YY": "inertia yy (kg m^2)", "YZ": "inertia yz (kg m^2)", "ZZ": "inertia zz (kg m^2)",
+    "Ia": "joint armature (kg m^2)", "rhoA": "beam mass per length (kg/m)", "lb": "beam length (m)",
+    "EIy": "beam bending stiffness, deflection along y (N m^2)", "EIz": "beam bending stiffness, along z (N m^2)",
+    "GJ": "beam torsional stiffness (N m^2)", "Jp": "beam polar mass moment per length (kg m)",
+    "zeta": "beam modal damping ratio", "gx": "gravity x (m/s^2)", "gy": "gravity y (m/s^2)", "gz": "gravity z (m/s^2)",
+}
+
+
+def meaning(name) -> str:
+    """A parameter's description from its name (``EIy2``: link 2's ..., ``mh1``: link 1's hub ...)."""
+    import re
+
+    match = re.fullmatch(r"([A-Za-z]+?)(h?)(\d*)", name)
+    stem, hub, link = match.groups() if match else (name, "", "")
+    if stem not in MEANINGS:
+        return "physical parameter"
+    where = f"link {link}{' hub' if hub else ''}: " if link else ""
+    return where + MEANINGS[stem]
+
+
+def coordinate_meaning(robot, k) -> str:
+    """A coordinate's description: which joint or which link's deflection, with its unit."""
+    if k < robot.n_joints:
+        link = robot.links[k]
+        unit = "angle (rad)" if link.joint == "revolute" else "displacement (m)"
+        return f"joint {k + 1}{f' ({link.name})' if link.name else ''}: {unit}"
+    return "flexible coordinate (deflection amplitude of a beam shape, see the conventions)"
+
+
 def variables(eom, position_names, gains=None, step_size=1e-3, q0=None, qd0=None) -> list:
     """The FMU's variables in value-reference order (see the module docstring)."""
     robot = eom.robot
@@ -87,7 +122,7 @@ def variables(eom, position_names, gains=None, step_size=1e-3, q0=None, qd0=None
     joints = coords[:robot.n_joints]
     q0 = np.zeros(robot.nq) if q0 is None else np.asarray(q0, dtype=float)
     qd0 = np.zeros(robot.nq) if qd0 is None else np.asarray(qd0, dtype=float)
-    states = [Variable(n, "output", q0[k], f"coordinate {k + 1}", initial="exact") for k, n in enumerate(coords)]
+    states = [Variable(n, "output", q0[k], coordinate_meaning(robot, k), initial="exact") for k, n in enumerate(coords)]
     states += [Variable(f"qd_{n}", "output", qd0[k], f"rate of {n}", initial="exact") for k, n in enumerate(coords)]
     if gains is not None:
         states += [Variable(f"int_{n}", "local", 0.0, f"PID: integral of the error of {n}", initial="exact")
@@ -101,7 +136,7 @@ def variables(eom, position_names, gains=None, step_size=1e-3, q0=None, qd0=None
         out += [Variable(f"{n}_ref", "input", 0.0, f"PID set-point of {n}") for n in joints]
         out += [Variable(f"qd_{n}_ref", "input", 0.0, f"PID set-point of the rate of {n}") for n in joints]
     out += [Variable(n, "output", description=d, initial="calculated") for n, d in position_names]
-    out += [Variable(n, "parameter", v, "physical parameter (flexman.symbolic.params)", "tunable", "exact")
+    out += [Variable(n, "parameter", v, meaning(n), "tunable", "exact")
             for n, v in eom.param_values.items()]
     if gains is not None:
         for key, what in (("kp", "proportional"), ("ki", "integral"), ("kd", "derivative")):
@@ -248,9 +283,10 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
     for name, x in (("q0", q0), ("qd0", qd0)):
         if x is not None and (np.shape(x) != (robot.nq,) or not np.all(np.isfinite(np.asarray(x, float)))):
             raise ValueError(f"{name}: give {robot.nq} finite values ({', '.join(robot.coordinate_names)})")
-    from .modelcache import check_compilable
-
-    check_compilable(robot)
+    for i, link in enumerate(robot.links):
+        if link.coulomb:
+            raise ModelError(f"links[{i}].coulomb: Coulomb friction is not in the generated equations (it branches "
+                             "on the sign of qd), so an FMU would not model it; set it to 0 to export")
     try:
         cbuild.compiler()
     except RuntimeError:
