@@ -19,7 +19,7 @@ LAYERS = {
     "discretize": 1,
     "dynamics": 2,
     "symbolic": 3, "codegen": 3,
-    "simulate": 4, "analysis": 4, "control": 4, "closure": 4, "sweeps": 4,
+    "simulate": 4, "analysis": 4, "control": 4, "closure": 4, "sweeps": 4, "planning": 4,
     "viz": 5,
 }
 TOP = 6  # the package itself, wiring, the command line, examples, literature, oracles

@@ -40,6 +40,7 @@ DIALOGUE = [
     ("joint limits", "-90 deg 90 deg"),
     ("viscous joint damping (N m s/rad) [0]", "0.5"),
     ("Coulomb joint friction (N m) [0]", ""),
+    ("parent: the link it hangs from (1 to 1, or base) [1]", ""),
     ("joint type (revolute/prismatic) [revolute]", ""),
     ("placement: DH row or URDF-style origin and axis (dh/urdf) [dh]", "dh"),
     ("a: link length along x (m) [0.5]", "1.0"),
@@ -239,3 +240,15 @@ def test_placed_link_and_a_singular_robot_asked_again(tmp_path):
         np.testing.assert_allclose(robot.mass_matrix(np.array(q)), want.mass_matrix(np.array(q)), rtol=1e-13)
         np.testing.assert_allclose(robot.bias_forces(np.array(q), np.array([0.3])),
                                    want.bias_forces(np.array(q), np.array([0.3])), rtol=1e-12, atol=1e-12)
+
+
+def test_piped_answers_write_a_tree(tmp_path):
+    """Link 3 hangs from link 1 (the parent question, asked from link 2 on): the file says so and
+    loads as a tree; a wrong answer to it is asked again with a one-line reason."""
+    rigid = [""] * 13  # a default rigid DH link: joint ... Coulomb friction
+    answers = ["tree", "3", ""] + rigid + [""] + rigid + ["4", "1"] + rigid + ["", "0", "y"]
+    proc = piped(tmp_path, answers, "tree.yaml")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "give a link number from 1 to 2 or 'base' (got 4)" in proc.stdout
+    robot = fm.load(tmp_path / "tree.yaml")
+    assert robot.parents == (-1, 0, 0)

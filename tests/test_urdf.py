@@ -161,8 +161,6 @@ BAD = {
     "malformed": ('<robot name="r"><link name="a"></robot>', "malformed XML"),
     "entity": ('<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x "xxxx">]><robot name="r">&x;</robot>',
                "forbidden XML feature"),
-    "tree": ('<robot name="r"><link name="b"/>' + GOOD_LINK.format(n="a") + GOOD_LINK.format(n="c")
-             + _joint("j1", "b", "a") + _joint("j2", "b", "c") + "</robot>", 'link name="b"> is the parent of several joints'),
     "two chains": ('<robot name="r"><link name="b"/><link name="b2"/>' + GOOD_LINK.format(n="a")
                    + _joint("j1", "b", "a") + "</robot>", "several root links (b, b2)"),
     "loop": ('<robot name="r"><link name="b"/>' + GOOD_LINK.format(n="a") + GOOD_LINK.format(n="c")

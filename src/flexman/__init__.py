@@ -59,12 +59,21 @@ def identify(robot, t, q, tau, parameters=None, **options):
     return _identify(robot, t, q, tau, parameters=parameters, **options)
 
 
+def plan(robot, q_start, q_goal, duration=None, limits=None, objective="effort", **options):
+    """An optimal rest-to-rest move over the full flexible dynamics (CasADi + IPOPT): minimum
+    effort, time, tip deflection, an end-effector path, or a weighted sum; see
+    :func:`flexman.planning.plan` (options: knots, path, pre_post, guess, max_iter)."""
+    from .planning import plan as _plan
+
+    return _plan(robot, q_start, q_goal, duration=duration, limits=limits, objective=objective, **options)
+
+
 def __getattr__(name):
     import importlib
 
-    if name in ("examples", "trajectory", "control", "analysis", "discretize", "dynamics", "viz"):
+    if name in ("examples", "trajectory", "control", "analysis", "discretize", "dynamics", "viz", "planning"):
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(name)
 
 
-__all__ = ["Beam", "Link", "ModelError", "RigidBody", "Result", "Robot", "load", "save", "bundled_examples", "simulate", "simulate_batch", "derive", "sweep", "identify"]
+__all__ = ["Beam", "Link", "ModelError", "RigidBody", "Result", "Robot", "load", "save", "bundled_examples", "simulate", "simulate_batch", "derive", "sweep", "identify", "plan"]

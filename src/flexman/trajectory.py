@@ -1,6 +1,8 @@
 """Joint-space trajectories: rest-to-rest profiles, clamped cubic splines and spin-ups.
 
-Every trajectory is a callable ``traj(t) -> (q, qd, qdd)``. It is batched in time: a
+Every trajectory is a callable ``traj(t) -> (q, qd, qdd)``. The built-in ones say which they are
+(``traj.kind``: ``rest_to_rest``, ``spline``, ``spin_up``) with the data that defines them, so the
+compiled simulation loop can evaluate them in C (others, shaped ones included, run in Python). It is batched in time: a
 scalar ``t`` gives arrays of shape ``(n,)``, ``t`` of shape ``(k,)`` gives ``(k, n)``.
 Before its start it holds the first point and after its end the last point, with zero
 velocity and acceleration, so a controller can keep using it after the move.
@@ -15,7 +17,6 @@ spin-up manoeuvre of Kane, Ryan & Banerjee (1987) (:func:`spin_up`).
 from __future__ import annotations
 
 import numpy as np
-from scipy.interpolate import CubicSpline
 
 PROFILES = ("sinusoidal", "quintic", "cubic")
 
@@ -81,7 +82,41 @@ def rest_to_rest(q_start, q_end, duration, profile="sinusoidal"):
 
     traj = Trajectory(0.0, T, evaluate, q0.size)
     traj.q_start, traj.q_end, traj.profile = q0.copy(), qf.copy(), profile
+    traj.kind = "rest_to_rest"
     return traj
+
+
+def clamped_spline_coefficients(times, points):
+    """Piecewise-cubic coefficients ``c`` (4, k - 1, n) of the clamped cubic spline through
+    ``points`` (k, n) at ``times`` (k,): on piece i, ``q = c[0] s^3 + c[1] s^2 + c[2] s + c[3]``
+    with ``s = t - times[i]``, zero slope at both ends, continuous second derivative (the
+    standard slope equations of a cubic spline, as SciPy's CubicSpline with bc_type="clamped")."""
+    h = np.diff(times)
+    slope = np.diff(points, axis=0) / h[:, None]
+    k = len(times)
+    s = np.zeros_like(points)
+    if k > 2:  # interior slopes: h_i s_{i-1} + 2 (h_{i-1} + h_i) s_i + h_{i-1} s_{i+1} = 3 (h_i d_{i-1} + h_{i-1} d_i)
+        A = np.zeros((k - 2, k - 2))
+        i = np.arange(k - 2)
+        A[i, i] = 2.0 * (h[:-1] + h[1:])
+        A[i[1:], i[1:] - 1] = h[2:]
+        A[i[:-1], i[:-1] + 1] = h[:-2]
+        s[1:-1] = np.linalg.solve(A, 3.0 * (h[1:, None] * slope[:-1] + h[:-1, None] * slope[1:]))
+    t = (s[:-1] + s[1:] - 2.0 * slope) / h[:, None]
+    return np.stack([t / h[:, None], (slope - s[:-1]) / h[:, None] - t, s[:-1], points[:-1]])
+
+
+def piecewise_values(x, c, t):
+    """Values at ``t`` of the piecewise polynomials ``c`` (order + 1, pieces, n; highest power
+    first) on the breaks ``x``: the piece holding t (the last one at the end), powers summed from
+    the lowest, as the compiled loop does."""
+    i = np.clip(np.searchsorted(x, t, side="right") - 1, 0, len(x) - 2)
+    s = (t - x[i])[..., None]
+    res, z = 0.0, 1.0
+    for kp in range(c.shape[0]):
+        res = res + c[c.shape[0] - kp - 1, i] * z
+        z = z * s
+    return res
 
 
 def spline(times, points):
@@ -95,10 +130,16 @@ def spline(times, points):
         raise ValueError("spline: give k >= 2 strictly increasing times and k points")
     if np.any(np.diff(times) <= 0):
         raise ValueError("spline: times must be strictly increasing")
-    cs = CubicSpline(times, pts, axis=0, bc_type="clamped")
-    d1, d2 = cs.derivative(1), cs.derivative(2)
-    traj = Trajectory(times[0], times[-1], lambda t: (cs(t), d1(t), d2(t)), pts.shape[1])
+    c = clamped_spline_coefficients(times, pts)
+    c1 = c[:3] * np.array([3.0, 2.0, 1.0])[:, None, None]  # the derivatives' coefficients
+    c2 = c1[:2] * np.array([2.0, 1.0])[:, None, None]
+
+    def evaluate(t):
+        return piecewise_values(times, c, t), piecewise_values(times, c1, t), piecewise_values(times, c2, t)
+
+    traj = Trajectory(times[0], times[-1], evaluate, pts.shape[1])
     traj.q_start, traj.q_end, traj.times, traj.points = pts[0].copy(), pts[-1].copy(), times, pts
+    traj.kind, traj.pieces = "spline", (c, c1, c2)  # piecewise polynomials of q, qd, qdd on traj.times
     return traj
 
 
@@ -141,6 +182,7 @@ def spin_up(rate, ramp_time, q_start=0.0):
 
     traj = SpinUp(0.0, T, evaluate, W.size)
     traj.q_start, traj.rate, traj.ramp_time = q0.copy(), W.copy(), T
+    traj.kind = "spin_up"
     return traj
 
 

@@ -25,3 +25,4 @@ def connect() -> None:
     provide("eom_html", lazy=_attribute("flexman.viz.equations", "eom_html"))
     provide("plot_result", lazy=_attribute("flexman.viz.plots", "plot_result"))
     provide("write_report", lazy=_attribute("flexman.viz.report", "write_report"))
+    provide("plot_robustness", lazy=_attribute("flexman.viz.shaping", "plot_robustness"))

@@ -298,6 +298,9 @@ class Guide:
         ask = lambda key, label, default, path, convert=_value, setter=None: self.field(
             (i, key), f"  {label}", default, f"{where}.{path}", setter or put(key), convert, prefix=f"{where}.")
         t.say(f"link {i + 1} of {n}")
+        if i:  # a tree: the link may hang from any earlier link or the base (model file: parent, 0-based)
+            self.ask((i, "parent"), f"  parent: the link it hangs from (1 to {i}, or base)", str(i),
+                     lambda s: self._parent(i, s))
         ask("joint", "joint type (revolute/prismatic)", "revolute", "joint", lambda s: _choice(s, CHOICES_JOINT))
         joint = link(self.doc)["joint"]
         placed = self.ask((i, "placement"), "  placement: DH row or URDF-style origin and axis (dh/urdf)", "dh",
@@ -331,6 +334,22 @@ class Guide:
         rate = "N m s/rad" if joint == "revolute" else "N s/m"
         ask("viscous", f"viscous joint damping ({rate})", "0", "viscous")
         ask("coulomb", "Coulomb joint friction (" + ("N m" if joint == "revolute" else "N") + ")", "0", "coulomb")
+
+    def _parent(self, i: int, text: str) -> None:
+        """Link i's parent from an answer: a link number 1..i (1-based, as the prompts count) or
+        'base'; written to the document only when it is not the previous link."""
+        text = text.strip().lower()
+        if text == "base":
+            self.doc["links"][i]["parent"] = "base"
+            return
+        try:
+            number = int(text)
+        except ValueError:
+            raise Again(f"give a link number from 1 to {i} or 'base' (got {text!r})") from None
+        if not 1 <= number <= i:
+            raise Again(f"give a link number from 1 to {i} or 'base' (got {number})")
+        if number != i:
+            self.doc["links"][i]["parent"] = number - 1
 
     def _beam(self, i: int, ask, placed: bool) -> None:
         link = self.doc["links"][i]  # read before the questions (each answer replaces self.doc)

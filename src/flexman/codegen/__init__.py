@@ -127,6 +127,15 @@ class CompiledModel:
         (self._funcs[what] if p_each is None else self._funcs[what + "/p"])(*args)
         return _into(out, res)
 
+    def c_entry(self, what):
+        """(address of the C function ``fm_<what>_batch(n, inputs..., outputs...)``, whether it
+        takes the parameter vector p) for C code that calls the model itself (the compiled
+        simulation loop); None for generated NumPy code."""
+        if self.backend != "c":
+            return None
+        takes_p = any(g == "p" for g, _ in self._layout[what]["inputs"])
+        return ctypes.cast(self._funcs[what], ctypes.c_void_p).value, takes_p
+
     # With the extension, CompiledModel.__init__ shadows these by C functions of the same
     # signature that handle one float64 state and call these for anything else.
     def mass_matrix(self, q, out=None):

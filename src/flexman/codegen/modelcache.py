@@ -133,6 +133,29 @@ def compiled_model(robot, formulation="newton_euler", flags=None, extension=None
     return CompiledModel(None, "c", funcs, None, module, robot=robot, layout=layout, param_values=values)
 
 
+def existing_model(robot, formulation="newton_euler"):
+    """The CompiledModel of ``robot`` when it is built already (loaded by this process or in the
+    disk cache), else None. Never compiles: for callers that use compiled code only when it is
+    there (controllers, ``backend="auto"`` weighing a build against a run)."""
+    try:
+        check_compilable(robot)
+        cbuild.compiler()
+    except (NotCompilable, RuntimeError):
+        return None
+    kinds = (True, False) if os.environ.get("FLEXMAN_NO_EXT", "") in ("", "0") else (False,)
+    for extension in kinds:
+        try:
+            key, _ = model_key(robot, formulation, None, extension)
+        except RuntimeError:  # no headers for the extension
+            continue
+        if key in _loaded or _read_entry(key) is not None:
+            try:
+                return compiled_model(robot, formulation, extension=extension)
+            except (RuntimeError, ImportError, OSError):
+                return None
+    return None
+
+
 def _paths(key):
     d = models_dir()
     return d / f"{key}.so", d / f"{key}.json"

@@ -1,18 +1,27 @@
-"""Joint controllers for :func:`flexman.simulate`: PID, computed torque, model-based decoupling + LQR.
+"""Joint controllers for :func:`flexman.simulate`: PID, computed torque, model-based decoupling + LQR;
+input shapers for flexible arms (:mod:`flexman.control.shaping`: ``shaper``).
 
 The controller interface: ``n_states`` internal states z (integrated by the simulator with
 the robot, so adaptive integrators stay correct), ``initial_state()``,
 ``torque(t, q, qd, z) -> tau`` (one entry per joint) and ``state_derivative(t, q, qd, z)``.
 Controllers without states are also plain callables ``controller(t, q, qd) -> tau``.
+Every model term a controller needs (M, b and their joint/flexible partitions) comes from its
+``model``: the compiled model a simulation runs on (:meth:`Controller.using`), else the robot's
+compiled model when one is already built (in this process or the disk cache), else the robot.
+``tau_max`` (optional, per joint or one value) saturates a controller's torques.
+``loop_spec()`` describes a built-in controller to the compiled loop
+(:mod:`flexman.simulate.compiled_loop`), which evaluates the same laws in C.
 Errors follow the references: PID and computed torque use ``e = q_d - q_r``; the
 decoupling law writes the same feedback with 004's ``e = q_r - q_d``.
 """
 from __future__ import annotations
 
+import copy
+
 import numpy as np
-from scipy.linalg import solve_continuous_are
 
 from ..model import inputs
+from .shaping import Shaper, robustness, shaper
 
 
 def _gain_matrix(gain, n, name):
@@ -34,13 +43,76 @@ def _check_traj(traj, n):
         raise ValueError(f"traj: must return (q, qd, qdd) with {n} joint entries each, got {np.shape(q)}")
 
 
+def _tau_max(value, n):
+    """Saturation limits: None, or n positive torques (one value for every joint)."""
+    if value is None:
+        return None
+    limit = inputs.finite(inputs.array(value, "tau_max"), "tau_max")
+    try:
+        limit = np.broadcast_to(limit, (n,)).astype(float)
+    except ValueError:
+        raise ValueError(f"tau_max: give one value or {n} values (one per joint), got shape {limit.shape}") from None
+    if np.any(limit <= 0):
+        raise ValueError(f"tau_max: torque limits must be > 0 (got {limit.tolist()})")
+    return limit
+
+
+def model_terms(robot):
+    """What evaluates M and b for a controller of ``robot``: the robot's compiled model when one
+    is built already (this process or the disk cache; nothing is compiled here, and not under
+    ``FLEXMAN_BACKEND=numeric``), else ``robot`` itself (a compiled model is used as it is)."""
+    from ..model import Robot
+
+    if not isinstance(robot, Robot):
+        return robot
+    from ..simulate.backend import default_backend
+
+    if default_backend() == "numeric":
+        return robot
+    from ..codegen.modelcache import existing_model
+
+    return existing_model(robot) or robot
+
+
 class Controller:
     """Base class: a stateless controller unless ``n_states`` says otherwise."""
 
     n_states = 0
+    tau_max = None
+    model = None  # evaluates M and b (see the module doc); found on first use when None
 
     def initial_state(self):
         return np.zeros(self.n_states)
+
+    @property
+    def terms(self):
+        """The evaluator of the model terms (the compiled model when there is one)."""
+        if self.model is None:
+            self.model = model_terms(self.robot)
+        return self.model
+
+    def using(self, model):
+        """This controller evaluating its model terms with ``model`` (a simulation passes the
+        compiled model it runs on): a copy, the caller's controller is left as it is."""
+        if model is None or model is self.model:
+            return self
+        twin = copy.copy(self)
+        twin.model = model
+        return twin
+
+    def saturate(self, tau):
+        """``tau`` clipped to +-``tau_max`` (unchanged without limits)."""
+        return tau if self.tau_max is None else np.clip(tau, -self.tau_max, self.tau_max)
+
+    def loop_spec(self):
+        """A dict describing this controller to the compiled loop, or None (a law only Python
+        evaluates: the base class, and any subclass that overrides the torque law)."""
+        return None
+
+    def _own_law(self, cls):
+        """True when this object runs ``cls``'s torque law unchanged (not a user subclass's)."""
+        kind = type(self)
+        return kind.torque is cls.torque and kind.state_derivative is cls.state_derivative
 
     def torque(self, t, q, qd, z):
         raise NotImplementedError
@@ -60,12 +132,19 @@ class PID(Controller):
     (the thesis switches its controllers off to check that the free arm conserves energy).
     """
 
-    def __init__(self, robot, traj, kp, ki, kd, off_at=None):
+    def __init__(self, robot, traj, kp, ki, kd, off_at=None, tau_max=None):
         self.robot, self.traj, self.off_at = robot, traj, off_at
         n = robot.n_joints
         _check_traj(traj, n)
         self.kp, self.ki, self.kd = (_gain_matrix(g, n, k) for g, k in ((kp, "kp"), (ki, "ki"), (kd, "kd")))
         self.n_states = n
+        self.tau_max = _tau_max(tau_max, n)
+
+    def loop_spec(self):
+        if not self._own_law(PID):
+            return None
+        return {"kind": "pid", "traj": self.traj, "kp": self.kp, "ki": self.ki, "kd": self.kd,
+                "off_at": self.off_at, "tau_max": self.tau_max}
 
     def _off(self, t):
         return self.off_at is not None and t > self.off_at
@@ -79,7 +158,7 @@ class PID(Controller):
         if self._off(t):
             return np.zeros(self.robot.n_joints)
         e, ed = self.error(t, q, qd)
-        return e @ self.kp.T + np.asarray(z) @ self.ki.T + ed @ self.kd.T
+        return self.saturate(e @ self.kp.T + np.asarray(z) @ self.ki.T + ed @ self.kd.T)
 
     def state_derivative(self, t, q, qd, z):
         if self._off(t):
@@ -95,19 +174,25 @@ class ComputedTorque(Controller):
     coupling to the flexible accelerations: an approximation (see :class:`Decoupling`).
     """
 
-    def __init__(self, robot, traj, kp, kd):
+    def __init__(self, robot, traj, kp, kd, tau_max=None):
         self.robot, self.traj = robot, traj
         n = robot.n_joints
         _check_traj(traj, n)
         self.kp, self.kd = _gain_matrix(kp, n, "kp"), _gain_matrix(kd, n, "kd")
+        self.tau_max = _tau_max(tau_max, n)
+
+    def loop_spec(self):
+        if not self._own_law(ComputedTorque):
+            return None
+        return {"kind": "computed_torque", "traj": self.traj, "kp": self.kp, "kd": self.kd, "tau_max": self.tau_max}
 
     def torque(self, t, q, qd, z=None):
         r = self.robot.joint_index
         q_d, qd_d, qdd_d = self.traj(t)
         v = qdd_d + (qd_d - qd[..., r]) @ self.kd.T + (q_d - q[..., r]) @ self.kp.T
-        M = self.robot.mass_matrix(q)[..., r, r]
-        b = self.robot.bias_forces(q, qd)[..., r]
-        return (M @ v[..., None])[..., 0] + b
+        M = self.terms.mass_matrix(q)[..., r, r]
+        b = self.terms.bias_forces(q, qd)[..., r]
+        return self.saturate((M @ v[..., None])[..., 0] + b)
 
 
 class Decoupling(Controller):
@@ -124,23 +209,30 @@ class Decoupling(Controller):
     On a rigid arm (no flexible coordinates) this is computed torque.
     """
 
-    def __init__(self, robot, traj, gp, gv, lqr_at=None, lqr_weights=None):
+    def __init__(self, robot, traj, gp, gv, lqr_at=None, lqr_weights=None, tau_max=None):
         self.robot, self.traj, self.lqr_at = robot, traj, lqr_at
         n = robot.n_joints
         _check_traj(traj, n)
         self.gp, self.gv = _gain_matrix(gp, n, "gp"), _gain_matrix(gv, n, "gv")
+        self.tau_max = _tau_max(tau_max, n)
         self.G_lqr = None
         if lqr_at is not None:
             q_final = np.zeros(robot.nq)
             q_final[robot.joint_index] = traj(float(lqr_at))[0]
-            self.A, self.B = closed_loop_linearization(robot, q_final)
+            self.A, self.B = closed_loop_linearization(self.terms, q_final)
             Q, R = lqr_weights if lqr_weights is not None else (1.0, 1.0)
             self.G_lqr = lqr_gain(self.A, self.B, Q, R)
 
+    def loop_spec(self):
+        if not self._own_law(Decoupling):
+            return None
+        return {"kind": "decoupling", "traj": self.traj, "gp": self.gp, "gv": self.gv, "g_lqr": self.G_lqr,
+                "lqr_at": self.lqr_at, "tau_max": self.tau_max}
+
     def decoupled_terms(self, q, qd):
         """(M_eq, b_eq): the equivalent joint-space mass matrix and nonlinear term of (30)."""
-        M = self.robot.mass_matrix(q)
-        b = self.robot.bias_forces(q, qd)
+        M = self.terms.mass_matrix(q)
+        b = self.terms.bias_forces(q, qd)
         r, f = self.robot.joint_index, self.robot.flex_index
         if self.robot.nf == 0:
             return M[..., r, r], b[..., r]
@@ -161,7 +253,7 @@ class Decoupling(Controller):
     def torque(self, t, q, qd, z=None):
         M_eq, b_eq = self.decoupled_terms(q, qd)
         u = self.command(t, q, qd)
-        return (M_eq @ u[..., None])[..., 0] + b_eq
+        return self.saturate((M_eq @ u[..., None])[..., 0] + b_eq)
 
 
 def closed_loop_linearization(robot, q_star, eps=1e-6):
@@ -200,6 +292,8 @@ def closed_loop_linearization(robot, q_star, eps=1e-6):
 
 def lqr_gain(A, B, Q=1.0, R=1.0):
     """G = R^-1 B^T P with P from the continuous algebraic Riccati equation (u = -G x)."""
+    from scipy.linalg import solve_continuous_are  # here: a cheap import of flexman.control
+
     nx, nu = B.shape
     Q, R = _gain_matrix(Q, nx, "Q"), _gain_matrix(R, nu, "R")
     P = solve_continuous_are(A, B, Q, R)
@@ -208,9 +302,9 @@ def lqr_gain(A, B, Q=1.0, R=1.0):
 
 # ----- controllers described in model files ----------------------------------------------
 _CONTROLLER_FIELDS = {
-    "pid": ({"kp", "ki", "kd"}, {"off_at"}),
-    "computed_torque": ({"kp", "kd"}, set()),
-    "decoupling": ({"gp", "gv"}, {"lqr_at", "lqr_weights"}),
+    "pid": ({"kp", "ki", "kd"}, {"off_at", "tau_max"}),
+    "computed_torque": ({"kp", "kd"}, {"tau_max"}),
+    "decoupling": ({"gp", "gv"}, {"lqr_at", "lqr_weights", "tau_max"}),
 }
 
 
@@ -248,8 +342,13 @@ def from_spec(robot, spec):
         raise _spec_error(f"controller: missing field(s) {sorted(missing)}")
     traj = trajectory_from_spec(spec["trajectory"], robot.n_joints)
     gains = {k: np.asarray(spec[k], dtype=float) for k in required}
+    limit = spec.get("tau_max")
     if kind == "pid":
-        return PID(robot, traj, gains["kp"], gains["ki"], gains["kd"], off_at=spec.get("off_at"))
+        return PID(robot, traj, gains["kp"], gains["ki"], gains["kd"], off_at=spec.get("off_at"), tau_max=limit)
     if kind == "computed_torque":
-        return ComputedTorque(robot, traj, gains["kp"], gains["kd"])
-    return Decoupling(robot, traj, gains["gp"], gains["gv"], lqr_at=spec.get("lqr_at"), lqr_weights=spec.get("lqr_weights"))
+        return ComputedTorque(robot, traj, gains["kp"], gains["kd"], tau_max=limit)
+    return Decoupling(robot, traj, gains["gp"], gains["gv"], lqr_at=spec.get("lqr_at"),
+                      lqr_weights=spec.get("lqr_weights"), tau_max=limit)
+
+
+from .tracking import PlanTracking  # noqa: E402,F401  (after the classes it builds on)

@@ -71,7 +71,9 @@ def _wrench_forces(robot, q, f_ext):
         link, point, wrench = entry
         wrench = inputs.vector(wrench, 6, f"f_ext[{k}] wrench [fx, fy, fz, mx, my, mz]")
         # the kinematics of the dynamics: second order on the beams with geometric stiffening
-        i, pt = inputs.link_index(robot, link), inputs.point(point)
+        i, pt = _on_link(robot, link, inputs.point(point))
+        if i < 0:  # a frame on the base: the wrench does no work
+            continue
         J = _in_chunks(robot, lambda q: l4.point_jacobian(numeric_model(robot), q, i, pt, second_order=None), q)
         total = total + (np.swapaxes(J, -1, -2) @ wrench[..., None])[..., 0]
     return total
@@ -192,16 +194,30 @@ def _order(order):
     return order
 
 
+def _on_link(robot, link, point):
+    """(link index, the point in that link's distal frame) for a link (number or name) or a named
+    frame, the point given in that frame (None: its origin)."""
+    i, T = inputs.link_frame(robot, link)
+    if T is None:
+        return i, point
+    return i, T[:3, 3] + (T[:3, :3] @ point if point is not None else 0.0)
+
+
 def frame(robot, q, link=-1, order=1):
     """Distal frame (..., 4, 4) of a link in the base frame, deflection included
-    (order=2 adds foreshortening, as in :func:`jacobian`)."""
-    i, order = inputs.link_index(robot, link), _order(order)
-    return _in_chunks(robot, lambda q: l4.frames(numeric_model(robot), q, second_order=(order == 2))[i],
-                      inputs.state(robot, q))
+    (order=2 adds foreshortening, as in :func:`jacobian`); ``link`` may also be a link's name or
+    a named fixed frame (``robot.frames``, e.g. a URDF's ``tool0``)."""
+    (i, T), order = inputs.link_frame(robot, link), _order(order)
+    q = inputs.state(robot, q)
+    if i < 0:  # fixed on the base
+        return np.broadcast_to(T, q.shape[:-1] + (4, 4)).copy()
+    W = _in_chunks(robot, lambda q: l4.frames(numeric_model(robot), q, second_order=(order == 2))[i], q)
+    return W if T is None else W @ T
 
 
 def jacobian(robot, q, link=-1, point=None, order=1):
-    """Geometric Jacobian (..., 6, nq) of a point of a link (in its distal frame), rows
+    """Geometric Jacobian (..., 6, nq) of a point of a link (in its distal frame; ``link`` a number,
+    a link's name or a named frame, the point then in that frame), rows
     [linear velocity; angular velocity] in the base frame, flexible columns included.
 
     order=1: deflections linear in q_f (the first-order dynamics model).
@@ -209,6 +225,9 @@ def jacobian(robot, q, link=-1, point=None, order=1):
     1/2 int (w')^2 dx), so the Jacobian is exact to first order in the deflection (Piedboeuf,
     001 sec. 2-3: second-order kinematics).
     """
-    order, i = _order(order), inputs.link_index(robot, link)
-    q, point = inputs.state(robot, q), inputs.point(point)
+    order = _order(order)
+    q = inputs.state(robot, q)
+    i, point = _on_link(robot, link, inputs.point(point))
+    if i < 0:  # fixed on the base
+        return np.zeros(q.shape[:-1] + (6, robot.nq))
     return _in_chunks(robot, lambda q: l4.point_jacobian(numeric_model(robot), q, i, point, second_order=(order == 2)), q)

@@ -211,9 +211,12 @@ def shortening_matrix(sets, L):
         d = ss(np.asarray(eta), deriv=1)
         sc = np.asarray(ss.scale, float)
         blocks.append(integral("kq,q,lq->kl", d, w, d) * L ** (sc[:, None] + sc[None, :] - 1))
-    from scipy.linalg import block_diag
-
-    return block_diag(*blocks)
+    size = sum(b.shape[0] for b in blocks)
+    S, pos = np.zeros((size, size)), 0
+    for b in blocks:  # block-diagonal (NumPy here: importing scipy.linalg costs more than a short run)
+        S[pos:pos + len(b), pos:pos + len(b)] = b
+        pos += len(b)
+    return S
 
 
 def shortening_moment_tensor(kinematics, root, ax, mu):

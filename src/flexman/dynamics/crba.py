@@ -62,27 +62,37 @@ def mass_matrix(robot, q, armature=True):
     q_c = components(q, n)
     joints = [Joint(k, i, q_c[i]) for i in range(n)]
     M = {}
-    m, h, I = ZERO, (ZERO, ZERO, ZERO), [[ZERO] * 3 for _ in range(3)]
+    composite = [None] * n
     for i in range(n - 1, -1, -1):
-        if i + 1 < n:
-            m, h, I = _shift_composite(joints[i + 1], m, h, I)
+        # the composite bodies of link i's children, seen from B_i, summed
+        m, h, I = ZERO, (ZERO, ZERO, ZERO), [[ZERO] * 3 for _ in range(3)]
+        for first, c in enumerate(k.children[i]):
+            mc, hc, Ic = _shift_composite(joints[c], *composite[c])
+            if first == 0:  # (a serial arm's only child: taken as it is)
+                m, h, I = mc, hc, Ic
+            else:
+                m, h = add(m, mc), vadd(h, hc)
+                I = [[add(I[r][c2], Ic[r][c2]) for c2 in range(3)] for r in range(3)]
         # add link i's own body (constant in B_i)
         m = add(m, k.mass[i])
         h = vadd(h, k.h[i])
         I = [[add(I[r][c], k.I[i][r][c]) for c in range(3)] for r in range(3)]
+        composite[i] = m, h, I
         # wrench M~_i p_i for a unit motion of joint i (force f, moment n about B_i's origin)
         if k.revolute[i]:
             f, nm = (neg(h[1]), h[0], ZERO), (I[0][2], I[1][2], I[2][2])
         else:
             f, nm = (ZERO, ZERO, m), (h[1], neg(h[0]), ZERO)
         M[i, i] = add(nm[2] if k.revolute[i] else f[2], k.armature[i] if armature else ZERO)
-        # carry it back to joints j < i (A_ij^T) and project on their axes (p_j^T)
-        for j in range(i - 1, -1, -1):
-            jt = joints[j + 1]
+        # carry it back to the joints j that move link i (A_ij^T) and project on their axes (p_j^T)
+        c, j = i, k.parent[i]
+        while j >= 0:
+            jt = joints[c]
             f_up = jt.up(f)
             nm = vadd(jt.up(nm), cross(jt.p, f_up))
             f = f_up
             M[i, j] = nm[2] if k.revolute[j] else f[2]
+            c, j = j, k.parent[j]
     q = ops.asarray(q)
     out = ops.zeros_like_batch(q.shape[:-1], (n, n), q)
     for (i, j), val in M.items():

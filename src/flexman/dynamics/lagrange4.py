@@ -1,4 +1,5 @@
-"""Book's recursive 4x4 Lagrangian: inverse dynamics of serial arms with rigid and flexible links.
+"""Book's recursive 4x4 Lagrangian: inverse dynamics of serial and tree-shaped arms with rigid and
+flexible links.
 
 Every mass point sits at ``r = W h`` with ``W`` a product of 4x4 transforms (DH ``A_i`` and the
 small-deflection tip transforms ``D_i``, thesis eqs. 2.4-2.19 / 004 eqs. 2-4) and ``h`` its
@@ -11,7 +12,9 @@ and with ``dr/dq_k = (dW/dq_k) h + W dh/dq_k`` the integrals collapse to traces 
 ``tr(dW/dq_k Phi_b)`` with ``Phi_b = int h r_ddot^T dm``. A forward recursion carries W, W_dot,
 W_ddot (eqs. 2.13-2.19, gravity entering as the base acceleration) and a backward recursion
 accumulates ``G = sum (frame -> body) Phi_b`` so every coordinate's force is one trace:
-O(n) 4x4 products per evaluation, for any mix of rigid and flexible links.
+O(n) 4x4 products per evaluation, for any mix of rigid and flexible links. On a tree each link
+starts from its parent's distal frame and the backward pass sums over its children (Book's
+recursion is a tree recursion); links are in depth-first order, so parents come first.
 """
 from __future__ import annotations
 
@@ -46,8 +49,10 @@ def forward(model, q, qd, qdd, gravity=True, second_order=False):
         Wdd[..., :3, 3] = -gravity
     elif gravity:
         Wdd[..., :3, 3] = -np.asarray(model.gravity)  # base acceleration -g (r_ddot - g for every point)
+    base = W, Wd, Wdd
     out = []
     for i, lk in enumerate(model.links):
+        W, Wd, Wdd = base if lk.parent < 0 else (out[lk.parent]["W"], out[lk.parent]["Wd"], out[lk.parent]["Wdd"])
         JN = dh.joint_motion(q[..., i] + lk.offset, lk.revolute, like=q) @ lk.N  # the one batched product
         PG = lk.P @ lk.gen  # constant: dA/dq = P G J N
         A = lk.P @ JN
@@ -93,13 +98,14 @@ def inverse_dynamics(model, q, qd, qdd, gravity=True, elastic=True, friction=Tru
 def backward(model, recs, qd, qdd, elastic=True, friction=True):
     """The backward pass of :func:`inverse_dynamics` over the frames ``recs`` of :func:`forward`."""
     n = len(model.links)
+    children = model.children
     cols = [None] * model.nq
-    G_hat_next = None
+    G_hats = [None] * n
     for i in range(n - 1, -1, -1):
         lk, rec = model.links[i], recs[i]
         G = lk.body_tip @ _T(rec["Wdd"])
-        if G_hat_next is not None:
-            G = G + recs[i + 1]["A"] @ G_hat_next
+        for c in children[i]:  # what the children carry, moved onto link i's distal frame
+            G = G + recs[c]["A"] @ G_hats[c]
         G_hat = lk.body_base @ _T(rec["Whdd"])
         extra = 0
         if lk.beam is not None:
@@ -125,7 +131,7 @@ def backward(model, recs, qd, qdd, elastic=True, friction=True):
         if friction and lk.coulomb and not ops.is_symbolic(qd):
             tau = tau + lk.coulomb * np.sign(qd[..., i])
         cols[i] = tau
-        G_hat_next = G_hat
+        G_hats[i] = G_hat
     return np.stack(np.broadcast_arrays(*cols), axis=-1)
 
 
@@ -152,9 +158,9 @@ def composite_moments(links, recs, moments):
     for i in range(n - 1, -1, -1):
         lk, rec = links[i], recs[i]
         C = lk.body_tip
-        if i + 1 < n:
-            A = recs[i + 1]["A"]
-            C = C + A @ Ch[i + 1] @ _T(A)
+        for c in (j for j in range(i + 1, n) if links[j].parent == i):  # the children, in order
+            A = recs[c]["A"]
+            C = C + A @ Ch[c] @ _T(A)
         Ct[i] = C
         Ch[i] = lk.body_base + (C if lk.beam is None else moments[i][0] + rec["D"] @ C @ _T(rec["D"]))
     return Ct, Ch
@@ -224,8 +230,9 @@ def mass_matrix(model, q, recs=None):
             Gm = rec["D"][..., None, :, :] @ Gt + Nk @ _T(Wh)[..., None, :, :]
             Gh = np.concatenate([Gh, Gm], axis=-3)
         put(l, cols, ops.trace_product(dWh[..., None, :, :], Gh))  # joint l's row
-        for i in range(l - 1, -1, -1):  # the proximal links' rows
-            G = recs[i + 1]["A"][..., None, :, :] @ Gh
+        c, i = l, lk.parent
+        while i >= 0:  # the rows of the links proximal to l (its ancestors)
+            G = recs[c]["A"][..., None, :, :] @ Gh
             if links[i].beam is not None:
                 rows = mode_rows(i, G)
                 put(np.array(coords[i][1:])[:, None], cols[None, :], rows)
@@ -233,6 +240,7 @@ def mass_matrix(model, q, recs=None):
             else:
                 Gh = G
             put(i, cols, ops.trace_product((recs[i]["W0"] @ recs[i]["A1"])[..., None, :, :], Gh))
+            c, i = i, links[i].parent
     for i, lk in enumerate(links):  # (a traced armature is a symbol: added, not tested)
         M[..., i, i] = M[..., i, i] + lk.armature
     return M

@@ -43,11 +43,12 @@ def inverse_dynamics(robot, q, qd, qdd, gravity=True, friction=True):
     q_c, qd_c, qdd_c = components(q, n), components(qd, n), components(qdd, n)
     joints = [Joint(k, i, q_c[i]) for i in range(n)]
 
-    # forward: angular velocity w, angular acceleration wd, acceleration a of B_i's origin
-    w = wd = (ZERO, ZERO, ZERO)
-    a = clean(-k.gravity) if gravity else (ZERO, ZERO, ZERO)
+    # forward: angular velocity w, angular acceleration wd, acceleration a of B_i's origin, each
+    # link from its parent's (the base: at rest, accelerating by -g)
+    base = ((ZERO, ZERO, ZERO), (ZERO, ZERO, ZERO), clean(-k.gravity) if gravity else (ZERO, ZERO, ZERO))
     frames = []
     for i, jt in enumerate(joints):
+        w, wd, a = frames[k.parent[i]] if k.parent[i] >= 0 else base
         p = jt.p
         a = vadd(a, vadd(cross(wd, p), cross(w, cross(w, p))))
         w, wd, a = jt.down(w), jt.down(wd), jt.down(a)
@@ -60,20 +61,21 @@ def inverse_dynamics(robot, q, qd, qdd, gravity=True, friction=True):
             a = (add(a[0], mul(w[1], two_v)), sub(a[1], mul(w[0], two_v)), add(a[2], vd))
         frames.append((w, wd, a))
 
-    # backward: force f and moment n (about B_i's origin) that link i-1 exerts on link i
-    f_next = n_next = (ZERO, ZERO, ZERO)
+    # backward: force f and moment n (about B_i's origin) that link i's parent exerts on link i,
+    # its children's carried over in order
+    fn = [None] * n
     tau = [ZERO] * n
     for i in range(n - 1, -1, -1):
         w, wd, a = frames[i]
         m, h, I = k.mass[i], k.h[i], k.I[i]
         F = vadd(vadd(vscale(m, a), cross(wd, h)), cross(w, cross(w, h)))
         Nm = vadd(vadd(matvec(I, wd), cross(w, matvec(I, w))), cross(h, a))
-        if i + 1 < n:
-            nxt = joints[i + 1]
+        for c in k.children[i]:
+            nxt, (f_next, n_next) = joints[c], fn[c]
             f_up = nxt.up(f_next)
             F = vadd(F, f_up)
             Nm = vadd(vadd(Nm, nxt.up(n_next)), cross(nxt.p, f_up))
-        f_next, n_next = F, Nm
+        fn[i] = F, Nm
         t = Nm[2] if k.revolute[i] else F[2]
         tau[i] = add(t, mul(k.armature[i], qdd_c[i]))
     if friction:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..model import tree
 from . import dh
 from .beam_tensors import AXES, rod_second_moments, shape_sets
 from .beams import RevoluteBeam, SlidingBeam
@@ -32,6 +33,7 @@ class LinkModel:
     armature: float
     viscous: float
     coulomb: float
+    parent: int = -1  # index of the parent link, -1 for the base (links in depth-first order)
 
 
 @dataclass
@@ -41,24 +43,36 @@ class Model:
     n_joints: int
     gravity: np.ndarray
 
+    @property
+    def children(self) -> list:
+        """For each link, the indices of its children in order (a serial arm: [i + 1])."""
+        out = [[] for _ in self.links]
+        for i, lk in enumerate(self.links):
+            if lk.parent >= 0:
+                out[lk.parent].append(i)
+        return out
+
 
 def second_moments_at_rest(robot, i):
-    """Second moments (4x4) of everything beyond the tip of link i, in link i's distal
-    frame, with every joint at zero and no deflection."""
+    """Second moments (4x4) of everything beyond the tip of link i (its body and its subtree of
+    links), in link i's distal frame, with every joint at zero and no deflection."""
     total = np.zeros((4, 4))
+    parents = robot.parents
+    end = tree.subtree_end(parents, i)
     T = np.eye(4)  # link i's distal frame -> current frame
-    for j in range(i, len(robot.links)):
+    at = {i: T}
+    for j in range(i, end):
         link = robot.links[j]
         if j > i:
             P, N, offset = dh.split(link, robot.dh)
             J = dh.joint_motion(np.array(offset), link.joint == "revolute")
-            T = T @ P @ J @ N
+            T = at[j] = at[parents[j]] @ P @ J @ N
             if link.hub is not None:
                 total += T @ link.hub.pseudo_inertia() @ T.T
             if link.beam is not None:
                 total += T @ rod_second_moments(link, robot.dh) @ T.T
         total += T @ link.body.pseudo_inertia() @ T.T
-    if robot.payload is not None:
+    if robot.payload is not None and end == len(robot.links):  # the payload rides on the last link
         total += T @ robot.payload.pseudo_inertia() @ T.T
     return total
 
@@ -101,6 +115,7 @@ def build(robot, beams=True) -> Model:
     leaves out the flexible links' beam models (their tensors are most of the cost): bodies,
     joints and rods only, for code that reads those (``symbolic.params.parameter_values``)."""
     links = []
+    parents = robot.parents
     for i, link in enumerate(robot.links):
         P, N, offset = dh.split(link, robot.dh)
         gen = dh.GEN_REVOLUTE if link.joint == "revolute" else dh.GEN_PRISMATIC
@@ -136,6 +151,7 @@ def build(robot, beams=True) -> Model:
                 armature=link.armature,
                 viscous=link.viscous,
                 coulomb=link.coulomb,
+                parent=parents[i],
             )
         )
     return Model(links=links, nq=robot.nq, n_joints=robot.n_joints, gravity=robot.gravity)

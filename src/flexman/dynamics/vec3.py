@@ -8,7 +8,7 @@ symbolic traces carry no ``0*x`` or ``1.0*x`` terms.
 Joint frames. Both DH conventions split ``A_i = P_i J(q_i) N_i`` (:mod:`.dh`). The frame
 ``B_i = T_{i-1} P_i J(q_i)`` has its z axis on joint i's axis and its origin on that axis
 (standard DH: z_{i-1}; modified DH: z_i), and ``B_i = B_{i-1} C_i J(q_i)`` with the
-constant ``C_i = N_{i-1} P_i``. Link i's bodies (given in frame i = B_i N_i) are moved into
+constant ``C_i = N_{i-1} P_i`` (on a tree: ``N`` of link i's parent, the identity for the base). Link i's bodies (given in frame i = B_i N_i) are moved into
 B_i once (:func:`constants`), so the recursions are the same for both conventions and both
 joint types.
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model import RigidBody
+from ..model import RigidBody, tree
 from . import dh, ops
 from .beam_tensors import rod_second_moments
 
@@ -152,6 +152,8 @@ class Constants:
     armature: tuple
     viscous: tuple
     coulomb: tuple
+    parent: tuple = ()  # per link: the parent's index, -1 for the base (depth-first order)
+    children: tuple = ()  # per link: its children's indices, in order
 
 
 def constants(robot) -> Constants:
@@ -165,10 +167,11 @@ def build_constants(robot) -> Constants:
     if robot.nf:
         raise ValueError("rigid-arm dynamics (rnea/crba) need a robot without flexible coordinates")
     n = robot.n_joints
-    revolute, offset, Rc, pc, mass, h, inertia = [], [], [], [], [], [], []
-    N_prev = np.eye(4)
+    parents = robot.parents
+    revolute, offset, Rc, pc, mass, h, inertia, Ns = [], [], [], [], [], [], [], []
     for i, link in enumerate(robot.links):
         P, N, off = dh.split(link, robot.dh)
+        N_prev = np.eye(4) if parents[i] < 0 else Ns[parents[i]]  # C_i = N_parent P_i
         C = snap(N_prev @ P)
         revolute.append(link.joint == "revolute")
         offset.append(num(off))
@@ -187,7 +190,7 @@ def build_constants(robot) -> Constants:
         mass.append(m_i)
         h.append(snap(h_i, 1e-15))
         inertia.append(snap(0.5 * (I_i + I_i.T), 1e-15))
-        N_prev = N
+        Ns.append(N)
     return Constants(
         n=n, revolute=tuple(revolute), offset=tuple(offset),
         Rc=tuple(clean(R) for R in Rc), RcT=tuple(clean(R.T) for R in Rc),
@@ -197,6 +200,8 @@ def build_constants(robot) -> Constants:
         armature=clean([l.armature for l in robot.links]),
         viscous=clean([l.viscous for l in robot.links]),
         coulomb=clean([l.coulomb for l in robot.links]),
+        parent=tuple(parents),
+        children=tuple(tuple(c) for c in tree.children_of(parents)),
     )
 
 

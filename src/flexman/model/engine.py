@@ -22,6 +22,7 @@ SLOTS = {
     "eom_html": "eom_html(eom): the equations' notebook view (flexman.viz.equations)",
     "plot_result": "plot_result(result, path, robot): a run's plots (flexman.viz.plots)",
     "write_report": "write_report(result, path, robot=..., **options) (flexman.viz.report)",
+    "plot_robustness": "plot_robustness(data, path, tolerance=, title=): a shaper's robustness curve (flexman.viz.shaping)",
 }
 
 _filled: dict = {}

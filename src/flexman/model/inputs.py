@@ -14,7 +14,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["real", "array", "vector", "state", "joint_values", "states", "link_index", "point", "positive", "finite"]
+__all__ = ["real", "array", "vector", "state", "joint_values", "states", "link_index", "link_frame", "point", "positive", "finite"]
 
 
 def _shape_text(arr) -> str:
@@ -101,6 +101,21 @@ def link_index(robot, link) -> int:
     if not -n <= int(link) < n:
         raise ValueError(f"link: {link} out of range for {n} links (use {-n} to {n - 1})")
     return int(link) % n
+
+
+def link_frame(robot, link) -> tuple:
+    """(link index, fixed 4x4 transform or None) of a link given by number (as
+    :func:`link_index`), by name, or of a named frame of the robot (``robot.frames``: index -1
+    for a frame on the base)."""
+    if isinstance(link, str):
+        names = [lk.name for lk in robot.links]
+        if link in names:
+            return names.index(link), None
+        if link in robot.frames:
+            return robot.frames[link]
+        known = [n for n in names if n] + list(robot.frames)
+        raise ValueError(f"link: no link or frame is named {link!r}; known: {', '.join(known) or 'none (use a number)'}")
+    return link_index(robot, link), None
 
 
 def point(value, name: str = "point"):

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import engine
 from . import limits as lim
+from . import tree
 from .errors import ModelError
 
 JOINT_TYPES = ("revolute", "prismatic")
@@ -320,6 +321,7 @@ class Link:
     limits: tuple | None = None
     name: str = ""
     placement: Placement | None = None
+    parent: int | str | None = None  # None: the previous link (the base for the first); see model/tree.py
 
     def __post_init__(self):
         for key, kind in (("body", RigidBody), ("hub", RigidBody), ("beam", Beam)):
@@ -353,6 +355,9 @@ class Link:
             else:
                 within([lo, hi], "limits", lim.MAX_LENGTH, " m")
             self.limits = (lo, hi)
+        ref = self.parent
+        if not (ref is None or isinstance(ref, str) or (isinstance(ref, numbers.Integral) and not isinstance(ref, bool))):
+            raise ModelError(f"parent: expected a link name, a link index or 'base' (got {type(ref).__name__})")
         if self.placement is not None and any((self.a, self.alpha, self.d, self.theta)):
             raise ModelError("placement: give either DH values (a, alpha, d, theta) or a placement, not both")
 
@@ -378,13 +383,15 @@ def _check_sliding_beam(link, where: str) -> None:
 
 @dataclass
 class Robot:
-    """A serial manipulator. The dynamics methods accept leading batch dimensions."""
+    """A manipulator: a serial chain or a tree of links (``Link.parent``, :mod:`.tree`), kept in
+    depth-first order. The dynamics methods accept leading batch dimensions."""
 
     links: list
     name: str = "robot"
     gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
     dh: str = "standard"
     payload: RigidBody | None = None
+    frames: dict = field(default_factory=dict)  # named fixed frames: {name: (link, 4x4 transform)}, see resolve_frames
 
     def __post_init__(self):
         if not isinstance(self.links, (list, tuple)) or not all(isinstance(link, Link) for link in self.links):
@@ -397,6 +404,13 @@ class Robot:
             raise ModelError(f"dh: unknown convention '{self.dh}'; use standard or modified")
         if len(self.links) > lim.MAX_LINKS:
             raise ModelError(f"links: {len(self.links)} links; at most {lim.MAX_LINKS} are supported (README, Limits)")
+        order = list(range(len(self.links)))
+        if any(link.parent is not None for link in self.links):
+            order, parents = tree.depth_first(self.links, tree.resolve(self.links))
+            self.links = [self.links[i] for i in order]
+            for link, parent in zip(self.links, tree.canonical(parents)):
+                link.parent = parent
+        self.frames = resolve_frames(self.frames, self.links, order)
         self.gravity = _vec3(self.gravity, "gravity")
         within(self.gravity, "gravity", lim.MAX_GRAVITY, " m/s^2")
         nq = len(self.links) + sum(link.beam.nf for link in self.links if link.beam is not None)
@@ -424,6 +438,15 @@ class Robot:
     @property
     def n_joints(self) -> int:
         return len(self.links)
+
+    @property
+    def parents(self) -> tuple:
+        """Index of each link's parent link, -1 for the base (links in depth-first order)."""
+        return tree.parent_indices(self.links)
+
+    @property
+    def is_serial(self) -> bool:
+        return all(link.parent is None for link in self.links)
 
     @cached_property
     def flex_layout(self) -> list:
@@ -490,8 +513,9 @@ class Robot:
         """A hashable key of everything the robot holds (links, bodies, hubs, beams, placements,
         payload, gravity, convention, name), read from the current values: a robot edited in
         place, even inside an array, gets a new key."""
+        frames = tuple((k, i, _array_key(T)) for k, (i, T) in self.frames.items()) if self.frames else ()
         return (self.name, self.dh, _array_key(self.gravity), _body_key(self.payload),
-                tuple(_link_key(link) for link in self.links))
+                tuple(_link_key(link) for link in self.links)) + frames
 
     def derived(self, what: str, build):
         """``build(self)``, cached under ``what`` for the robot's current :meth:`content_key`:
@@ -562,6 +586,47 @@ class Robot:
         return engine.require("robot_html")(self)
 
 
+def resolve_frames(frames, links, order) -> dict:
+    """Named fixed frames (URDF fixed joints, tool frames) as {name: (link index, 4x4)}: each is
+    fixed in a link's distal frame (index -1: the base) by a rigid transform. ``frames`` maps
+    names to (link, transform), the link given by name, by its index in the list as written
+    (``order`` maps new positions to written ones) or as 'base' / -1."""
+    if not isinstance(frames, dict):
+        raise ModelError(f"frames: expected a mapping {{name: (link, 4x4 transform)}} (got {type(frames).__name__})")
+    written = {old: new for new, old in enumerate(order)}
+    link_names = [link.name for link in links]
+    out = {}
+    for name, value in frames.items():
+        where = f"frames.{name}"
+        if not isinstance(name, str) or not name:
+            raise ModelError(f"frames: frame names must be non-empty text (got {name!r})")
+        if name in link_names:
+            raise ModelError(f"{where}: a link has this name already; give the frame another name")
+        if not isinstance(value, (tuple, list)) or len(value) != 2:
+            raise ModelError(f"{where}: expected (link, 4x4 transform)")
+        ref, T = value
+        if isinstance(ref, str):
+            if ref == "base":
+                i = -1
+            elif ref in link_names:
+                i = link_names.index(ref)
+            else:
+                raise ModelError(f"{where}: no link is named '{ref}'; give a link's name, its index or 'base'")
+        elif isinstance(ref, numbers.Integral) and not isinstance(ref, bool) and -1 <= int(ref) < len(links):
+            i = -1 if int(ref) < 0 else written[int(ref)]
+        else:
+            raise ModelError(f"{where}: the link must be a link's name, its index or 'base' (got {ref!r})")
+        T = _floats(T, where, "a 4x4 transform")
+        if T.shape != (4, 4) or not np.all(np.isfinite(T)):
+            raise ModelError(f"{where}: expected a finite 4x4 transform")
+        R = T[:3, :3]
+        if not (np.allclose(R @ R.T, np.eye(3), atol=1e-9) and np.linalg.det(R) > 0 and np.allclose(T[3], [0, 0, 0, 1])):
+            raise ModelError(f"{where}: the transform must be rigid (a rotation and a translation)")
+        within(T[:3, 3], where, lim.MAX_LENGTH, " m")
+        out[name] = (i, T)
+    return out
+
+
 # ----- content keys (Robot.content_key) ---------------------------------------------------------
 def _array_key(a):
     return a.tobytes() if type(a) is np.ndarray else np.asarray(a, dtype=float).tobytes()
@@ -582,4 +647,4 @@ def _link_key(l):
     pl = l.placement
     return (l.joint, l.a, l.alpha, l.d, l.theta, _body_key(l.body), _body_key(l.hub), _beam_key(l.beam),
             l.armature, l.viscous, l.coulomb, None if l.limits is None else tuple(l.limits), l.name,
-            None if pl is None else (_array_key(pl.xyz), _array_key(pl.rpy), _array_key(pl.axis)))
+            None if pl is None else (_array_key(pl.xyz), _array_key(pl.rpy), _array_key(pl.axis)), l.parent)

@@ -35,7 +35,7 @@ TOP_FIELDS = ("name", "description", "source", "gravity", "dh", "links", "payloa
               "statics")
 STATICS_FIELDS = ("point", "gauges", "forces")
 LINK_FIELDS = ("name", "joint", "a", "alpha", "d", "theta", "mass", "com", "inertia", "hub", "beam",
-               "armature", "viscous", "coulomb", "limits", "placement")
+               "armature", "viscous", "coulomb", "limits", "placement", "parent")
 PLACEMENT_FIELDS = ("xyz", "rpy", "axis")
 DH_FIELDS = ("a", "alpha", "d", "theta")
 BODY_FIELDS = ("mass", "com", "inertia")
@@ -255,12 +255,24 @@ def _placement(data, where: str) -> Placement:
     return Placement(xyz, rpy, axis)
 
 
+def _parent(value, where: str):
+    """A link's parent: 'base', another link's name, or its index in the list (0 is the first)."""
+    if isinstance(value, str):
+        return value if value == "base" else _identifier(value, where)
+    if isinstance(value, bool) or not isinstance(value, int) or value < -1:
+        raise ModelError(f"{where}: give the parent link's name, its index in links (0 is the first) or 'base' "
+                         f"(got {describe_value(value)})")
+    return value
+
+
 def _link(data, where: str) -> Link:
     check_fields(data, where, LINK_FIELDS)
     joint = _choice(data.get("joint", "revolute"), join(where, "joint"), JOINT_TYPES, "joint type")
     kw = {"joint": joint}
     if "name" in data:
         kw["name"] = _identifier(data["name"], join(where, "name"))
+    if "parent" in data:
+        kw["parent"] = _parent(data["parent"], join(where, "parent"))
     if "placement" in data:
         given = [k for k in DH_FIELDS if k in data]
         if given:
@@ -418,8 +430,12 @@ def robot_to_dict(robot: Robot) -> dict:
     out["gravity"] = _floats(robot.gravity)
     out["dh"] = robot.dh
     links = []
+    names = [link.name for link in robot.links]
     for link in robot.links:
         item = {"name": link.name} if link.name else {}
+        if link.parent is not None:  # written only for a tree: by name where the name is unique
+            p = link.parent
+            item["parent"] = "base" if p < 0 else (names[p] if names[p] and names.count(names[p]) == 1 else p)
         item["joint"] = link.joint
         if link.placement is not None:
             pl = link.placement

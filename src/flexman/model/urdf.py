@@ -1,10 +1,13 @@
-"""URDF import for serial chains, and the overlay that makes chosen links flexible (export: :mod:`flexman.urdf_export`).
+"""URDF import of kinematic trees, and the overlay that makes chosen links flexible (export:
+:mod:`flexman.urdf_export`).
 
 A URDF joint places its child link's frame by a fixed ``origin`` (xyz, rpy) and moves it
 about or along ``axis``; each movable joint becomes one flexman link with that
-:class:`~flexman.model.robot.Placement`. Fixed joints are merged: their child's inertial
-joins the moving link before them and their origin is carried into the next joint.
-Bodies fixed to the root link do not move and are dropped.
+:class:`~flexman.model.robot.Placement` and, on a tree, its ``parent``; joints are taken
+depth-first from the root, children in file order (Pinocchio's order). Fixed joints are merged:
+their child's inertial joins the moving link they hang from, their origin is carried into the
+joints beyond, and their child link stays as a named frame (``robot.frames``). Bodies fixed to
+the root link do not move and are dropped.
 
 The XML is parsed with ``defusedxml`` (no entity expansion, no external references) and
 files over ``MAX_BYTES`` are refused. Every problem is one :class:`ModelError` line that
@@ -119,8 +122,11 @@ def urdf_identifier(name: str) -> str:
     return out if re.match(r"[A-Za-z_]", out) else f"_{out}"
 
 
-def _chain(root, where: str):
-    """(root link name, [joint elements in chain order]) of a serial URDF, or a clear error."""
+def _tree(root, where: str):
+    """(root link name, [joint elements depth-first], link elements by name) of a URDF tree: the
+    joints visited depth-first from the root link, each link's child joints in file order (the
+    order Pinocchio's reader numbers them in). A link with two parent joints (a closed loop),
+    several root links, or a joint naming a missing link: one clear error naming the element."""
     links = {}
     for el in root.findall("link"):
         name = el.get("name")
@@ -144,52 +150,67 @@ def _chain(root, where: str):
                 raise ModelError(f"{where}: {jw} names link '{name}', which has no <link> element")
         if c in parent_of:
             raise ModelError(f"{where}: {jw}: link '{c}' is already the child of joint "
-                             f"'{parent_of[c].get('name')}' (a closed loop); flexman reads serial chains")
+                             f"'{parent_of[c].get('name')}' (a closed loop); a URDF describes a tree")
         parent_of[c] = j
         by_parent.setdefault(p, []).append(j)
     roots = [n for n in links if n not in parent_of]
     if len(roots) != 1:
         what = "no root link (a closed loop)" if not roots else f"several root links ({', '.join(roots)})"
-        raise ModelError(f"{where}: {what}; flexman reads one serial chain")
-    chain, name = [], roots[0]
-    while name in by_parent:
-        joints = by_parent[name]
-        if len(joints) > 1:
-            names = ", ".join(j.get("name", "?") for j in joints)
-            raise ModelError(f"{where}: <link name=\"{name}\"> is the parent of several joints ({names}); "
-                             "flexman reads one serial chain, not a tree")
-        chain.append(joints[0])
-        name = joints[0].find("child").get("link")
-    return roots[0], chain, links
+        raise ModelError(f"{where}: {what}; a URDF describes one tree with a single root link")
+    order, stack = [], list(reversed(by_parent.get(roots[0], [])))
+    while stack:
+        j = stack.pop()
+        order.append(j)
+        stack.extend(reversed(by_parent.get(j.find("child").get("link"), [])))
+    if len(order) < len(parent_of):  # joints on a cycle that no path from the root reaches
+        lost = next(j for j in parent_of.values() if j not in order)
+        raise ModelError(f"{where}: <joint name=\"{lost.get('name', '?')}\"> lies on a closed loop of links "
+                         "not reached from the root; a URDF describes a tree")
+    return roots[0], order, links
+
+
+def _mesh_notice(root, where: str) -> None:
+    """Meshes are not needed for the dynamics: say once that they are ignored."""
+    meshes = [m.get("filename", "") for m in root.iter("mesh")]
+    if meshes:
+        import warnings
+
+        warnings.warn(f"{where}: {len(meshes)} mesh file(s) (e.g. {meshes[0]}) ignored: the dynamics need only "
+                      "the inertials; the report draws links as lines", stacklevel=3)
 
 
 def robot_from_urdf(text: str, where: str = "URDF") -> Robot:
-    """A rigid :class:`Robot` from URDF text (one serial chain)."""
+    """A rigid :class:`Robot` from URDF text: a tree of revolute, continuous and prismatic joints;
+    fixed joints merged into the moving body before them (their child's inertial added, their
+    child link kept as a named frame, ``robot.frames``). The root link is the fixed base: its
+    inertial and those fixed to it do not move and are dropped."""
     root = _parse_xml(text, where)
-    _, chain, links = _chain(root, where)
-    out = []  # (name, joint, placement, second moments, limits, damping, friction)
-    carry = np.eye(4)  # fixed transforms since the last moving link's frame
-    for j in chain:
+    root_name, joints, links = _tree(root, where)
+    _mesh_notice(root, where)
+    out = []  # (name, joint, placement, second moments, limits, damping, friction, parent)
+    attached = {root_name: (-1, np.eye(4))}  # URDF link -> (flexman link it rides on, -1 base; transform)
+    frames = {}
+    for j in joints:
         jname = j.get("name", "?")
         jw = f"<joint name=\"{jname}\">"
         kind = j.get("type")
         child = j.find("child").get("link")
         lw = f"<link name=\"{child}\">"
         if j.find("mimic") is not None:
-            raise ModelError(f"{where}: {jw}: <mimic> joints are not supported (each joint is a coordinate)")
+            raise ModelError(f"{where}: {jw}: <mimic> joints are not supported yet (each joint is a coordinate); "
+                             "make it a revolute or prismatic joint of its own")
+        on, carry = attached[j.find("parent").get("link")]
         origin = carry @ _origin(j, f"{where}: {jw}")
         body = _inertial(links[child], f"{where}: {lw}")
         if kind == "fixed":
-            carry = origin
-            if out and body is not None:
-                out[-1]["J"] += _moved(body, carry)
+            attached[child] = (on, origin)
+            frames[urdf_identifier(child)] = (on, origin)
+            if on >= 0 and body is not None:
+                out[on]["J"] += _moved(body, origin)
             continue
         if kind not in MOVING:
             raise ModelError(f"{where}: {jw}: joint type '{kind}' is not supported; flexman reads "
                              "revolute, continuous, prismatic and fixed joints")
-        if body is None:
-            raise ModelError(f"{where}: {lw}: no <inertial>; give its <mass> and <inertia> "
-                             "(a link moved by a joint needs them)")
         axis = _floats(j.find("axis"), "xyz", 3, f"{where}: {jw}/axis", (1, 0, 0))
         if np.linalg.norm(axis) < 1e-9:
             raise ModelError(f"{where}: {jw}/axis: xyz must be a non-zero vector")
@@ -206,17 +227,27 @@ def robot_from_urdf(text: str, where: str = "URDF") -> Robot:
         if not (meets_bound(damping, rules["viscous"]) and meets_bound(friction, rules["coulomb"])):
             raise ModelError(f"{where}: {jw}/dynamics: damping and friction must be {bound_text(rules['viscous'])}")
         placement = Placement(origin[:3, 3], matrix_rpy(origin[:3, :3]), axis)
+        attached[child] = (len(out), np.eye(4))
         out.append({"name": urdf_identifier(child), "joint": MOVING[kind], "placement": placement,
-                    "J": body.pseudo_inertia(), "limits": limits, "viscous": damping, "coulomb": friction})
-        carry = np.eye(4)
+                    "J": body.pseudo_inertia() if body is not None else np.zeros((4, 4)), "limits": limits,
+                    "viscous": damping, "coulomb": friction, "parent": on, "where": f"{where}: {lw}"})
     if not out:
         raise ModelError(f"{where}: no revolute, continuous or prismatic joint; nothing moves")
+    carried = [d["J"][3, 3] for d in out]
+    for i in range(len(out) - 1, -1, -1):  # the mass each joint moves: its link's and its subtree's
+        if out[i]["parent"] >= 0:
+            carried[out[i]["parent"]] += carried[i]
+    for d, mass in zip(out, carried):
+        if mass <= 0:
+            raise ModelError(f"{d['where']}: no <inertial>, and nothing it carries has mass; give its <mass> and "
+                             "<inertia> (a joint must move some mass)")
     robot_links = [
         Link(joint=d["joint"], placement=d["placement"], body=RigidBody.from_second_moments(d["J"]),
-             limits=d["limits"], viscous=d["viscous"], coulomb=d["coulomb"], name=d["name"])
-        for d in out
+             limits=d["limits"], viscous=d["viscous"], coulomb=d["coulomb"], name=d["name"],
+             parent=None if d["parent"] == i - 1 else d["parent"])
+        for i, d in enumerate(out)
     ]
-    robot = Robot(links=robot_links, name=urdf_identifier(root.get("name") or "robot"))
+    robot = Robot(links=robot_links, name=urdf_identifier(root.get("name") or "robot"), frames=frames)
     robot.controller, robot.description, robot.source = None, "", ""
     return robot
 

@@ -1,8 +1,9 @@
 """Energy-based Lagrangian dynamics (004 Appendix, Algorithms 1-3), used as an oracle.
 
-Independent of the recursive algorithms: every beam is a cloud of Gauss points (each
+Independent of the recursive algorithms (and of their sums over a tree's children): every beam is a cloud of Gauss points (each
 cross-section four points carrying its polar mass moment), every rigid body a second-moment
-matrix on its frame; positions come from an explicit product of transforms. Then
+matrix on its frame; positions come from an explicit product of transforms along each link's
+path from the base. Then
 
 * M(q) = sum_points m J^T J + sum_rigid tr(dW/dq_k J dW/dq_l^T)   (Algorithm 1),
 * h(q, qd) from Christoffel symbols of M                          (Algorithm 2),
@@ -51,9 +52,11 @@ class EnergyLagrangian:
         """Mass points (weights, positions) and rigid (J, W) pairs at configuration q."""
         robot, model = self.robot, self.model
         W = np.eye(4, dtype=complex)
+        distal = []  # each link's distal frame: a tree's links start from their parent's
         weights, points, rigid = [], [], []
         self._second = []  # (weights, undeformed points, second-order displacements) of stiffened beams
         for i, (link, lk) in enumerate(zip(robot.links, model.links)):
+            W = distal[robot.parents[i]] if robot.parents[i] >= 0 else np.eye(4, dtype=complex)
             P, N, offset = dh.split(link, robot.dh)
             qi = q[i] + offset
             if link.joint == "revolute":
@@ -77,6 +80,7 @@ class EnergyLagrangian:
                 weights.append(w)
                 points.append(pts)
             rigid.append((link.body.pseudo_inertia(), Wt))
+            distal.append(Wt)
             W = Wt
         if robot.payload is not None:
             rigid.append((robot.payload.pseudo_inertia(), W))

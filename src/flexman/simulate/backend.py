@@ -30,7 +30,7 @@ def notice(text):
         print(f"flexman: {text}", file=sys.stderr)
 
 
-def evaluator(robot, backend=None, formulation="newton_euler", quiet=False):
+def evaluator(robot, backend=None, formulation="newton_euler", quiet=False, work=None):
     """The object whose ``forward_dynamics`` (and the rest of the numeric API) a simulation
     calls: ``robot`` itself (numeric), or its compiled model. A compiled model or any other
     non-Robot object is returned unchanged. ``quiet``: no build or fall-back lines."""

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..model import inputs
 from .backend import evaluator
+from .compiled_loop import plan
 from .run import Progress, controller_parts, output_times
 
 METHODS = ("rk4", "dopri5")
@@ -75,7 +76,7 @@ def _batch_inputs(robot, q0, qd0, robots, n):
 
 def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, controller=None, torque=None,
                    method="rk4", rtol=1e-6, atol=1e-8, output_every=1, progress=None, backend=None,
-                   max_steps=10_000_000):
+                   max_steps=10_000_000, loop="auto"):
     """Integrate a batch of runs of ``robot`` over [0, t_final]; see the module docstring.
 
     ``q0``, ``qd0``: (B, nq) initial states (or one (nq,) state for every run). ``robots``: a
@@ -85,7 +86,11 @@ def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, cont
     PID, computed-torque and decoupling controllers do); ``torque``: a constant (n_joints,) or
     (B, n_joints) torque, or a callable ``torque(t, q, qd)`` on the batch. ``dt``: the RK4
     step and the output grid (``output_every``: keep every k-th grid time). ``progress``: a
-    bar over simulated time (None: on a terminal only).
+    bar over simulated time (None: on a terminal only). ``loop``: with RK4, a compiled model, a
+    built-in controller (or none) and no torque function, each run is one call of the compiled
+    loop (:mod:`.compiled_loop`, runs shared among threads); ``"python"`` keeps the batched Python
+    loop, ``"compiled"`` insists. A model-based controller uses the robot's own model (nominal)
+    while each run's plant has its parameters.
     """
     if method not in METHODS:
         raise ValueError(f"method: unknown '{method}'; use one of {', '.join(METHODS)}")
@@ -96,10 +101,19 @@ def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, cont
     (Q0, QD0), B = _batch_inputs(robot, q0, qd0, robots, len(robots) if robots else 0)
     if robots is not None and len(robots) == 1 and B > 1:
         robots = robots * B
-    model = evaluator(robot, backend)
+    grid = output_times(float(t_final), float(dt))
+    model = evaluator(robot, backend, work=B * (len(grid) - 1))
     params, fd = _dynamics(model, robot, robots, B)
+    controller = controller.using(model) if hasattr(controller, "using") else controller  # M, b from the model
     n_z, z0, ctrl_torque, ctrl_deriv = controller_parts(controller, nj)
     applied = _applied(torque, B, nj)
+    if torque is not None and not callable(torque) and np.ndim(torque) == 2:  # (B, n_joints): not in C
+        why = "per-run torques (B, n_joints) run in the Python loop"
+        if loop == "compiled":
+            raise ValueError(f"loop='compiled': {why}")
+        compiled = None
+    else:
+        compiled, why = plan(model, method, nq, nj, controller, torque, grid, loop=loop)
 
     def rhs(t, x, tau_out=None):
         q, qd, z = x[:, :nq], x[:, nq:2 * nq], x[:, 2 * nq:]
@@ -113,11 +127,19 @@ def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, cont
             dx[:, 2 * nq:] = ctrl_deriv(t, q, qd, z)
         return dx
 
-    grid = output_times(float(t_final), float(dt))
     t_out = grid[::int(output_every)]
     if t_out[-1] != grid[-1]:
         t_out = np.append(t_out, grid[-1])
     x = np.concatenate([Q0, QD0, np.broadcast_to(z0, (B, n_z))], axis=1)
+    backend_name = {"c": "compiled", "numpy": "generated NumPy"}.get(getattr(model, "backend", None), "numeric")
+    if compiled is not None:
+        start = time.perf_counter()
+        X, TAU, status = compiled.batch(x, grid, int(output_every), len(t_out), params)
+        stats = {"steps": len(grid) - 1, "rhs_evaluations": 4 * (len(grid) - 1) + 1, "success": bool(np.all(status == 0)),
+                 "failed_runs": np.flatnonzero(status).tolist(), "wall_time": time.perf_counter() - start, "runs": B,
+                 "backend": backend_name, "loop": "compiled"}
+        return BatchResult(t=t_out, q=X[:, :, :nq], qd=X[:, :, nq:2 * nq], tau=TAU, controller_state=X[:, :, 2 * nq:],
+                           robot=robot, params=params, method=method, stats=stats)
     X = np.empty((len(t_out), B, x.shape[1]))
     TAU = np.empty((len(t_out), B, nj))
     bar = Progress(_show(progress, B, len(grid)), float(grid[-1]), f"simulate_batch ({B} runs, {method})")
@@ -129,8 +151,7 @@ def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, cont
             stats = _dopri5(rhs, t_out, x, X, TAU, rtol, atol, float(dt), bar, max_steps)
     finally:
         bar.close()
-    stats.update(wall_time=time.perf_counter() - start, runs=B,
-                 backend={"c": "compiled", "numpy": "generated NumPy"}.get(getattr(model, "backend", None), "numeric"))
+    stats.update(wall_time=time.perf_counter() - start, runs=B, backend=backend_name, loop="python", loop_reason=why)
     X = X.transpose(1, 0, 2)
     return BatchResult(t=t_out, q=X[:, :, :nq], qd=X[:, :, nq:2 * nq], tau=TAU.transpose(1, 0, 2),
                        controller_state=X[:, :, 2 * nq:], robot=robot, params=params, method=method, stats=stats)

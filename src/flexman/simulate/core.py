@@ -11,12 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from .backend import evaluator
+from .compiled_loop import first_torque, plan
 from .result import Result
-from .run import Progress, check_start, integrate, prepare, show_progress
+from .run import Progress, energy, check_start, controller_parts, integrate, prepare, show_progress
 
 
 def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=None, qd0=None,
-             controller=None, torque=None, progress=None, max_step=np.inf, backend=None, prescribed=None):
+             controller=None, torque=None, progress=None, max_step=np.inf, backend=None, prescribed=None, loop="auto"):
     """Simulate ``robot`` from (q0, qd0) over [0, t_final], output every ``dt`` seconds.
 
     method: ``'rk4'`` (fixed-step classic Runge-Kutta at ``dt``, as FLX) or one of
@@ -30,6 +31,10 @@ def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=No
     ``prescribed``: a joint motion ``traj(t) -> (q, qd, qdd)`` that the joints follow exactly
     (a :mod:`flexman.trajectory` object or any function); the flexible coordinates respond and
     ``res.tau`` holds the joint torques the motion needs (:mod:`flexman.simulate.prescribed`).
+    ``loop``: ``"auto"`` (default) runs the whole RK4 loop in C when the controller, trajectory
+    and torque are built-in ones and the model is compiled, else in Python; ``"python"`` or
+    ``"compiled"`` insist (see :mod:`flexman.simulate.compiled_loop`). ``res.stats["loop"]`` says
+    which ran (and ``"loop_reason"`` why not compiled).
     """
     if prescribed is not None:
         for name, value in (("controller", controller), ("torque", torque)):
@@ -39,11 +44,13 @@ def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=No
         from .prescribed import simulate_prescribed
 
         return simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, qd0, progress,
-                                   max_step, backend)
-    method, q0, qd0, t_grid, applied, (n_z, z0, ctrl_torque, ctrl_deriv) = prepare(
-        robot, t_final, dt, method, q0, qd0, torque, controller)
+                                   max_step, backend, loop)
+    method, q0, qd0, t_grid, applied, _ = prepare(robot, t_final, dt, method, q0, qd0, torque, controller)
     nq, nj = robot.nq, robot.n_joints
-    model = evaluator(robot, backend)
+    model = evaluator(robot, backend, work=len(t_grid) - 1)
+    bound = controller.using(model) if hasattr(controller, "using") else controller  # its M, b from the model
+    n_z, z0, ctrl_torque, ctrl_deriv = controller_parts(bound, nj)
+    compiled, why = plan(model, method, nq, nj, bound, torque, t_grid, loop=loop)
 
     def total_torque(t, x):
         q, qd, z = x[:nq], x[nq:2 * nq], x[2 * nq:]
@@ -55,16 +62,20 @@ def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=No
 
     x0 = np.concatenate([q0, qd0, z0])
     check_start(robot, q0, {"rtol": rtol, "atol": atol, "max_step": max_step})
-    bar = Progress(show_progress(progress, model, q0, qd0, len(t_grid) - 1), t_grid[-1],
-                    f"simulate ({method})")
-    try:
-        t_out, X, taus, stats = integrate("simulate", rates, total_torque, x0, t_grid, nq, nj, method, rtol, atol,
-                                          max_step, bar)
-    finally:
-        bar.close()
+    if compiled is not None:
+        first_torque(total_torque, t_grid[0], x0)
+        t_out, X, taus, stats = compiled.run(x0, t_grid)
+    else:
+        bar = Progress(show_progress(progress, model, q0, qd0, len(t_grid) - 1), t_grid[-1],
+                       f"simulate ({method})")
+        try:
+            t_out, X, taus, stats = integrate("simulate", rates, total_torque, x0, t_grid, nq, nj, method, rtol,
+                                              atol, max_step, bar)
+        finally:
+            bar.close()
+        stats["loop_reason"] = why
     stats["backend"] = {"c": "compiled", "numpy": "generated NumPy"}.get(getattr(model, "backend", None), "numeric")
     q, qd = X[:, :nq], X[:, nq:2 * nq]
-    energy = np.asarray(robot.kinetic_energy(q, qd) + robot.potential_energy(q), dtype=float)
-    return Result(t=np.asarray(t_out), q=q, qd=qd, tau=taus, energy=energy.reshape(len(t_out)),
+    return Result(t=np.asarray(t_out), q=q, qd=qd, tau=taus, energy=energy(robot, model, q, qd),
                   robot=robot, method=method, stats=stats, controller_state=X[:, 2 * nq:],
                   controller=controller, diverged=stats["diverged"], t_diverged=stats["t_fault"])

@@ -15,7 +15,6 @@ returned samples are the finite ones before it.
 from __future__ import annotations
 
 import numpy as np
-from scipy import integrate as _scipy
 
 from ..model.errors import SingularMatrixError
 
@@ -72,8 +71,10 @@ def adaptive(f, t_grid, x0, method="RK45", rtol=1e-8, atol=1e-10, max_step=np.in
     Returns (t, X, info); after a fault t and X stop at the last output time reached."""
     if method not in ADAPTIVE_METHODS:
         raise ValueError(f"method: unknown '{method}'; use one of {', '.join(METHODS)}")
+    from scipy import integrate as scipy_integrate  # here: importing SciPy's solvers costs a fixed-step run
+
     t_grid = np.asarray(t_grid, dtype=float)
-    solver = getattr(_scipy, method)(f, t_grid[0], np.asarray(x0, dtype=float), t_grid[-1],
+    solver = getattr(scipy_integrate, method)(f, t_grid[0], np.asarray(x0, dtype=float), t_grid[-1],
                                      rtol=rtol, atol=atol, max_step=max_step)
     ts, xs = [t_grid[0]], [np.asarray(x0, dtype=float)]
     k, info, steps = 1, None, 0

@@ -22,8 +22,9 @@ import numpy as np
 from ..model import inputs
 from ..model.errors import SingularMatrixError
 from .backend import evaluator
+from .compiled_loop import plan, trajectory_struct
 from .result import Result
-from .run import Progress, check_start, integrate, prepare, show_progress
+from .run import Progress, energy, check_start, integrate, prepare, show_progress
 
 __all__ = ["motion_input", "split_dynamics", "simulate_prescribed"]
 
@@ -104,23 +105,37 @@ def split_dynamics(model, n_joints):
     return solve
 
 
-def simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, qd0, progress, max_step, backend):
+def _joint_samples(prescribed, motion, t_grid, nj):
+    """(q_r, qd_r, qdd_r) at every output time, each (len(t_grid), nj), checked: a built-in
+    trajectory in one vectorized call, anything else (or a non-finite value, to name its time)
+    time by time through ``motion``."""
+    if trajectory_struct(prescribed, nj, []) is not None:
+        parts = [np.asarray(a, dtype=float) for a in prescribed(t_grid)]
+        if all(p.shape == (len(t_grid), nj) and np.all(np.isfinite(p)) for p in parts):
+            return parts
+    rows = [motion(float(t)) for t in t_grid]
+    return [np.array([r[k] for r in rows]).reshape(len(t_grid), nj) for k in range(3)]
+
+
+def simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, qd0, progress, max_step, backend,
+                        loop="auto"):
     """The prescribed-motion run behind ``simulate(..., prescribed=traj)``: see the module doc.
     ``q0``, ``qd0`` (nq values, optional) give the initial flexible state; their joint entries,
-    when given, must agree with the prescription at t = 0."""
+    when given, must agree with the prescription at t = 0. A built-in trajectory on a compiled
+    model runs in the compiled loop (:mod:`.compiled_loop`)."""
     method, q0, qd0, t_grid, _, _ = prepare(robot, t_final, dt, method, q0, qd0, None, None)
     nj, nq = robot.n_joints, robot.nq
     nf = nq - nj
     motion = motion_input(prescribed, nj)
-    for t in t_grid:  # shape and finiteness at every output time, before any dynamics
-        motion(float(t))
+    joint_samples = _joint_samples(prescribed, motion, t_grid, nj)  # shapes and finiteness before any dynamics
     start = motion(0.0)
     for name, given, value in (("q0", q0, start[0]), ("qd0", qd0, start[1])):
         gap = np.abs(given[:nj] - value)
         if np.any(given[:nj] != 0.0) and np.any(gap > 1e-9 * (1.0 + np.abs(value))):
             raise ValueError(f"{name}: its joint entries {given[:nj].tolist()} differ from the prescribed motion at "
                              f"t = 0 ({value.tolist()}); leave them 0 (the prescription sets them) or match them")
-    model = evaluator(robot, backend)
+    model = evaluator(robot, backend, work=len(t_grid) - 1)
+    compiled, why = plan(model, method, nq, nj, prescribed=prescribed, loop=loop)
     solve = split_dynamics(model, nj)
     latest = {}
 
@@ -142,18 +157,21 @@ def simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, 
     q_start = np.concatenate([start[0], q0[nj:]])
     check_start(robot, q_start, {"rtol": rtol, "atol": atol, "max_step": max_step})
     x0 = np.concatenate([q0[nj:], qd0[nj:], [0.0]])
-    bar = Progress(show_progress(progress, model, q_start, np.concatenate([start[1], qd0[nj:]]), len(t_grid) - 1),
-                    t_grid[-1], f"simulate prescribed ({method})")
-    try:
-        t_out, X, taus, stats = integrate("simulate", rates, needed_torque, x0, t_grid, nf, nj, method, rtol, atol,
-                                          max_step, bar)
-    finally:
-        bar.close()
+    if compiled is not None:
+        t_out, X, taus, stats = compiled.run(x0, t_grid)
+    else:
+        bar = Progress(show_progress(progress, model, q_start, np.concatenate([start[1], qd0[nj:]]), len(t_grid) - 1),
+                       t_grid[-1], f"simulate prescribed ({method})")
+        try:
+            t_out, X, taus, stats = integrate("simulate", rates, needed_torque, x0, t_grid, nf, nj, method, rtol,
+                                              atol, max_step, bar)
+        finally:
+            bar.close()
+        stats["loop_reason"] = why
     stats["backend"] = {"c": "compiled", "numpy": "generated NumPy"}.get(getattr(model, "backend", None), "numeric")
-    joints = [motion(float(t)) for t in t_out]
-    q = np.column_stack([np.array([m[0] for m in joints]).reshape(len(t_out), nj), X[:, :nf]])
-    qd = np.column_stack([np.array([m[1] for m in joints]).reshape(len(t_out), nj), X[:, nf:2 * nf]])
-    energy = np.asarray(robot.kinetic_energy(q, qd) + robot.potential_energy(q), dtype=float)
-    return Result(t=np.asarray(t_out), q=q, qd=qd, tau=taus, energy=energy.reshape(len(t_out)), robot=robot,
+    n = len(t_out)  # every method's outputs are the first n grid times
+    q = np.column_stack([joint_samples[0][:n], X[:, :nf]])
+    qd = np.column_stack([joint_samples[1][:n], X[:, nf:2 * nf]])
+    return Result(t=np.asarray(t_out), q=q, qd=qd, tau=taus, energy=energy(robot, model, q, qd), robot=robot,
                   method=method, stats=stats, diverged=stats["diverged"], t_diverged=stats["t_fault"],
                   work=X[:, 2 * nf], prescribed=prescribed)

@@ -20,11 +20,30 @@ from ..model.checks import check_mass_matrix
 from ..model.limits import MAX_SAMPLES
 from . import integrators
 
-__all__ = ["Progress", "show_progress", "torque_input", "controller_parts", "output_times", "prepare",
-           "check_start", "integrate"]
+__all__ = ["energy", "Progress", "show_progress", "torque_values", "torque_input", "controller_parts", "output_times",
+           "prepare", "check_start", "check_first_torque", "warn_fault", "integrate"]
 
 
 # ----- inputs ------------------------------------------------------------------------
+def torque_values(torque, t_grid, n_joints):
+    """(kind, values) of the ``torque`` argument: ("none", None), ("constant", (n_joints,)),
+    ("samples", (len(t_grid), n_joints)) or ("callable", torque); see :func:`torque_input`."""
+    if torque is None:
+        return "none", None
+    if callable(torque):
+        return "callable", torque
+    arr = np.asarray(torque, dtype=float)
+    n_t = len(t_grid)
+    if arr.ndim == 1 and n_joints == 1 and arr.size == n_t and n_t > 1:
+        arr = arr[:, None]
+    if arr.ndim <= 1:
+        return "constant", np.broadcast_to(arr, (n_joints,)).copy()
+    if arr.shape != (n_t, n_joints):
+        raise ValueError(f"torque: expected shape ({n_t}, {n_joints}) (output times x joints), "
+                         f"got {arr.shape}")
+    return "samples", arr
+
+
 def torque_input(torque, t_grid, n_joints):
     """Turn the ``torque`` argument into a function (t, q, qd) -> (n_joints,).
 
@@ -32,21 +51,15 @@ def torque_input(torque, t_grid, n_joints):
     for a one-joint arm): samples on the output grid, interpolated linearly in time (held
     constant outside it). Callable: ``torque(t, q, qd)``.
     """
-    if torque is None:
+    kind, arr = torque_values(torque, t_grid, n_joints)
+    if kind == "none":
         zero = np.zeros(n_joints)
         return lambda t, q, qd: zero
-    if callable(torque):
+    if kind == "callable":
         return lambda t, q, qd: np.broadcast_to(np.asarray(torque(t, q, qd), float), (n_joints,))
-    arr = np.asarray(torque, dtype=float)
+    if kind == "constant":
+        return lambda t, q, qd: arr
     n_t = len(t_grid)
-    if arr.ndim == 1 and n_joints == 1 and arr.size == n_t and n_t > 1:
-        arr = arr[:, None]
-    if arr.ndim <= 1:
-        const = np.broadcast_to(arr, (n_joints,)).copy()
-        return lambda t, q, qd: const
-    if arr.shape != (n_t, n_joints):
-        raise ValueError(f"torque: expected shape ({n_t}, {n_joints}) (output times x joints), "
-                         f"got {arr.shape}")
     t_grid = np.asarray(t_grid, dtype=float)
 
     def sampled(t, q, qd):
@@ -76,6 +89,17 @@ def controller_parts(controller, n_joints):
     z0 = (np.asarray(controller.initial_state(), dtype=float) if hasattr(controller, "initial_state")
           else np.zeros(n_states))
     return n_states, z0, controller.torque, controller.state_derivative
+
+
+def energy(robot, model, q, qd):
+    """Kinetic + potential energy at the samples (N,): the kinetic part as 1/2 qd^T M(q) qd with
+    the compiled mass matrix when ``model`` is compiled (equal to the robot's kinetic energy to
+    round-off, and a hundred times cheaper than the interpreted recursion), else the robot's."""
+    if getattr(model, "backend", None) == "c":
+        kinetic = 0.5 * np.einsum("ni,nij,nj->n", qd, model.mass_matrix(q), qd)
+    else:
+        kinetic = robot.kinetic_energy(q, qd)
+    return np.asarray(kinetic + robot.potential_energy(q), dtype=float).reshape(len(q))
 
 
 # ----- progress ----------------------------------------------------------------------
@@ -165,6 +189,23 @@ def check_start(robot, q0, tolerances=None):
 
 
 # ----- integration -------------------------------------------------------------------
+TORQUE_PARTS = "torque argument plus controller output"
+
+
+def check_first_torque(t, tau):
+    """The torque of a run's first evaluation: a non-finite value there is bad input (NaN gains,
+    a NaN torque), a one-line ValueError, not a divergence."""
+    inputs.finite(np.asarray(tau, dtype=float), f"torque at t = {t:g} s ({TORQUE_PARTS})")
+
+
+def warn_fault(label, method, info, t_out, stacklevel=3):
+    """The one warning of a run that stopped early (``result.diverged``)."""
+    hint = "use a smaller dt or a stiff method (Radau or BDF)" if method == "rk4" else "loosen the tolerances or check the model"
+    warnings.warn(f"{label}: {method} stopped at t = {info['t_fault']:g} s: {info['message']}; the result "
+                  f"holds the {len(t_out)} samples up to t = {t_out[-1]:g} s (result.diverged is True); {hint}",
+                  RuntimeWarning, stacklevel=stacklevel + 1)
+
+
 def integrate(label, rates, total_torque, x0, t_grid, nq, nj, method, rtol, atol, max_step, progress=None):
     """Integrate the state x = [q, qd, rest] (rest: controller states and whatever the caller
     adds) over ``t_grid``: ``rates(t, x, tau) -> (qdd, rest')`` at the applied joint torques
@@ -176,10 +217,9 @@ def integrate(label, rates, total_torque, x0, t_grid, nq, nj, method, rtol, atol
         counter["rhs"] += 1
         tau = total_torque(t, x)
         if not np.all(np.isfinite(tau)):
-            what = "torque argument plus controller output"
             if counter["rhs"] == 1:  # at the initial state: bad input (NaN gains, a NaN torque), not divergence
-                inputs.finite(np.asarray(tau, dtype=float), f"torque at t = {t:g} s ({what})")
-            raise FloatingPointError(f"the applied torque is not finite at t = {t:g} s ({what})")
+                check_first_torque(t, tau)
+            raise FloatingPointError(f"the applied torque is not finite at t = {t:g} s ({TORQUE_PARTS})")
         counter["tau"] = tau
         out = np.empty_like(x)
         out[:nq] = x[nq:2 * nq]
@@ -205,8 +245,6 @@ def integrate(label, rates, total_torque, x0, t_grid, nq, nj, method, rtol, atol
         t_out, X, info = integrators.adaptive(f, t_grid, x0, method, rtol, atol, max_step)
         taus = np.array([total_torque(t, x) for t, x in zip(t_out, X)]).reshape(len(t_out), nj)
     if not info["success"]:
-        hint = "use a smaller dt or a stiff method (Radau or BDF)" if method == "rk4" else "loosen the tolerances or check the model"
-        warnings.warn(f"{label}: {method} stopped at t = {info['t_fault']:g} s: {info['message']}; the result "
-                      f"holds the {len(t_out)} samples up to t = {t_out[-1]:g} s (result.diverged is True); {hint}",
-                      RuntimeWarning, stacklevel=3)
-    return t_out, X, taus, {"rhs_evaluations": counter["rhs"], "wall_time": time.perf_counter() - start, **info}
+        warn_fault(label, method, info, t_out)
+    return t_out, X, taus, {"rhs_evaluations": counter["rhs"], "wall_time": time.perf_counter() - start,
+                            "loop": "python", **info}

@@ -242,6 +242,31 @@ class EOM:
 
         return compile_eom(self, backend, **kwargs)
 
+    def casadi(self, which=None) -> dict:
+        """The equations as CasADi ``SX`` functions (exact derivatives for optimisers):
+        {"inverse_dynamics": f(q, qd, qdd), "forward_dynamics": f(q, qd, tau), "mass_matrix": f(q),
+        "bias_forces": f(q, qd), "tip_position": f(q) (the last link's distal frame origin)}, or
+        only the names in ``which``. Built instruction by instruction from the programs
+        (:mod:`flexman.codegen.casadi_export`); M is the traced program without the polynomial
+        normal form (the same values, and no time spent reducing a program CasADi will differentiate)."""
+        from ..codegen.casadi_export import FUNCTIONS, casadi_functions
+        from .jacobian import tip_position_program
+
+        which = tuple(FUNCTIONS) if which is None else tuple(which)
+        unknown = [w for w in which if w not in FUNCTIONS]
+        if unknown:
+            raise ValueError(f"which: unknown {unknown[0]!r}; use some of {', '.join(FUNCTIONS)}")
+        programs = {}
+        for name in which:
+            prog = FUNCTIONS[name][0]
+            if prog == "tip_position":
+                programs[prog] = tip_position_program(self)
+            elif prog == "mass_matrix":
+                programs[prog] = _program(self.tape, self._x, self._values, prog, self.robot)
+            else:
+                programs[prog] = self.program(prog)
+        return casadi_functions(self, programs, which)
+
     def export(self, lang, path, what=None):
         """Write the equations as source code in ``lang`` (c, fortran, python, matlab, julia)."""
         from ..codegen import export

@@ -1,0 +1,501 @@
+"""The closed loop in C: reference trajectories, the built-in controller laws, the closed-loop
+right-hand side and a whole fixed-step RK4 run in one call.
+
+:data:`SOURCE` is plain C that works with any compiled model: the plant is a struct holding the
+model's batch entry points (M and b of one state), its parameter vector and sizes; the
+controller is a struct holding its gains, set-points and reference trajectory by pointer. Nothing
+is baked in, so one library serves every model, gain and trajectory (changing a gain never
+recompiles), and the same text can be compiled beside a model's generated source (a stand-alone
+simulator, an FMU) by pointing ``fm_plant``'s functions at that model's ``fm_*_batch``.
+
+C entry points (status codes ``FM_OK``, ``FM_SINGULAR`` (a mass-matrix block is singular), ``FM_TORQUE`` (the applied torque is not finite), ``FM_DIVERGED`` (the state became
+non-finite)):
+
+* ``fm_closed_loop_rhs(plant, control, t, x, dx, tau, work)``: ``x = [q, qd, z]`` (z: the
+  controller's states, a PID's error integrals) -> ``dx`` and the applied joint torques ``tau``;
+* ``fm_prescribed_rhs(plant, control, t, x, dx, tau, work)``: joints on ``control->traj``,
+  ``x = [q_f, qd_f, W]`` (W: the work of the joint torques) -> ``dx`` and the torques needed;
+* ``fm_rk4_run(...)``: a whole RK4 run over a time grid, sampled every ``every`` steps, stopping
+  at the first fault with the samples before it (``flexman.simulate.integrators.rk4``'s rules);
+* ``fm_rk4_batch(...)``: many runs, each with its own initial state and parameter vector.
+
+The arithmetic follows the Python loop (``flexman.simulate``, ``flexman.control``,
+``flexman.trajectory``) operation for operation where it can; where a solve is involved (the
+forward dynamics, the decoupling law's flexible block) it differs by round-off only.
+"""
+from __future__ import annotations
+
+import ctypes
+
+from . import cbuild
+
+SOURCE = r"""
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { FM_OK = 0, FM_SINGULAR = 1, FM_TORQUE = 2, FM_DIVERGED = 3 };
+enum { FM_TRAJ_HOLD = 0, FM_TRAJ_REST_TO_REST = 1, FM_TRAJ_SPLINE = 2, FM_TRAJ_SPIN_UP = 3 };
+enum { FM_PROFILE_SINUSOIDAL = 0, FM_PROFILE_QUINTIC = 1, FM_PROFILE_CUBIC = 2 };
+enum { FM_CTRL_NONE = 0, FM_CTRL_PID = 1, FM_CTRL_COMPUTED_TORQUE = 2, FM_CTRL_DECOUPLING = 3 };
+
+/* The compiled model's batch entry points (called with n = 1), with or without the parameter vector p:
+   fm_mass_matrix_batch(n, q, [p,] M), fm_bias_forces_batch(n, q, qd, [p,] b). */
+typedef void (*fm_m_p)(long, const double *, const double *, double *);
+typedef void (*fm_m_nop)(long, const double *, double *);
+typedef void (*fm_b_p)(long, const double *, const double *, const double *, double *);
+typedef void (*fm_b_nop)(long, const double *, const double *, double *);
+
+typedef struct {
+    int nq, nj;          /* coordinates, joints (the joints come first in q) */
+    void *mass_matrix, *bias_forces;
+    int has_p;           /* whether they take a parameter vector */
+    const double *p;     /* that vector: the plant's */
+    const double *p_law; /* the one a model-based law uses (the nominal model; NULL: p) */
+} fm_plant;
+
+/* A reference q_d(t), qd_d(t), qdd_d(t) of n joints (flexman.trajectory):
+   rest_to_rest: a = [q0 (n), dq (n)], duration t_end;
+   spin_up: a = [q0 (n), rate (n)], ramp time t_end;
+   spline: a = [breaks (m + 1), c (4 m n), c1 (3 m n), c2 (2 m n)] (the PPoly coefficients of the
+   spline and its two derivatives, highest power first);
+   hold (no trajectory): q_d = qd_d = qdd_d = 0. */
+typedef struct {
+    int kind, profile, n, pieces;
+    double t_start, t_end;
+    const double *a;
+} fm_traj;
+
+/* A built-in controller (flexman.control) plus the torque applied beside it.
+   pid: kp, ki, kd (nj x nj, row-major), off_at (torques zero and integrals frozen after it; inf: never);
+   computed torque: kp, kd; decoupling: gp, gv, and g_lqr (nj x 2 nq, NULL: none) from lqr_at on.
+   tau_max: saturation of the controller's torque per joint (NULL: none).
+   Applied torque: tau_const (nj, NULL: none) or samples tau_samples (n_samples x nj) at t_samples,
+   interpolated linearly (flexman.simulate.run.torque_input). */
+typedef struct {
+    int kind;
+    fm_traj traj;
+    const double *kp, *ki, *kd, *gp, *gv, *g_lqr;
+    double off_at, lqr_at;
+    const double *tau_max;
+    const double *tau_const;
+    const double *tau_samples, *t_samples;
+    long n_samples;
+} fm_control;
+
+/* Doubles of scratch space the right-hand sides need. */
+long fm_work_size(int nq, int nj)
+{
+    return 3L * nq * nq + 2L * nj * nj + (long)nq * (nj + 1) + 12L * nq + 12L * nj + 16;
+}
+
+static void fm_eom(const fm_plant *pl, const double *p, const double *q, const double *qd, double *M, double *b)
+{
+    if (pl->has_p) {
+        ((fm_m_p)pl->mass_matrix)(1, q, p, M);
+        ((fm_b_p)pl->bias_forces)(1, q, qd, p, b);
+    } else {
+        ((fm_m_nop)pl->mass_matrix)(1, q, M);
+        ((fm_b_nop)pl->bias_forces)(1, q, qd, b);
+    }
+}
+
+
+/* LDL^T factors of the symmetric n x n matrix A (row-major, in place), without pivoting; 0 unless a
+   pivot is zero (a singular mass matrix). A negative pivot is accepted, as NumPy's solve does (a
+   truncated flexible model can lose definiteness at large deflections); non-finite values run on
+   into the state, which the integrator then reports as diverged, as the Python loop does. */
+static int fm_ldl(int n, double *A)
+{
+    for (int j = 0; j < n; ++j) {
+        double d = A[j * n + j];
+        for (int k = 0; k < j; ++k) d -= A[j * n + k] * A[j * n + k] * A[k * n + k];
+        if (d == 0.0) return FM_SINGULAR;
+        A[j * n + j] = d;
+        for (int i = j + 1; i < n; ++i) {
+            double s = A[i * n + j];
+            for (int k = 0; k < j; ++k) s -= A[i * n + k] * A[j * n + k] * A[k * n + k];
+            A[i * n + j] = s / d;
+        }
+    }
+    return FM_OK;
+}
+
+/* Solve with the factors of fm_ldl: x holds the right-hand side on entry, the solution on exit. */
+static void fm_ldl_apply(int n, const double *A, double *x)
+{
+    for (int i = 0; i < n; ++i)
+        for (int k = 0; k < i; ++k) x[i] -= A[i * n + k] * x[k];
+    for (int i = 0; i < n; ++i) x[i] /= A[i * n + i];
+    for (int i = n - 1; i >= 0; --i)
+        for (int k = i + 1; k < n; ++k) x[i] -= A[k * n + i] * x[k];
+}
+
+/* y = G x for the n x m row-major G (a gain matrix times a vector, as NumPy's x @ G.T). */
+static void fm_matvec(int n, int m, const double *G, const double *x, double *y)
+{
+    for (int i = 0; i < n; ++i) {
+        double s = 0.0;
+        for (int j = 0; j < m; ++j) s += G[i * m + j] * x[j];
+        y[i] = s;
+    }
+}
+
+/* ----- reference trajectories (flexman.trajectory) ----- */
+static void fm_profile(int profile, double x, double *s, double *ds, double *dds)
+{
+    if (profile == FM_PROFILE_SINUSOIDAL) {
+        const double w = 2.0 * M_PI;
+        *s = x - sin(w * x) / w; *ds = 1.0 - cos(w * x); *dds = w * sin(w * x);
+    } else if (profile == FM_PROFILE_QUINTIC) {
+        *s = x * x * x * (10.0 - 15.0 * x + 6.0 * (x * x));
+        *ds = 30.0 * (x * x) * ((1.0 - x) * (1.0 - x));
+        *dds = 60.0 * x * (1.0 - x) * (1.0 - 2.0 * x);
+    } else {
+        *s = x * x * (3.0 - 2.0 * x); *ds = 6.0 * x * (1.0 - x); *dds = 6.0 - 12.0 * x;
+    }
+}
+
+/* Value of piece i of a PPoly with k coefficients per piece at offset s (SciPy's summation order). */
+static double fm_piece(const double *c, int k, int m, int n, int i, int j, double s)
+{
+    double res = 0.0, z = 1.0;
+    for (int kp = 0; kp < k; ++kp) {
+        res = res + c[((long)(k - kp - 1) * m + i) * n + j] * z;
+        z *= s;
+    }
+    return res;
+}
+
+void fm_trajectory(const fm_traj *tr, double t, double *q, double *qd, double *qdd)
+{
+    int n = tr->n;
+    if (tr->kind == FM_TRAJ_HOLD) {
+        for (int j = 0; j < n; ++j) q[j] = qd[j] = qdd[j] = 0.0;
+        return;
+    }
+    if (tr->kind == FM_TRAJ_SPIN_UP) {  /* Kane, Ryan & Banerjee; goes on for ever */
+        const double *q0 = tr->a, *W = tr->a + n;
+        double T = tr->t_end, w = 2.0 * M_PI / T, x = fmax(t, tr->t_start) - tr->t_start;
+        int ramp = x < T;
+        double xr = fmin(x, T);
+        for (int j = 0; j < n; ++j) {
+            double WT = W[j] / T;
+            double qq = ramp ? WT * (xr * xr / 2.0 + (cos(w * xr) - 1.0) / (w * w)) : W[j] * (x - T / 2.0);
+            q[j] = q0[j] + qq;
+            qd[j] = ramp ? WT * (xr - sin(w * xr) / w) : W[j];
+            qdd[j] = ramp ? WT * (1.0 - cos(w * xr)) : 0.0;
+        }
+        return;
+    }
+    double tc = t < tr->t_start ? tr->t_start : (t > tr->t_end ? tr->t_end : t);
+    int moving = t >= tr->t_start && t <= tr->t_end;
+    if (tr->kind == FM_TRAJ_REST_TO_REST) {
+        const double *q0 = tr->a, *dq = tr->a + n;
+        double T = tr->t_end, s, ds, dds;
+        fm_profile(tr->profile, tc / T, &s, &ds, &dds);
+        for (int j = 0; j < n; ++j) {
+            q[j] = q0[j] + dq[j] * s;
+            qd[j] = moving ? dq[j] * ds / T : 0.0;
+            qdd[j] = moving ? dq[j] * dds / (T * T) : 0.0;
+        }
+        return;
+    }
+    /* spline: the piece holding tc (the last one at the end time) */
+    int m = tr->pieces;
+    const double *x = tr->a, *c = x + m + 1, *c1 = c + 4L * m * n, *c2 = c1 + 3L * m * n;
+    int i = 0;
+    while (i < m - 1 && tc >= x[i + 1]) ++i;
+    double s = tc - x[i];
+    for (int j = 0; j < n; ++j) {
+        q[j] = fm_piece(c, 4, m, n, i, j, s);
+        qd[j] = moving ? fm_piece(c1, 3, m, n, i, j, s) : 0.0;
+        qdd[j] = moving ? fm_piece(c2, 2, m, n, i, j, s) : 0.0;
+    }
+}
+
+/* The applied torque beside the controller (flexman.simulate.run.torque_input). */
+static void fm_applied(const fm_control *c, int nj, double t, double *tau)
+{
+    if (c->tau_samples) {
+        const double *tg = c->t_samples;
+        long n_t = c->n_samples, lo = 0, hi = n_t;  /* searchsorted(tg, t, 'right') */
+        while (lo < hi) { long mid = (lo + hi) / 2; if (tg[mid] <= t) lo = mid + 1; else hi = mid; }
+        long k = lo - 1;
+        if (k < 0) k = 0;
+        if (k > n_t - 2) k = n_t - 2;
+        double w = (t - tg[k]) / (tg[k + 1] - tg[k]);
+        w = w < 0.0 ? 0.0 : (w > 1.0 ? 1.0 : w);
+        for (int j = 0; j < nj; ++j)
+            tau[j] = (1.0 - w) * c->tau_samples[k * nj + j] + w * c->tau_samples[(k + 1) * nj + j];
+    } else {
+        for (int j = 0; j < nj; ++j) tau[j] = c->tau_const ? c->tau_const[j] : 0.0;
+    }
+}
+
+/* The controller's joint torques at (t, q, qd, z) with M, b of the state; dz its state rates. */
+static int fm_control_law(const fm_plant *pl, const fm_control *c, double t, const double *q, const double *qd,
+                          const double *z, const double *M, const double *b, double *tau, double *dz, double *w)
+{
+    int nq = pl->nq, nj = pl->nj, nf = nq - nj;
+    double *qr = w, *qdr = qr + nj, *qddr = qdr + nj, *e = qddr + nj, *ed = e + nj, *u = ed + nj;
+    double *t1 = u + nj, *t2 = t1 + nj, *t3 = t2 + nj, *rest = t3 + nj;
+    for (int j = 0; j < nj; ++j) tau[j] = 0.0;
+    if (c->kind == FM_CTRL_NONE) return FM_OK;
+    fm_trajectory(&c->traj, t, qr, qdr, qddr);
+    if (c->kind == FM_CTRL_PID) {  /* tau = kp e + ki z + kd e', e = q_d - q_r; zero after off_at */
+        if (t > c->off_at) {
+            for (int j = 0; j < nj; ++j) dz[j] = 0.0;
+            return FM_OK;
+        }
+        for (int j = 0; j < nj; ++j) { e[j] = qr[j] - q[j]; ed[j] = qdr[j] - qd[j]; }
+        fm_matvec(nj, nj, c->kp, e, t1);
+        fm_matvec(nj, nj, c->ki, z, t2);
+        fm_matvec(nj, nj, c->kd, ed, t3);
+        for (int j = 0; j < nj; ++j) { tau[j] = t1[j] + t2[j] + t3[j]; dz[j] = e[j]; }
+    } else if (c->kind == FM_CTRL_COMPUTED_TORQUE) {  /* tau = M_rr (qdd_d + kd e' + kp e) + b_r */
+        for (int j = 0; j < nj; ++j) { e[j] = qr[j] - q[j]; ed[j] = qdr[j] - qd[j]; }
+        fm_matvec(nj, nj, c->kd, ed, t1);
+        fm_matvec(nj, nj, c->kp, e, t2);
+        for (int j = 0; j < nj; ++j) u[j] = qddr[j] + t1[j] + t2[j];
+        for (int i = 0; i < nj; ++i) {
+            double s = 0.0;
+            for (int j = 0; j < nj; ++j) s += M[i * nq + j] * u[j];
+            tau[i] = s + b[i];
+        }
+    } else {  /* decoupling (004 eqs. 29-37): tau = M_eq u + b_eq */
+        double *Mff = rest, *X = Mff + (long)nf * nf, *Meq = X + (long)nf * (nj + 1), *beq = Meq + (long)nj * nj;
+        double *dx = beq + nj;
+        for (int j = 0; j < nj; ++j) { e[j] = q[j] - qr[j]; ed[j] = qd[j] - qdr[j]; }
+        if (c->g_lqr && t >= c->lqr_at) {  /* u = -G dx, dx = (e, q_f, e', qd_f) */
+            for (int j = 0; j < nj; ++j) { dx[j] = -e[j]; dx[nq + j] = -ed[j]; }
+            for (int k = 0; k < nf; ++k) { dx[nj + k] = -q[nj + k]; dx[nq + nj + k] = -qd[nj + k]; }
+            fm_matvec(nj, 2 * nq, c->g_lqr, dx, u);
+        } else {
+            fm_matvec(nj, nj, c->gv, ed, t1);
+            fm_matvec(nj, nj, c->gp, e, t2);
+            for (int j = 0; j < nj; ++j) u[j] = qddr[j] - t1[j] - t2[j];
+        }
+        for (int i = 0; i < nj; ++i) {
+            for (int j = 0; j < nj; ++j) Meq[i * nj + j] = M[i * nq + j];
+            beq[i] = b[i];
+        }
+        if (nf) {  /* eliminate the flexible accelerations: X = M_ff^-1 [M_fr, b_f] */
+            for (int i = 0; i < nf; ++i)
+                for (int k = 0; k < nf; ++k) Mff[i * nf + k] = M[(nj + i) * nq + nj + k];
+            if (fm_ldl(nf, Mff)) return FM_SINGULAR;
+            double *col = X;
+            for (int j = 0; j <= nj; ++j, col += nf) {
+                for (int i = 0; i < nf; ++i) col[i] = j < nj ? M[(nj + i) * nq + j] : b[nj + i];
+                fm_ldl_apply(nf, Mff, col);
+            }
+            for (int i = 0; i < nj; ++i) {
+                for (int j = 0; j <= nj; ++j) {
+                    double s = 0.0;
+                    for (int k = 0; k < nf; ++k) s += M[i * nq + nj + k] * X[(long)j * nf + k];
+                    if (j < nj) Meq[i * nj + j] -= s; else beq[i] -= s;
+                }
+            }
+        }
+        for (int i = 0; i < nj; ++i) {
+            double s = 0.0;
+            for (int j = 0; j < nj; ++j) s += Meq[i * nj + j] * u[j];
+            tau[i] = s + beq[i];
+        }
+    }
+    if (c->tau_max)
+        for (int j = 0; j < nj; ++j) {
+            double m = c->tau_max[j];
+            if (tau[j] > m) tau[j] = m; else if (tau[j] < -m) tau[j] = -m;
+        }
+    return FM_OK;
+}
+
+static int fm_finite(int n, const double *v)
+{
+    for (int k = 0; k < n; ++k) if (!isfinite(v[k])) return 0;
+    return 1;
+}
+
+/* Closed loop: x = [q, qd, z] -> dx = [qd, qdd, z'], tau the applied joint torques.
+   qdd solves M qdd = S tau - b with the M and b the law also uses (one evaluation of each). */
+int fm_closed_loop_rhs(const fm_plant *pl, const fm_control *c, double t, const double *x, double *dx,
+                       double *tau, double *work)
+{
+    int nq = pl->nq, nj = pl->nj;
+    const double *q = x, *qd = x + nq, *z = x + 2 * nq;
+    double *M = work, *b = M + (long)nq * nq, *applied = b + nq, *w = applied + nj, *qdd = dx + nq;
+    double *Mn = w + 10L * nj + (long)nq * nq + (long)nq * (nj + 1) + (long)nj * nj + 2L * nq, *bn = Mn + (long)nq * nq;
+    const double *Ml = M, *bl = b;  /* the model the law uses */
+    fm_eom(pl, pl->p, q, qd, M, b);
+    if (pl->p_law && pl->p_law != pl->p && (c->kind == FM_CTRL_COMPUTED_TORQUE || c->kind == FM_CTRL_DECOUPLING)) {
+        fm_eom(pl, pl->p_law, q, qd, Mn, bn);  /* a nominal model, not the plant's */
+        Ml = Mn; bl = bn;
+    }
+    fm_applied(c, nj, t, applied);
+    int status = fm_control_law(pl, c, t, q, qd, z, Ml, bl, tau, dx + 2 * nq, w);
+    if (status) return status;
+    for (int j = 0; j < nj; ++j) tau[j] = applied[j] + tau[j];
+    if (!fm_finite(nj, tau)) return FM_TORQUE;
+    for (int i = 0; i < nq; ++i) qdd[i] = (i < nj ? tau[i] : 0.0) - b[i];
+    if (fm_ldl(nq, M)) return FM_SINGULAR;
+    fm_ldl_apply(nq, M, qdd);
+    memcpy(dx, qd, sizeof(double) * nq);
+    return FM_OK;
+}
+
+/* Prescribed joints (control->traj): x = [q_f, qd_f, W] -> dx = [qd_f, qdd_f, tau . qd_r], tau the
+   joint torques the motion needs (flexman.simulate.prescribed). */
+int fm_prescribed_rhs(const fm_plant *pl, const fm_control *c, double t, const double *x, double *dx,
+                      double *tau, double *work)
+{
+    int nq = pl->nq, nj = pl->nj, nf = nq - nj;
+    double *M = work, *b = M + (long)nq * nq, *q = b + nq, *qd = q + nq, *qddr = qd + nq, *Mff = qddr + nj;
+    double *qddf = dx + nf;
+    fm_trajectory(&c->traj, t, q, qd, qddr);
+    memcpy(q + nj, x, sizeof(double) * nf);
+    memcpy(qd + nj, x + nf, sizeof(double) * nf);
+    fm_eom(pl, pl->p, q, qd, M, b);
+    for (int i = 0; i < nf; ++i) {  /* M_ff qdd_f = -(b_f + M_fr qdd_r) */
+        double s = 0.0;
+        for (int j = 0; j < nj; ++j) s += M[(nj + i) * nq + j] * qddr[j];
+        qddf[i] = -(b[nj + i] + s);
+        for (int k = 0; k < nf; ++k) Mff[i * nf + k] = M[(nj + i) * nq + nj + k];
+    }
+    if (nf) {
+        if (fm_ldl(nf, Mff)) return FM_SINGULAR;
+        fm_ldl_apply(nf, Mff, qddf);
+    }
+    double power = 0.0;
+    for (int i = 0; i < nj; ++i) {  /* tau = M_rr qdd_r + M_rf qdd_f + b_r */
+        double s1 = 0.0, s2 = 0.0;
+        for (int j = 0; j < nj; ++j) s1 += M[i * nq + j] * qddr[j];
+        for (int k = 0; k < nf; ++k) s2 += M[i * nq + nj + k] * qddf[k];
+        tau[i] = s1 + s2 + b[i];
+        power += tau[i] * qd[i];
+    }
+    if (!fm_finite(nj, tau)) return FM_TORQUE;
+    memcpy(dx, x + nf, sizeof(double) * nf);
+    dx[2 * nf] = power;
+    return FM_OK;
+}
+
+typedef int (*fm_rhs)(const fm_plant *, const fm_control *, double, const double *, double *, double *, double *);
+
+/* One RK4 run over the grid t[0..n_t-1] from x0 (nx values). Every `every`-th grid time (and the
+   last) is a sample: X (rows of nx) and TAU (rows of nj, the torque at the start of the step; at
+   the last sample evaluated there). Returns FM_OK, or the fault that ended the run; *n_out: the
+   samples written (after a fault: those before it), *t_fault: when the fault was met. */
+int fm_rk4_run(const fm_plant *pl, const fm_control *c, int prescribed, const double *t, long n_t,
+               const double *x0, int nx, long every, double *X, double *TAU, long *n_out, double *t_fault)
+{
+    fm_rhs f = prescribed ? fm_prescribed_rhs : fm_closed_loop_rhs;
+    int nj = pl->nj;
+    double *work = (double *)malloc(sizeof(double) * (fm_work_size(pl->nq, nj) + 6L * nx + nj));
+    if (!work) return FM_SINGULAR;
+    double *k1 = work + fm_work_size(pl->nq, nj), *k2 = k1 + nx, *k3 = k2 + nx, *k4 = k3 + nx;
+    double *y = k4 + nx, *x = y + nx, *tau = x + nx;
+    int status = FM_OK;
+    long j = 0;
+    memcpy(x, x0, sizeof(double) * nx);
+    memcpy(X, x, sizeof(double) * nx);
+    j = 1;
+    long k = 0;
+    for (; k < n_t - 1; ++k) {
+        double tk = t[k], h = t[k + 1] - t[k];
+        if ((status = f(pl, c, tk, x, k1, tau, work))) { *t_fault = tk; break; }
+        if (k % every == 0) memcpy(TAU + (j - 1) * nj, tau, sizeof(double) * nj);
+        for (int i = 0; i < nx; ++i) y[i] = x[i] + 0.5 * h * k1[i];
+        if ((status = f(pl, c, tk + 0.5 * h, y, k2, tau, work))) { *t_fault = tk; break; }
+        for (int i = 0; i < nx; ++i) y[i] = x[i] + 0.5 * h * k2[i];
+        if ((status = f(pl, c, tk + 0.5 * h, y, k3, tau, work))) { *t_fault = tk; break; }
+        for (int i = 0; i < nx; ++i) y[i] = x[i] + h * k3[i];
+        if ((status = f(pl, c, tk + h, y, k4, tau, work))) { *t_fault = tk; break; }
+        for (int i = 0; i < nx; ++i) x[i] = x[i] + h / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]);
+        if (!fm_finite(nx, x)) { status = FM_DIVERGED; *t_fault = tk + h; break; }
+        if ((k + 1) % every == 0 || k + 1 == n_t - 1) {
+            memcpy(X + j * nx, x, sizeof(double) * nx);
+            ++j;
+        }
+    }
+    /* the torque at the last sample, evaluated there */
+    const double *last = X + (j - 1) * nx;
+    double t_last = status ? t[(j - 1) * every] : t[n_t - 1];
+    for (int i = 0; i < nj; ++i) tau[i] = NAN;
+    f(pl, c, t_last, last, k1, tau, work);
+    memcpy(TAU + (j - 1) * nj, tau, sizeof(double) * nj);
+    *n_out = j;
+    free(work);
+    return status;
+}
+
+/* n_runs runs of one plant and controller on one grid: initial states X0 (n_runs x nx), parameter
+   vectors P (n_runs x n_p; NULL: the plant's own) of the plants (a model-based law keeps p_law,
+   else the plant's own p, as its model). X: n_runs x n_samples x nx, TAU: n_runs x
+   n_samples x nj; samples after a run's fault stay as the caller filled them. status[r],
+   n_out[r], t_fault[r]: per run. */
+void fm_rk4_batch(const fm_plant *pl, const fm_control *c, int prescribed, const double *t, long n_t,
+                  long n_runs, const double *X0, const double *P, long n_p, int nx, long every, long n_samples,
+                  double *X, double *TAU, int *status, long *n_out, double *t_fault)
+{
+    for (long r = 0; r < n_runs; ++r) {
+        fm_plant one = *pl;
+        if (P) {
+            if (!one.p_law) one.p_law = pl->p;
+            one.p = P + r * n_p;
+        }
+        status[r] = fm_rk4_run(&one, c, prescribed, t, n_t, X0 + r * nx, nx, every, X + r * n_samples * nx,
+                               TAU + r * n_samples * pl->nj, &n_out[r], &t_fault[r]);
+    }
+}
+"""
+
+
+# ----- the same structs on the Python side --------------------------------------------------
+_P = ctypes.POINTER(ctypes.c_double)
+
+
+class Plant(ctypes.Structure):
+    _fields_ = [("nq", ctypes.c_int), ("nj", ctypes.c_int), ("mass_matrix", ctypes.c_void_p),
+                ("bias_forces", ctypes.c_void_p), ("has_p", ctypes.c_int),
+                ("p", _P), ("p_law", _P)]
+
+
+class Traj(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_int), ("profile", ctypes.c_int), ("n", ctypes.c_int), ("pieces", ctypes.c_int),
+                ("t_start", ctypes.c_double), ("t_end", ctypes.c_double), ("a", _P)]
+
+
+class Control(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_int), ("traj", Traj), ("kp", _P), ("ki", _P), ("kd", _P), ("gp", _P), ("gv", _P),
+                ("g_lqr", _P), ("off_at", ctypes.c_double), ("lqr_at", ctypes.c_double), ("tau_max", _P),
+                ("tau_const", _P), ("tau_samples", _P), ("t_samples", _P), ("n_samples", ctypes.c_long)]
+
+
+STATUS = {0: "ok", 1: "singular", 2: "torque", 3: "diverged"}
+TRAJ_KINDS = {"hold": 0, "rest_to_rest": 1, "spline": 2, "spin_up": 3}
+PROFILES = {"sinusoidal": 0, "quintic": 1, "cubic": 2}
+CONTROLLER_KINDS = {None: 0, "pid": 1, "computed_torque": 2, "decoupling": 3}
+
+_library = []
+
+
+def library():
+    """The loop library (compiled once per source and compiler, cached on disk like every
+    generated library; ``cbuild.build_shared``), loaded with its entry points typed."""
+    if not _library:
+        lib = cbuild.load(cbuild.build_shared(SOURCE))
+        vp, P, L, I = ctypes.c_void_p, _P, ctypes.c_long, ctypes.c_int
+        lib.fm_rk4_run.restype = I
+        lib.fm_rk4_run.argtypes = [vp, vp, I, P, L, P, I, L, P, P, ctypes.POINTER(L), P]
+        lib.fm_rk4_batch.restype = None
+        lib.fm_rk4_batch.argtypes = [vp, vp, I, P, L, L, P, P, L, I, L, L, P, P, ctypes.POINTER(I),
+                                     ctypes.POINTER(L), P]
+        for name in ("fm_closed_loop_rhs", "fm_prescribed_rhs"):
+            f = getattr(lib, name)
+            f.restype = I
+            f.argtypes = [vp, vp, ctypes.c_double, P, P, P, P]
+        lib.fm_work_size.restype = L
+        lib.fm_work_size.argtypes = [I, I]
+        _library.append(lib)
+    return _library[0]

@@ -1,0 +1,211 @@
+"""Optimal rest-to-rest motion of flexible arms: ``fm.plan`` (CasADi + IPOPT).
+
+:func:`plan` checks its inputs, builds a :class:`~.collocation.Problem` (the equations from
+``fm.derive(robot).casadi()``), solves it by direct collocation (:mod:`.collocation`) and
+returns a :class:`~.result.Plan`. What each objective means and how to warm start:
+docs/motion.md.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..model import inputs
+from ..trajectory import rest_to_rest
+from .collocation import Problem, solve
+from .result import Plan, PlanningError
+
+__all__ = ["plan", "Plan", "PlanningError", "OBJECTIVES"]
+
+#: objective names; a dict {name: weight} is a weighted sum of them
+OBJECTIVES = ("effort", "time", "deflection", "tip_path", "smooth")
+#: default weights added to keep a plan smooth and unique (a little effort under every objective)
+REGULARIZATION = 1e-4
+#: weight of the joints' squared jerk (normalised): keeps the piecewise-linear accelerations of the
+#: collocation from kinking at every knot, which would excite modes faster than the grid resolves
+SMOOTHING = 1e-2
+
+
+def _joint_vector(value, n, name, positive=False):
+    try:
+        arr = np.atleast_1d(np.asarray(value, dtype=float))
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: expected {n} finite numbers (one per joint)") from None
+    if arr.size == 1 and n > 1:
+        arr = np.full(n, float(arr[0]))
+    if arr.shape != (n,) or not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name}: expected {n} finite numbers (one per joint), got {np.ravel(arr).tolist()!r:.80}")
+    if positive and np.any(arr <= 0):
+        raise ValueError(f"{name}: every limit must be > 0 (got {arr.tolist()})")
+    return arr
+
+
+def _weights(objective):
+    if isinstance(objective, str):
+        objective = {objective: 1.0}
+    if not isinstance(objective, dict) or not objective:
+        raise ValueError(f"objective: give one of {', '.join(OBJECTIVES)} or a mapping {{name: weight}}")
+    for k, v in objective.items():
+        if k not in OBJECTIVES:
+            raise ValueError(f"objective: unknown {k!r}; use one of {', '.join(OBJECTIVES)}")
+        if not (isinstance(v, (int, float)) and np.isfinite(v) and v >= 0):
+            raise ValueError(f"objective.{k}: a weight must be a finite number >= 0 (got {v!r})")
+    return {k: float(v) for k, v in objective.items()}
+
+
+def check_controllable(robot, q_goal, tol=1e-6):
+    """Refuse a robot whose flexible motion the joints cannot bring to rest: the linearized arm at
+    ``q_goal`` (joints as inputs, :func:`flexman.control.closed_loop_linearization`) must be
+    controllable (Hautus test on every eigenvalue)."""
+    if robot.nf == 0:
+        return
+    from ..control import closed_loop_linearization
+
+    q = np.zeros(robot.nq)
+    q[robot.joint_index] = q_goal
+    A, B = closed_loop_linearization(robot, q)
+    n = A.shape[0]
+    for lam in np.linalg.eigvals(A):
+        U, sv, _ = np.linalg.svd(np.hstack([A - lam * np.eye(n), B]))
+        if sv[-1] < tol * sv[0]:  # rank deficient: w = U[:, -1] with w^H A = lam w^H and w^H B = 0
+            w = U[:, -1]
+            flex = np.abs(w[robot.n_joints:robot.nq]) + np.abs(w[robot.nq + robot.n_joints:n])
+            name = robot.coordinate_names[robot.n_joints + int(np.argmax(flex))]
+            raise PlanningError(
+                f"robot: the flexible coordinate {name} cannot be brought to rest with the joint actuators "
+                f"(its mode at {abs(lam) / (2 * np.pi):.3g} Hz is uncontrollable at the goal); remove that mode "
+                "(beam.modes) or add an actuator that moves it")
+
+
+def plan(robot, q_start, q_goal, duration=None, limits=None, objective="effort", knots=60, path=None,
+         pre_post=None, guess=None, max_iter=500) -> Plan:
+    """An optimal rest-to-rest move of ``robot``'s joints from ``q_start`` to ``q_goal`` over its full
+    flexible dynamics, by Hermite–Simpson collocation and IPOPT.
+
+    ``duration``: seconds, or None for the minimum time within ``limits`` (objective "time" is
+    then added). ``limits``: {"torque": per-joint N m, "rate": per-joint rad/s (or m/s)}; joint
+    ranges come from the model's ``limits``. ``objective``: "effort" (integral of squared torque,
+    normalised by the limits), "time", "deflection" (integral of the squared end-effector
+    deflection: the tip against the rigid arm's tip at the same joint angles), "tip_path" (the
+    end-effector follows ``path(t) -> xyz`` over [0, duration]; by default the rigid arm's tip along
+    a quintic joint profile; the joints may move ``pre_post`` seconds before and after it: pre- and
+    post-actuation), or a mapping {name: weight}. ``guess``: a joint trajectory to start from
+    (default: the quintic profile). ``knots``: collocation intervals.
+
+    Every plan starts and ends at rest: all rates and accelerations zero (so the flexible coordinates
+    at their static deflection, zero without gravity). Failures are one-line :class:`PlanningError`.
+    """
+    n = robot.n_joints
+    q_start = _joint_vector(q_start, n, "q_start")
+    q_goal = _joint_vector(q_goal, n, "q_goal")
+    weights = _weights(objective)
+    limits = dict(limits or {})
+    unknown = set(limits) - {"torque", "rate"}
+    if unknown:
+        raise ValueError(f"limits: unknown {sorted(unknown)}; use 'torque' and 'rate' (one value per joint)")
+    torque = None if limits.get("torque") is None else _joint_vector(limits["torque"], n, "limits.torque", True)
+    rate = None if limits.get("rate") is None else _joint_vector(limits["rate"], n, "limits.rate", True)
+    if not isinstance(knots, (int, np.integer)) or not 4 <= knots <= 1000:
+        raise ValueError(f"knots: expected a whole number of intervals in [4, 1000] (got {knots!r})")
+    ranges = [tuple(lk.limits) if lk.limits is not None else None for lk in robot.links] + [None] * robot.nf
+    for name, qv in (("q_start", q_start), ("q_goal", q_goal)):
+        for i, rng in enumerate(ranges[:n]):
+            if rng is not None and not rng[0] <= qv[i] <= rng[1]:
+                raise PlanningError(f"{name}: joint {i + 1} = {qv[i]:g} is outside its range [{rng[0]:g}, {rng[1]:g}] "
+                                    f"(links[{i}].limits); choose a reachable target")
+    if duration is None:
+        if torque is None and rate is None:
+            raise ValueError("duration: give a duration in seconds, or torque or rate limits for a minimum-time plan")
+        weights.setdefault("time", 1.0)
+    else:
+        duration = float(inputs.finite(np.asarray(duration, dtype=float), "duration"))
+        if not duration > 0:
+            raise ValueError(f"duration: must be > 0 seconds (got {duration:g})")
+        weights.pop("time", None)
+    if "tip_path" in weights and duration is None:
+        raise ValueError("objective: tip_path needs a duration (the path's timing)")
+    if robot.nf:
+        check_controllable(robot, q_goal)
+
+    from ..symbolic import derive
+
+    which = ("inverse_dynamics", "tip_position") if ({"deflection", "tip_path"} & set(weights)) else ("inverse_dynamics",)
+    functions = derive(robot).casadi(which)
+
+    # the warm start and the time window of the move inside the horizon
+    pre = 0.0
+    if "tip_path" in weights:
+        pre = 0.25 * duration if pre_post is None else float(pre_post)
+        if not (np.isfinite(pre) and pre >= 0):
+            raise ValueError(f"pre_post: seconds >= 0 (got {pre_post!r})")
+    horizon = None if duration is None else duration + 2 * pre
+    guess_T = horizon if horizon is not None else _time_estimate(q_start, q_goal, torque, rate, robot)
+    profile = rest_to_rest(q_start, q_goal, guess_T if not pre else duration, "quintic")
+    if guess is None:
+        guess_traj = profile if not pre else _delayed(profile, pre)
+    else:
+        guess_traj = guess
+    path_fn = None
+    if "tip_path" in weights:
+        path_fn = _tip_path(robot, profile, path, pre, duration)
+    scale = torque if torque is not None else _torque_scale(robot, profile)
+    weights.setdefault("effort", 0.0)
+    weights["effort"] += REGULARIZATION
+    weights.setdefault("smooth", SMOOTHING)
+    # jerk of the quintic profile at its ends: 60 |dq| / T^3 (a scale, floored for joints that stay)
+    dq = np.abs(q_goal - q_start)
+    jerk = 60.0 * np.maximum(dq, 1e-3 * max(float(dq.max()), 1e-3)) / (duration or guess_T) ** 3
+    problem = Problem(robot, functions, q_start, q_goal, horizon, int(knots), weights, torque, rate,
+                      ranges, path_fn, (pre, pre + (duration or 0.0)), guess_traj, guess_T, scale, jerk, max_iter)
+    sol = solve(problem)
+    result = Plan(robot, sol, q_start, q_goal, weights, path_fn, (pre, pre + (duration or sol.T)))
+    result.check()
+    return result
+
+
+def _delayed(traj, pre):
+    """``traj`` started ``pre`` seconds later (the warm start of a plan with pre-actuation)."""
+    from ..trajectory import Trajectory
+
+    return Trajectory(0.0, traj.t_end + 2 * pre, lambda t: traj(t - pre), traj.n)
+
+
+def _time_estimate(q_start, q_goal, torque, rate, robot):
+    """A first duration for a minimum-time plan: the rate limit's quintic time, or a rigid
+    bang-bang estimate from the torque limits and the arm's joint inertia at the start."""
+    dq = np.abs(q_goal - q_start)
+    T = 0.5
+    if rate is not None:
+        T = max(T, float(np.max(1.875 * dq / rate)))
+    if torque is not None:
+        q = np.zeros(robot.nq)
+        q[robot.joint_index] = q_start
+        inertia = np.diag(robot.mass_matrix(q))[robot.joint_index]
+        T = max(T, float(np.max(2.0 * np.sqrt(dq * inertia / torque))) * 1.5)
+    return T
+
+
+def _torque_scale(robot, profile):
+    """Torque magnitudes of the warm-start profile on the rigid arm (normalises the effort)."""
+    t = np.linspace(profile.t_start, profile.t_end, 21)
+    q, qd, qdd = profile(t)
+    z = np.zeros((len(t), robot.nf))
+    tau = robot.inverse_dynamics(np.hstack([q, z]), np.hstack([qd, z]), np.hstack([qdd, z]))[:, robot.joint_index]
+    return np.maximum(np.max(np.abs(tau), axis=0), 1e-3 * max(1.0, float(np.max(np.abs(tau)))))
+
+
+def _tip_path(robot, profile, path, pre, duration):
+    """The end-effector's target over the horizon: ``path`` (or the rigid arm's tip along
+    ``profile``) during the move, held at its ends before and after."""
+    if path is None:
+        def rigid(t):
+            q = np.zeros(robot.nq)
+            q[robot.joint_index] = profile(t)[0]
+            return robot.frame(q)[:3, 3]
+        path = rigid
+    start, end = np.asarray(path(0.0), dtype=float), np.asarray(path(duration), dtype=float)
+    if start.shape != (3,) or not np.all(np.isfinite(start)) or not np.all(np.isfinite(end)):
+        raise ValueError("path: path(t) must return 3 finite coordinates (x, y, z in m)")
+
+    def target(t):
+        return np.asarray(path(min(max(t - pre, 0.0), duration)), dtype=float)
+    return target

@@ -1,0 +1,217 @@
+"""Which loop a run takes, and the compiled one: a whole fixed-step RK4 run in one C call.
+
+A run goes through the **compiled loop** (:mod:`flexman.codegen.loop`: the controller law, its
+reference trajectory, the dynamics and RK4 all in C, output sampling included) when everything
+in it is known to C: the method is ``"rk4"``, the dynamics are a compiled C model, the controller
+is none or a built-in one (:class:`~flexman.control.PID`, ``ComputedTorque``, ``Decoupling``,
+also from a model file; their saturation and switch-off times included) whose reference is a
+built-in trajectory (``rest_to_rest``, ``spline``, ``spin_up``, model-file manoeuvres), and the
+applied ``torque`` is none, constant or sampled. Prescribed motion with a built-in trajectory
+runs there too. Anything written in Python (a controller or torque function, a shaped or
+hand-written trajectory, a subclass overriding a law) keeps the **Python loop**
+(:func:`flexman.simulate.run.integrate`), which calls it at every stage.
+
+:func:`plan` says which, and why not compiled; ``loop="python"`` forces the Python loop (the
+reference the tests compare against), ``loop="compiled"`` makes "not compiled" an error.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+
+import numpy as np
+
+from ..codegen import loop as cloop
+from .run import check_first_torque, torque_values, warn_fault
+
+LOOPS = ("auto", "compiled", "python")
+_P = ctypes.POINTER(ctypes.c_double)
+
+
+def _ptr(a):
+    return None if a is None else a.ctypes.data_as(_P)
+
+
+def _array(a):
+    return np.ascontiguousarray(a, dtype=float)
+
+
+def trajectory_struct(traj, n, keep):
+    """A ``loop.Traj`` for a built-in trajectory of ``n`` joints (arrays it points to go into
+    ``keep``), or None when the trajectory is not one C knows."""
+    from ..trajectory import SpinUp, Trajectory
+
+    kind = getattr(traj, "kind", None)
+    if type(traj) not in (Trajectory, SpinUp) or kind not in cloop.TRAJ_KINDS or getattr(traj, "n", None) != n:
+        return None
+    s = cloop.Traj(kind=cloop.TRAJ_KINDS[kind], n=n, t_start=traj.t_start, t_end=traj.t_end)
+    if kind == "rest_to_rest":
+        if traj.profile not in cloop.PROFILES:
+            return None
+        s.profile = cloop.PROFILES[traj.profile]
+        data = np.concatenate([traj.q_start, traj.q_end - traj.q_start])
+    elif kind == "spin_up":
+        data = np.concatenate([traj.q_start, traj.rate])
+    else:
+        c, c1, c2 = traj.pieces
+        m = len(traj.times) - 1
+        if c.shape != (4, m, n) or c1.shape != (3, m, n) or c2.shape != (2, m, n):
+            return None
+        s.pieces = m
+        data = np.concatenate([np.ravel(traj.times), c.ravel(), c1.ravel(), c2.ravel()])
+    data = _array(data)
+    keep.append(data)
+    s.a = _ptr(data)
+    return s
+
+
+class CompiledLoop:
+    """The C description of one run's plant and controller (structs and the arrays they point
+    to), and its integration: :meth:`run` (one run), :meth:`batch` (many)."""
+
+    def __init__(self, model, control, keep, prescribed, n_states):
+        self.model, self.control, self.keep = model, control, keep
+        self.prescribed, self.n_states = prescribed, n_states
+        entries = {w: model.c_entry(w) for w in ("mass_matrix", "bias_forces")}
+        takes_p = entries["mass_matrix"][1]
+        self.params = _array(model.params) if takes_p else np.zeros(1)
+        self.plant = cloop.Plant(nq=model.nq, nj=model.n_joints, has_p=int(takes_p), p=_ptr(self.params),
+                                 **{w: address for w, (address, _) in entries.items()})
+        self.lib = cloop.library()
+
+    def run(self, x0, t_grid, label="simulate"):
+        """(t, X, taus, stats) of one RK4 run from x0 over t_grid (see ``run.integrate``)."""
+        x0, t_grid = _array(x0), _array(t_grid)
+        n_t, nx, nj = len(t_grid), len(x0), self.model.n_joints
+        X, taus = np.empty((n_t, nx)), np.empty((n_t, nj))
+        n_out, t_fault = ctypes.c_long(0), ctypes.c_double(np.nan)
+        start = time.perf_counter()
+        status = self.lib.fm_rk4_run(ctypes.byref(self.plant), ctypes.byref(self.control), int(self.prescribed),
+                                     _ptr(t_grid), n_t, _ptr(x0), nx, 1, _ptr(X), _ptr(taus), ctypes.byref(n_out),
+                                     ctypes.byref(t_fault))
+        wall = time.perf_counter() - start
+        k = n_out.value
+        t_out, X, taus = t_grid[:k], X[:k], taus[:k]
+        steps = n_t - 1 if status == 0 else k - 1
+        info = _info(status, t_fault.value, steps)
+        if status:
+            warn_fault(label, "rk4", info, t_out)
+        stats = {"rhs_evaluations": 4 * steps + 1, "wall_time": wall, "loop": "compiled", **info}
+        return t_out, X, taus, stats
+
+    def batch(self, X0, t_grid, every, n_samples, params=None, threads=None):
+        """(X (B, n_samples, nx), TAU (B, n_samples, nj), status per run): B runs from the rows of
+        X0 on one grid, every ``every``-th time sampled; ``params``: one parameter vector per run
+        (the plants'; a model-based controller keeps the model's own as its nominal model). A run
+        that faults keeps NaN after its last good sample. The runs are shared among ``threads``
+        (default: one per CPU; the C loop runs without Python's lock)."""
+        X0, t_grid = _array(X0), _array(t_grid)
+        B, nx = X0.shape
+        nj = self.model.n_joints
+        X, TAU = np.full((B, n_samples, nx), np.nan), np.full((B, n_samples, nj), np.nan)
+        P = None if params is None or not self.plant.has_p else _array(params)
+        status, n_out, t_fault = np.zeros(B, np.intc), np.zeros(B, np.int_), np.zeros(B)
+
+        def runs(lo, hi):
+            self.lib.fm_rk4_batch(ctypes.byref(self.plant), ctypes.byref(self.control), int(self.prescribed),
+                                  _ptr(t_grid), len(t_grid), hi - lo, _ptr(X0[lo:hi]),
+                                  None if P is None else _ptr(P[lo:hi]), 0 if P is None else P.shape[1], nx,
+                                  int(every), n_samples, _ptr(X[lo:hi]), _ptr(TAU[lo:hi]),
+                                  status[lo:hi].ctypes.data_as(ctypes.POINTER(ctypes.c_int)),
+                                  n_out[lo:hi].ctypes.data_as(ctypes.POINTER(ctypes.c_long)), _ptr(t_fault[lo:hi]))
+
+        n_threads = max(1, min(B, threads or os.cpu_count() or 1))
+        cuts = np.linspace(0, B, n_threads + 1).astype(int)
+        if n_threads == 1:
+            runs(0, B)
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=n_threads) as pool:
+                list(pool.map(runs, cuts[:-1], cuts[1:]))
+        return X, TAU, status
+
+
+def _info(status, t_fault, steps):
+    if status == 0:
+        return {"steps": steps, "success": True, "diverged": False, "t_fault": None,
+                "message": "fixed-step RK4 finished (compiled loop)"}
+    message = {1: "SingularMatrixError: a mass-matrix block is singular at this state",
+               2: "FloatingPointError: the applied torque is not finite (torque argument plus controller output)",
+               3: "the state became non-finite (the run diverged)"}[status]
+    return {"steps": steps, "success": False, "diverged": True, "t_fault": float(t_fault), "message": message}
+
+
+def plan(model, method, nq, n_joints, controller=None, torque=None, t_grid=None, prescribed=None, loop="auto"):
+    """(CompiledLoop or None, reason): the compiled loop of a run when it can take it (see the
+    module doc), else None and why, in words. ``loop``: "auto", "compiled" (a ValueError naming
+    the reason instead of None) or "python" (always None)."""
+    loop = "auto" if loop is None else str(loop).lower()
+    if loop not in LOOPS:
+        raise ValueError(f"loop: unknown '{loop}'; use one of {', '.join(LOOPS)}")
+    if loop == "python":
+        return None, "loop='python' was asked for"
+    keep = []
+    made = _describe(model, method, n_joints, controller, torque, t_grid, prescribed, keep)
+    if isinstance(made, str):
+        if loop == "compiled":
+            raise ValueError(f"loop='compiled': {made}")
+        return None, made
+    control, n_states = made
+    return CompiledLoop(model, control, keep, prescribed is not None, n_states), "compiled"
+
+
+def _describe(model, method, nj, controller, torque, t_grid, prescribed, keep):
+    """(loop.Control, controller states) for the run, or the reason it cannot be compiled."""
+    if method != "rk4":
+        return f"method {method!r}: the compiled loop is fixed-step RK4"
+    if getattr(model, "backend", None) != "c" or not hasattr(model, "c_entry"):
+        return "the dynamics are interpreted (no compiled model)"
+    if len({model.c_entry(w)[1] for w in ("mass_matrix", "bias_forces")}) != 1:
+        return "the compiled model's functions differ in their parameter inputs"
+    control = cloop.Control(kind=0, off_at=np.inf, lqr_at=np.inf)
+    if prescribed is not None:
+        traj = trajectory_struct(prescribed, nj, keep)
+        if traj is None:
+            return "the prescribed motion is a Python function (not a built-in trajectory)"
+        control.traj = traj
+        return control, 0
+    kind, values = torque_values(torque, t_grid, nj)
+    if kind == "callable":
+        return "the torque is a Python function torque(t, q, qd)"
+    if kind == "constant":
+        values = _array(values)
+        keep.append(values)
+        control.tau_const = _ptr(values)
+    elif kind == "samples":
+        values, times = _array(values), _array(t_grid)
+        keep.extend((values, times))
+        control.tau_samples, control.t_samples, control.n_samples = _ptr(values), _ptr(times), len(times)
+    if controller is None:
+        return control, 0
+    spec = controller.loop_spec() if hasattr(controller, "loop_spec") else None
+    if spec is None:
+        return f"the controller ({type(controller).__name__}) is written in Python"
+    traj = trajectory_struct(spec["traj"], nj, keep)
+    if traj is None:
+        return "the controller's reference trajectory is a Python function (not a built-in trajectory)"
+    control.traj = traj
+    control.kind = cloop.CONTROLLER_KINDS[spec["kind"]]
+    for name in ("kp", "ki", "kd", "gp", "gv", "g_lqr", "tau_max"):
+        value = spec.get(name)
+        if value is not None:
+            value = _array(value)
+            keep.append(value)
+            setattr(control, name, _ptr(value))
+    if spec.get("off_at") is not None:
+        control.off_at = float(spec["off_at"])
+    if spec.get("lqr_at") is not None:
+        control.lqr_at = float(spec["lqr_at"])
+    return control, (nj if spec["kind"] == "pid" else 0)
+
+
+def first_torque(total_torque, t0, x0):
+    """Bad input before the compiled loop starts: the run's torque at (t0, x0), evaluated by the
+    Python laws once, must be finite (the one-line error the Python loop gives)."""
+    check_first_torque(t0, total_torque(t0, x0))

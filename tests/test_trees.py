@@ -1,0 +1,196 @@
+"""Kinematic trees: links with parents (model files, validation, depth-first order) and the
+dynamics of trees against Pinocchio, an independent implementation built here through its
+model API (one joint per link, its placement and unaligned axis, the link's body)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import flexman as fm
+from flexman import Link, ModelError, RigidBody, Robot
+from flexman.model import Placement
+
+pin = pytest.importorskip("pinocchio")
+
+
+def _rpy(r):
+    from flexman.model.rotations import rpy_matrix
+
+    return rpy_matrix(r)[:3, :3]
+
+
+def random_tree(seed, n=7, fixed_share=0.0, gravity=(0.3, -0.2, -9.81)):
+    """A random tree of placed revolute and prismatic joints: link i hangs from a random earlier
+    link or the base; bodies with random COM and inertia."""
+    rng = np.random.default_rng(seed)
+    links = []
+    for i in range(n):
+        parent = int(rng.integers(-1, i)) if i else -1
+        principal = rng.uniform(0.03, 0.05, 3)  # any two exceed the third
+        R = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+        body = RigidBody(float(rng.uniform(0.5, 2.0)), rng.uniform(-0.2, 0.2, 3), R @ np.diag(principal) @ R.T)
+        pl = Placement(rng.uniform(-0.3, 0.3, 3), rng.uniform(-np.pi, np.pi, 3), rng.normal(size=3))
+        joint = "prismatic" if rng.random() < 0.3 else "revolute"
+        links.append(Link(joint=joint, placement=pl, body=body, name=f"l{i}", parent="base" if parent < 0 else parent))
+    return Robot(links, name="tree", gravity=np.array(gravity), dh="standard")
+
+
+def pinocchio_tree(robot):
+    """Pinocchio's model of a flexman tree of placed joints (bodies in the joint frames)."""
+    model = pin.Model()
+    ids = []
+    for link, parent in zip(robot.links, robot.parents):
+        pl = link.placement
+        placement = pin.SE3(_rpy(pl.rpy), np.array(pl.xyz, float))
+        kind = pin.JointModelRevoluteUnaligned if link.joint == "revolute" else pin.JointModelPrismaticUnaligned
+        jid = model.addJoint(0 if parent < 0 else ids[parent], kind(np.array(pl.axis, float)), placement, link.name)
+        b = link.body
+        model.appendBodyToJoint(jid, pin.Inertia(b.mass, np.array(b.com, float), np.array(b.inertia, float)), pin.SE3.Identity())
+        ids.append(jid)
+    model.gravity = pin.Motion(np.array(robot.gravity, float), np.zeros(3))
+    return model
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_tree_against_pinocchio(seed):
+    robot = random_tree(seed)
+    assert not robot.is_serial
+    model = pinocchio_tree(robot)
+    data = model.createData()
+    # Pinocchio numbers its joints in the order they were added: ours, depth-first
+    assert [model.names[j] for j in range(1, model.njoints)] == [link.name for link in robot.links]
+    rng = np.random.default_rng(100 + seed)
+    q, qd, qdd = (rng.normal(size=robot.nq) for _ in range(3))
+    M_ref = pin.crba(model, data, q)
+    M_ref = np.triu(M_ref) + np.triu(M_ref, 1).T
+    scale = max(1.0, np.abs(M_ref).max())
+    np.testing.assert_allclose(robot.mass_matrix(q), M_ref, rtol=0, atol=1e-10 * scale)
+    np.testing.assert_allclose(robot.bias_forces(q, qd), pin.nonLinearEffects(model, data, q, qd), rtol=0, atol=1e-10 * scale)
+    tau = pin.rnea(model, data, q, qd, qdd)
+    np.testing.assert_allclose(robot.inverse_dynamics(q, qd, qdd), tau, rtol=0, atol=1e-10 * scale)
+    # a batch gives the same, and the forward dynamics closes the loop
+    qs = rng.normal(size=(3, robot.nq))
+    for qi, Mi in zip(qs, robot.mass_matrix(qs)):
+        Mr = pin.crba(model, data, qi)
+        np.testing.assert_allclose(Mi, np.triu(Mr) + np.triu(Mr, 1).T, rtol=0, atol=1e-10 * scale)
+    np.testing.assert_allclose(robot.forward_dynamics(q, qd, tau), qdd, rtol=0, atol=1e-8 * scale)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_tree_frames_and_jacobians_against_pinocchio(seed):
+    robot = random_tree(seed)
+    model = pinocchio_tree(robot)
+    data = model.createData()
+    q = np.random.default_rng(seed).normal(size=robot.nq)
+    pin.computeJointJacobians(model, data, q)
+    for i in range(robot.n_joints):
+        T = robot.frame(q, i)
+        ref = data.oMi[i + 1]
+        np.testing.assert_allclose(T[:3, :3], ref.rotation, atol=1e-12)
+        np.testing.assert_allclose(T[:3, 3], ref.translation, atol=1e-12)
+        J_ref = pin.getJointJacobian(model, data, i + 1, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+        np.testing.assert_allclose(robot.jacobian(q, link=i), J_ref, atol=1e-12)
+
+
+def test_tree_energies_and_rigid_formulations_agree():
+    """The 4x4 recursion (used for flexible arms) and Newton-Euler/composite bodies agree on a tree,
+    and the energy rate equals the power of the joint forces."""
+    from flexman.dynamics import crba, lagrange4, rnea
+    from flexman.dynamics.structure import numeric_model
+
+    robot = random_tree(11)
+    model = numeric_model(robot)
+    rng = np.random.default_rng(3)
+    q, qd, qdd = (rng.normal(size=robot.nq) for _ in range(3))
+    np.testing.assert_allclose(lagrange4.inverse_dynamics(model, q, qd, qdd), rnea.inverse_dynamics(robot, q, qd, qdd), atol=1e-10)
+    np.testing.assert_allclose(lagrange4.mass_matrix(model, q), crba.mass_matrix(robot, q), atol=1e-10)
+    # dE/dt = qd . tau with tau = ID(q, qd, qdd) (no friction)
+    h = 1e-6
+    E = lambda s: robot.kinetic_energy(q + s * qd + 0.5 * s * s * qdd, qd + s * qdd) + robot.potential_energy(q + s * qd + 0.5 * s * s * qdd)
+    rate = (E(h) - E(-h)) / (2 * h)
+    assert abs(rate - qd @ robot.inverse_dynamics(q, qd, qdd)) < 1e-6
+
+
+def test_serial_default_keeps_order_and_parents():
+    robot = fm.examples.load("puma560")
+    assert robot.is_serial and robot.parents == tuple(range(-1, robot.n_joints - 1))
+
+
+def test_depth_first_order_and_round_trip(tmp_path):
+    body = RigidBody(1.0, [0.1, 0, 0], [0.01, 0.02, 0.02])
+    links = [Link(a=0.3, body=body, name="a"), Link(a=0.2, body=body, name="b"),
+             Link(a=0.2, body=body, name="c", parent="a"), Link(a=0.1, body=body, name="d", parent=1)]
+    robot = Robot(links)
+    # depth-first, children in file order: a, b, d (child of b), then c (second child of a)
+    assert [link.name for link in robot.links] == ["a", "b", "d", "c"]
+    assert robot.parents == (-1, 0, 1, 0)
+    path = tmp_path / "tree.yaml"
+    fm.save(robot, path)
+    again = fm.load(path)
+    assert again.parents == robot.parents and again.content_key() == robot.content_key()
+    q = np.linspace(0.1, 0.4, 4)
+    np.testing.assert_array_equal(again.mass_matrix(q), robot.mass_matrix(q))
+
+
+@pytest.mark.parametrize("links, message", [
+    ([Link(name="x", parent="y")], "links[0].parent: no link is named 'y'"),
+    ([Link(name="x", parent=1), Link(name="y", parent=0)], "closed loop"),
+    ([Link(name="x", parent=4)], "links[0].parent: index 4 is not a link"),
+    ([Link(name="x"), Link(name="z", parent="z")], "cannot be its own parent"),
+])
+def test_bad_parents_one_sentence(links, message):
+    with pytest.raises(ModelError) as exc:
+        Robot(links)
+    assert message in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_model_file_parent_errors(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("links:\n  - {name: a, a: 0.3, mass: 1}\n  - {name: b, a: 0.3, mass: 1, parent: nowhere}\n")
+    with pytest.raises(ModelError, match=r"links\[1\]\.parent: no link is named 'nowhere'"):
+        fm.load(path)
+    path.write_text("links:\n  - {name: a, a: 0.3, mass: 1}\n  - {name: b, a: 0.3, mass: 1, parent: 2.5}\n")
+    with pytest.raises(ModelError, match=r"links\[1\]\.parent: give the parent link's name"):
+        fm.load(path)
+
+
+def flexible_tree(seed, n=4):
+    """A random flexible arm (beams of every shape kind, sliding beams, hubs, payload) whose links
+    are then hung from random earlier links: a flexible tree."""
+    from test_flexible import random_flexible_robot
+
+    rng = np.random.default_rng(seed)
+    serial = random_flexible_robot(rng, n, dh=["standard", "modified"][seed % 2])
+    links = serial.links
+    for i, link in enumerate(links[1:], 1):
+        link.parent = int(rng.integers(-1, i))
+    return Robot(links, dh=serial.dh, payload=serial.payload, gravity=serial.gravity), rng
+
+
+@pytest.mark.parametrize("seed", [2] + [pytest.param(s, marks=pytest.mark.slow) for s in (0, 1, 3)])
+def test_flexible_tree_against_energy_lagrangian(seed):
+    """Book's recursion on a tree (M by composite bodies, b) against the point-cloud energy
+    Lagrangian, whose positions follow each link's path from the base."""
+    from flexman.oracles.energy_lagrangian import EnergyLagrangian
+
+    from test_flexible import random_state, rel
+
+    robot, rng = flexible_tree(seed)
+    assert not robot.is_serial
+    oracle = EnergyLagrangian(robot)
+    q, qd, _ = random_state(rng, robot)
+    assert rel(robot.mass_matrix(q), oracle.mass_matrix(q)) < 1e-9
+    assert rel(robot.bias_forces(q, qd), oracle.bias_forces(q, qd)) < 1e-8
+    assert abs(robot.potential_energy(q) - oracle.potential_energy(q).real) < 1e-9 * (1 + abs(robot.potential_energy(q)))
+
+
+def test_derived_equations_of_a_tree_equal_the_numeric_ones():
+    """The same recursions traced on a tree: rigid (Newton-Euler) and flexible (Book), the NumPy
+    code generated from them equals the numeric path."""
+    rigid = random_tree(5, n=5)
+    flexible, rng = flexible_tree(2, n=3)
+    for robot, formulation in ((rigid, "newton_euler"), (flexible, "book")):
+        fast = fm.derive(robot, formulation=formulation).compile("numpy")
+        q, qd = rng.normal(size=robot.nq) * 0.1, rng.normal(size=robot.nq)
+        np.testing.assert_allclose(fast.mass_matrix(q), robot.mass_matrix(q), rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(fast.bias_forces(q, qd), robot.bias_forces(q, qd), rtol=1e-10, atol=1e-10)
