@@ -24,17 +24,18 @@ def cmd_export(args) -> int:
             raise UsageError(f"--controller: model '{robot.name}' has no controller section")
         from ..control import from_spec
 
-        from_spec(robot, controller)  # the same checks (and messages) as `flexman simulate --controller`
+        controller = from_spec(robot, controller)  # the same checks (and messages) as `simulate --controller`
     q0 = vector(args.q0, (robot.n_joints, robot.nq), "--q0")
     if q0 is not None and q0.size < robot.nq:
         import numpy as np
 
         q0 = np.concatenate([q0, np.zeros(robot.nq - q0.size)])  # flexible coordinates at rest
     start = time.perf_counter()
-    eom = derive(robot, formulation=args.formulation, parameters="symbolic", external=False)
+    # the polynomial normal form of M costs seconds and the FMU's dynamics do not use it
+    eom = derive(robot, formulation=args.formulation, parameters="symbolic", external=False, reduce_mass_matrix=False)
     path = eom.fmu(args.fmu, kind=args.kind, controller=controller, step_size=args.step_size or 1e-3, q0=q0,
                    force=args.force)
-    info = {"fmu": str(path), "model": robot.name, "kind": args.kind, "controller": bool(controller),
+    info = {"fmu": str(path), "model": robot.name, "kind": args.kind, "controller": type(controller).__name__ if controller is not None else None,
             "coordinates": list(robot.coordinate_names), "parameters": list(eom.param_values),
             "seconds": round(time.perf_counter() - start, 2)}
     if args.json:
@@ -42,7 +43,7 @@ def cmd_export(args) -> int:
         return 0
     kinds = {"me": "model exchange", "cs": "co-simulation", "both": "model exchange and co-simulation"}[args.kind]
     print(f"wrote {path} (FMI 2.0, {kinds}; {robot.nq} coordinates, {len(info['parameters'])} parameters"
-          f"{', PID controller' if controller else ''}) in {info['seconds']:.1f} s")
+          f"{f', {type(controller).__name__} controller' if controller is not None else ''}) in {info['seconds']:.1f} s")
     return 0
 
 
@@ -53,7 +54,8 @@ def register(sub) -> None:
     p.add_argument("--kind", choices=("me", "cs", "both"), default="both",
                    help="model exchange (the tool integrates), co-simulation (RK4 inside) or both (default)")
     p.add_argument("--controller", action="store_true",
-                   help="include the model file's PID joint controllers; their set-points become inputs")
+                   help="include the model file's controller (PID, computed torque, decoupling); its set-points "
+                        "become inputs")
     p.add_argument("--step-size", type=float, metavar="H",
                    help="co-simulation: the internal RK4 step in s (default 1e-3; an FMU parameter)")
     p.add_argument("--q0", type=float, nargs="+", metavar="Q", help="start values of the joint (or all) coordinates")

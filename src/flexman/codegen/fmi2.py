@@ -10,7 +10,10 @@ instead (the tests compile the sources both ways, so the two cannot differ unnot
 model's equations and the ``#define``s it reads: NQ, NJ, NP, NZ (controller states), NX
 (= 2 NQ + NZ continuous states), NV (real variables), the value references VR_DX, VR_TAU,
 VR_REF, VR_Y, VR_P, VR_GAIN, VR_STEP, the arrays V_START and GUID, and the functions
-``fm_forward_dynamics`` and ``fm_position``. Every real variable lives in one array ``v``
+``fm_forward_dynamics`` and ``fm_position``; with a controller (CONTROL > 0, the
+kinds of :mod:`flexman.codegen.loop`) also that module's C, the model's ``fm_*_batch`` functions,
+N_GAINS, VR_GAIN, GAIN_SLOT, VR_REF, VR_TAU_MAX, VR_TAU_OUT, G_LQR, OFF_AT, LQR_AT; SWITCH_1 and
+SWITCH_2 are the controller's switch times (time events; INFINITY: none). Every real variable lives in one array ``v``
 indexed by its value reference: states first (q, qd, then the controller's integrals), their
 derivatives, inputs, outputs, parameters.
 """
@@ -158,6 +161,12 @@ typedef struct {
     char name[128];
     fmi2CallbackLogger logger;
     fmi2ComponentEnvironment env;
+#if CONTROL
+    fm_plant plant;        /* the compiled loop's structs (flexman.codegen.loop), pointing into v */
+    fm_control control;
+    double gains[N_GAINS > 0 ? N_GAINS : 1][NJ * NJ];
+    double *work;
+#endif
 } Instance;
 
 static void say(Instance *m, fmi2Status status, const char *category, const char *message)
@@ -166,28 +175,52 @@ static void say(Instance *m, fmi2Status status, const char *category, const char
         m->logger(m->env, m->name, status, category, "%s", message);
 }
 
-/* The joint torques: the tau inputs plus, with the controller, the PID law on the set-points
-   (e = q_ref - q, its rate qd_ref - qd, the integral of e in the states after q and qd). */
-static void joint_torques(const double *v, const double *x, double *tau)
+#if CONTROL
+/* Point the loop's structs at the instance's variables: the model's M and b, its parameters,
+   the torque inputs (applied beside the law), the set-point inputs (q_ref, qd_ref, qdd_ref). */
+static void connect_law(Instance *m)
 {
-    for (int j = 0; j < NJ; ++j) {
-        tau[j] = v[VR_TAU + j];
-#if NZ > 0
-        const double e = v[VR_REF + j] - x[j], ed = v[VR_REF + NJ + j] - x[NQ + j];
-        tau[j] += v[VR_GAIN + j] * e + v[VR_GAIN + NJ + j] * x[2 * NQ + j] + v[VR_GAIN + 2 * NJ + j] * ed;
-#endif
-    }
+    m->plant.nq = NQ;
+    m->plant.nj = NJ;
+    m->plant.mass_matrix = (void *)fm_mass_matrix_batch;
+    m->plant.bias_forces = (void *)fm_bias_forces_batch;
+    m->plant.has_p = NP > 0;
+    m->plant.p = m->v + VR_P;
+    m->plant.p_law = NULL;
+    m->control.kind = CONTROL;
+    m->control.traj.kind = FM_TRAJ_INPUT;
+    m->control.traj.n = NJ;
+    m->control.traj.a = m->v + VR_REF;
+    m->control.tau_const = m->v + VR_TAU;
+    m->control.off_at = OFF_AT;
+    m->control.lqr_at = LQR_AT;
+    m->control.g_lqr = G_LQR;
+    m->control.tau_max = VR_TAU_MAX >= 0 ? m->v + VR_TAU_MAX : NULL;
+    const double **slots[5] = {&m->control.kp, &m->control.ki, &m->control.kd, &m->control.gp, &m->control.gv};
+    for (int g = 0; g < 5; ++g) *slots[g] = GAIN_SLOT[g] >= 0 ? m->gains[GAIN_SLOT[g]] : NULL;
 }
 
-/* dx/dt at the states x, with the inputs and parameters of v */
-static void rates(const double *v, const double *x, double *dx)
+/* The gain matrices: diagonal, from the per-joint gain parameters (they may have been set). */
+static void load_gains(Instance *m)
 {
-    double tau[NJ + 1];
-    joint_torques(v, x, tau);
+    for (int g = 0; g < N_GAINS; ++g)
+        for (int j = 0; j < NJ; ++j) m->gains[g][j * NJ + j] = m->v[VR_GAIN + g * NJ + j];
+}
+#endif
+
+/* dx/dt at time t and states x (inputs and parameters from v); tau: the joint torques applied.
+   0, or the compiled loop's fault code (singular mass matrix, torque not finite). */
+static int rates(Instance *m, double t, const double *x, double *dx, double *tau)
+{
+#if CONTROL
+    load_gains(m);
+    return fm_closed_loop_rhs(&m->plant, &m->control, t, x, dx, tau, m->work);
+#else
+    (void)t;
+    for (int j = 0; j < NJ; ++j) tau[j] = m->v[VR_TAU + j];
     for (int k = 0; k < NQ; ++k) dx[k] = x[NQ + k];
-    fm_forward_dynamics(x, x + NQ, tau, v + VR_P, dx + NQ);
-#if NZ > 0
-    for (int j = 0; j < NJ; ++j) dx[2 * NQ + j] = v[VR_REF + j] - x[j];
+    fm_forward_dynamics(x, x + NQ, tau, m->v + VR_P, dx + NQ);
+    return 0;
 #endif
 }
 
@@ -198,18 +231,29 @@ static int all_finite(const double *x, int n)
     return 1;
 }
 
-/* derivatives and outputs from the current states, inputs and parameters */
+/* derivatives and outputs from the current time, states, inputs and parameters */
 static fmi2Status update(Instance *m)
 {
     if (!m->dirty) return fmi2OK;
-    rates(m->v, m->v, m->v + VR_DX);
+    double tau[NJ + 1];
+    int fault = rates(m, m->time, m->v, m->v + VR_DX, VR_TAU_OUT >= 0 ? m->v + VR_TAU_OUT : tau);
     fm_position(m->v, m->v + VR_P, m->v + VR_Y);
     m->dirty = 0;
-    if (!all_finite(m->v + VR_DX, NX)) {
-        say(m, fmi2Error, "logStatusError", "the derivatives are not finite (singular mass matrix or diverged states)");
+    if (fault || !all_finite(m->v + VR_DX, NX)) {
+        say(m, fmi2Error, "logStatusError", "the derivatives are not finite (singular mass matrix, diverged states "
+            "or a torque that is not finite)");
         return fmi2Error;
     }
     return fmi2OK;
+}
+
+/* the next time the controller switches (off_at, lqr_at), or INFINITY */
+static double next_switch(const Instance *m)
+{
+    double next = INFINITY;
+    if (SWITCH_1 > m->time) next = SWITCH_1;
+    if (SWITCH_2 > m->time && SWITCH_2 < next) next = SWITCH_2;
+    return next;
 }
 
 const char *fmi2GetTypesPlatform(void) { return "default"; }
@@ -248,10 +292,21 @@ fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, fmi2Str
     m->logger = logger;
     m->env = env;
     strncpy(m->name, name, sizeof(m->name) - 1);
+#if CONTROL
+    m->work = (double *)calloc((size_t)fm_work_size(NQ, NJ), sizeof(double));
+    if (!m->work) { free(m); return NULL; }
+    connect_law(m);
+#endif
     return m;
 }
 
-void fmi2FreeInstance(fmi2Component c) { free(c); }
+void fmi2FreeInstance(fmi2Component c)
+{
+#if CONTROL
+    if (c) free(((Instance *)c)->work);
+#endif
+    free(c);
+}
 
 fmi2Status fmi2SetupExperiment(fmi2Component c, fmi2Boolean toleranceDefined, fmi2Real tolerance,
                                fmi2Real startTime, fmi2Boolean stopTimeDefined, fmi2Real stopTime)
@@ -345,15 +400,18 @@ fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReferenc
 /* ---- model exchange: the importer integrates x = [q, qd, controller integrals] ---- */
 fmi2Status fmi2EnterEventMode(fmi2Component c) { (void)c; return fmi2OK; }
 
+/* The only events are the controller's switch times (time events): there the law changes. */
 fmi2Status fmi2NewDiscreteStates(fmi2Component c, fmi2EventInfo *info)
 {
-    (void)c;
+    Instance *m = (Instance *)c;
+    double next = next_switch(m);
     info->newDiscreteStatesNeeded = fmi2False;
     info->terminateSimulation = fmi2False;
     info->nominalsOfContinuousStatesChanged = fmi2False;
     info->valuesOfContinuousStatesChanged = fmi2False;
-    info->nextEventTimeDefined = fmi2False;
-    info->nextEventTime = 0.0;
+    info->nextEventTimeDefined = isfinite(next) ? fmi2True : fmi2False;
+    info->nextEventTime = isfinite(next) ? next : 0.0;
+    m->dirty = 1;
     return fmi2OK;
 }
 
@@ -368,7 +426,13 @@ fmi2Status fmi2CompletedIntegratorStep(fmi2Component c, fmi2Boolean noSetFMUStat
     return fmi2OK;
 }
 
-fmi2Status fmi2SetTime(fmi2Component c, fmi2Real time) { ((Instance *)c)->time = time; return fmi2OK; }
+fmi2Status fmi2SetTime(fmi2Component c, fmi2Real time)
+{
+    Instance *m = (Instance *)c;
+    m->time = time;
+    m->dirty = 1;
+    return fmi2OK;
+}
 
 fmi2Status fmi2SetContinuousStates(fmi2Component c, const fmi2Real x[], size_t nx)
 {
@@ -435,18 +499,21 @@ fmi2Status fmi2DoStep(fmi2Component c, fmi2Real currentCommunicationPoint, fmi2R
     long n = (long)ceil(H / h_max * (1.0 - 1e-12));
     if (n < 1) n = 1;
     const double h = H / n;
-    double *x = m->v, k1[NX], k2[NX], k3[NX], k4[NX], y[NX];
-    for (long s = 0; s < n && H > 0.0; ++s) {
-        rates(m->v, x, k1);
+    double *x = m->v, k1[NX], k2[NX], k3[NX], k4[NX], y[NX], tau[NJ + 1];
+    int fault = 0;
+    for (long s = 0; s < n && H > 0.0 && !fault; ++s) {
+        const double t = currentCommunicationPoint + s * h;
+        fault |= rates(m, t, x, k1, tau);
         for (int k = 0; k < NX; ++k) y[k] = x[k] + 0.5 * h * k1[k];
-        rates(m->v, y, k2);
+        fault |= rates(m, t + 0.5 * h, y, k2, tau);
         for (int k = 0; k < NX; ++k) y[k] = x[k] + 0.5 * h * k2[k];
-        rates(m->v, y, k3);
+        fault |= rates(m, t + 0.5 * h, y, k3, tau);
         for (int k = 0; k < NX; ++k) y[k] = x[k] + h * k3[k];
-        rates(m->v, y, k4);
+        fault |= rates(m, t + h, y, k4, tau);
         for (int k = 0; k < NX; ++k) y[k] = x[k] + h / 6.0 * (k1[k] + 2.0 * k2[k] + 2.0 * k3[k] + k4[k]);
-        if (!all_finite(y, NX)) {
-            say(m, fmi2Error, "logStatusError", "the state became non-finite (the run diverged: use a smaller step_size)");
+        if (fault || !all_finite(y, NX)) {
+            say(m, fmi2Error, "logStatusError", "the state became non-finite or the mass matrix singular (the run "
+                "diverged: use a smaller step_size)");
             return fmi2Error;
         }
         memcpy(x, y, sizeof(y));

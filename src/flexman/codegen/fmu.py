@@ -8,14 +8,17 @@ platform and, here, the C sources so that any platform can rebuild it. This one 
   end-effector and tip positions (:mod:`flexman.symbolic.kinematics`);
 * model exchange (the importing tool integrates the states ``q, qd``) and co-simulation
   (the FMU steps itself with classic RK4 at most ``step_size`` long, inputs held constant);
-* optionally the model file's PID joint controllers, whose set-points become inputs.
+* optionally a built-in joint controller (PID, computed torque, decoupling + LQR: the C of the
+  compiled loop, :mod:`.loop`), whose set-points become inputs.
 
 Variables (each real, one value reference each, in this order): the coordinates
 (``robot.coordinate_names``) and their rates (``qd_`` + name), the controller's error
 integrals (``int_`` + joint name), the derivatives (``der(...)``), the inputs (joint torques
 ``tau1``..., then set-points ``q1_ref``... and ``qd_q1_ref``...), the outputs (``ee_x``...,
 ``tip2_dx``...), the physical parameters of ``parameters="symbolic"`` (``m1``, ``EIy2``, ...),
-the controller gains (``kp1``..., ``ki1``..., ``kd1``...) and ``step_size``.
+the controller gains (``kp1``..., ``ki1``..., ``kd1``..., or ``gp1``..., ``gv1``...) and ``step_size``;
+with a controller also the set-points ``q1_ref``, ``qd_q1_ref``, ``qdd_q1_ref`` (inputs) and the
+applied torques ``tau_applied1``... (outputs).
 The generic C half (instance, FMI functions, RK4) is :mod:`.fmi2`.
 """
 from __future__ import annotations
@@ -51,33 +54,36 @@ class Variable:
         self.variability, self.initial, self.derivative_of = variability, initial, derivative_of
 
 
-def pid_gains(spec, n_joints) -> dict:
-    """{"kp", "ki", "kd": per-joint gains} of a model file's ``controller:`` mapping of type pid
-    (its trajectory and ``off_at`` stay outside the FMU: the importing tool gives the set-points).
-    Gains may be scalars, one value per joint or diagonal matrices."""
-    if not isinstance(spec, dict):
-        raise ModelError("controller: give the model file's controller mapping (type: pid, kp, ki, kd)")
-    if spec.get("type") != "pid":
-        raise ModelError(f"controller.type: the FMU includes PID joint controllers only (type: pid), not "
-                         f"{spec.get('type')!r}; export without --controller and close the loop in the importing tool")
-    out = {}
-    for key in ("kp", "ki", "kd"):
-        if key not in spec:
-            raise ModelError(f"controller.{key}: missing; a PID controller needs kp, ki and kd")
-        g = np.asarray(spec[key], dtype=float)
-        if g.ndim == 2:
+GAINS = ("kp", "ki", "kd", "gp", "gv")  # the gain matrices of codegen.loop's fm_control, in its order
+GAIN_WORDS = {"kp": "proportional", "ki": "integral", "kd": "derivative", "gp": "position", "gv": "velocity"}
+
+
+class Law:
+    """A built-in controller as the FMU holds it: the kind of :mod:`.loop`, its per-joint gains
+    (FMU parameters), the LQR gain (a constant), switch times and torque limits."""
+
+    def __init__(self, controller, n_joints):
+        spec = controller.loop_spec() if hasattr(controller, "loop_spec") else None
+        if spec is None:
+            raise ModelError(f"controller: a {type(controller).__name__} is evaluated in Python only; an FMU takes "
+                             "the built-in PID, ComputedTorque or Decoupling (flexman.control, or a model file's "
+                             "controller section)")
+        self.kind = spec["kind"]
+        self.gains = {}
+        for key in GAINS:
+            if spec.get(key) is None:
+                continue
+            g = np.asarray(spec[key], dtype=float)
             if g.shape != (n_joints, n_joints) or np.any(g - np.diag(np.diag(g))):
-                raise ModelError(f"controller.{key}: the FMU takes one gain per joint (a scalar, {n_joints} values "
-                                 "or a diagonal matrix)")
-            g = np.diag(g)
-        try:
-            g = np.broadcast_to(g, (n_joints,)).astype(float)
-        except ValueError:
-            raise ModelError(f"controller.{key}: give a scalar or {n_joints} values") from None
-        if not np.all(np.isfinite(g)):
-            raise ModelError(f"controller.{key}: gains must be finite numbers")
-        out[key] = g
-    return out
+                raise ModelError(f"controller.{key}: the FMU takes one gain per joint (scalars, {n_joints} values or "
+                                 "a diagonal matrix), each an FMU parameter")
+            self.gains[key] = np.diag(g).copy()
+        self.g_lqr = None if spec.get("g_lqr") is None else np.asarray(spec["g_lqr"], dtype=float)
+        self.off_at = spec.get("off_at") if self.kind == "pid" else None
+        self.lqr_at = spec.get("lqr_at") if self.g_lqr is not None else None
+        self.tau_max = None if spec.get("tau_max") is None else np.broadcast_to(
+            np.asarray(spec["tau_max"], dtype=float), (n_joints,)).copy()
+        self.n_states = n_joints if self.kind == "pid" else 0
 
 
 # what each parameter stem of flexman.symbolic.params means (suffix: the link number; "h": its hub)
@@ -115,7 +121,7 @@ def coordinate_meaning(robot, k) -> str:
     return "flexible coordinate (deflection amplitude of a beam shape, see the conventions)"
 
 
-def variables(eom, position_names, gains=None, step_size=1e-3, q0=None, qd0=None) -> list:
+def variables(eom, position_names, law=None, step_size=1e-3, q0=None, qd0=None) -> list:
     """The FMU's variables in value-reference order (see the module docstring)."""
     robot = eom.robot
     coords = list(robot.coordinate_names)
@@ -124,24 +130,32 @@ def variables(eom, position_names, gains=None, step_size=1e-3, q0=None, qd0=None
     qd0 = np.zeros(robot.nq) if qd0 is None else np.asarray(qd0, dtype=float)
     states = [Variable(n, "output", q0[k], coordinate_meaning(robot, k), initial="exact") for k, n in enumerate(coords)]
     states += [Variable(f"qd_{n}", "output", qd0[k], f"rate of {n}", initial="exact") for k, n in enumerate(coords)]
-    if gains is not None:
+    if law is not None and law.n_states:
         states += [Variable(f"int_{n}", "local", 0.0, f"PID: integral of the error of {n}", initial="exact")
                    for n in joints]
     out = list(states)
     out += [Variable(f"der({s.name})", "local", description=f"time derivative of {s.name}", initial="calculated",
                      derivative_of=k) for k, s in enumerate(states)]
-    out += [Variable(f"tau{j + 1}", "input", 0.0, f"torque (force) applied at joint {j + 1} ({n})")
+    out += [Variable(f"tau{j + 1}", "input", 0.0, f"torque (force) applied at joint {j + 1} ({n})"
+                     + (", added to the controller's" if law is not None else ""))
             for j, n in enumerate(joints)]
-    if gains is not None:
-        out += [Variable(f"{n}_ref", "input", 0.0, f"PID set-point of {n}") for n in joints]
-        out += [Variable(f"qd_{n}_ref", "input", 0.0, f"PID set-point of the rate of {n}") for n in joints]
+    if law is not None:
+        out += [Variable(f"{n}_ref", "input", 0.0, f"controller set-point of {n}") for n in joints]
+        out += [Variable(f"qd_{n}_ref", "input", 0.0, f"controller set-point of the rate of {n}") for n in joints]
+        out += [Variable(f"qdd_{n}_ref", "input", 0.0, f"controller set-point of the acceleration of {n} "
+                         "(feed-forward of computed torque and decoupling)") for n in joints]
     out += [Variable(n, "output", description=d, initial="calculated") for n, d in position_names]
-    out += [Variable(n, "parameter", v, meaning(n), "tunable", "exact")
-            for n, v in eom.param_values.items()]
-    if gains is not None:
-        for key, what in (("kp", "proportional"), ("ki", "integral"), ("kd", "derivative")):
-            out += [Variable(f"{key}{j + 1}", "parameter", g, f"PID {what} gain of joint {j + 1}", "tunable", "exact")
-                    for j, g in enumerate(gains[key])]
+    if law is not None:
+        out += [Variable(f"tau_applied{j + 1}", "output", description=f"joint {j + 1}: the torque applied, input "
+                         "plus controller", initial="calculated") for j in range(robot.n_joints)]
+    out += [Variable(n, "parameter", v, meaning(n), "tunable", "exact") for n, v in eom.param_values.items()]
+    if law is not None:
+        for key, gains in law.gains.items():
+            out += [Variable(f"{key}{j + 1}", "parameter", g, f"controller {GAIN_WORDS[key]} gain of joint {j + 1}",
+                             "tunable", "exact") for j, g in enumerate(gains)]
+        if law.tau_max is not None:
+            out += [Variable(f"tau_max{j + 1}", "parameter", g, f"controller torque limit of joint {j + 1}",
+                             "tunable", "exact") for j, g in enumerate(law.tau_max)]
     out.append(Variable("step_size", "parameter", float(step_size),
                         "co-simulation: longest internal RK4 step (s)", "tunable", "exact"))
     seen = set()
@@ -199,37 +213,62 @@ def model_description(eom, variables, identifier, guid, kinds, sources, step_siz
     return "\n".join(lines)
 
 
-def model_source(eom, position, variables, guid, kinds, units) -> str:
-    """The model's C file: the equations, the constants the generic half reads, the generic half.
-    ``units`` receives the parts of split large functions (translation units of their own)."""
+def _c_number(x) -> str:
+    return "INFINITY" if x is None or np.isinf(x) else repr(float(x))
+
+
+def model_source(eom, position, variables, guid, kinds, units, law=None) -> str:
+    """The model's C file: the equations, the constants the generic half reads, the generic half
+    (with a controller, the compiled loop's C before it). ``units`` receives the parts of split
+    large functions (translation units of their own)."""
+    from .loop import CONTROLLER_KINDS, SOURCE as LOOP_SOURCE
+
     robot = eom.robot
     fd = eom.program("forward_dynamics")
-    what = ("mass_matrix", "bias_forces", "forward_dynamics") if len(fd.body) > emit.SOLVE_ABOVE else ("forward_dynamics",)
-    equations = c_source(eom, what, prefix="fm", batch=False, units=units)
+    large = len(fd.body) > emit.SOLVE_ABOVE
+    if law is not None:  # the loop calls M and b through their batch entry points
+        equations = c_source(eom, ("mass_matrix", "bias_forces"), prefix="fm", batch=True, units=units)
+    else:
+        what = ("mass_matrix", "bias_forces", "forward_dynamics") if large else ("forward_dynamics",)
+        equations = c_source(eom, what, prefix="fm", batch=False, units=units)
     nv = len(variables)
     vr = {v.name: k for k, v in enumerate(variables)}
-    coords = list(robot.coordinate_names)
-    nz = sum(1 for v in variables if v.name.startswith("int_") and v.causality == "local")
-    nx = 2 * robot.nq + nz
+    joints = list(robot.coordinate_names)[:robot.n_joints]
+    nz = law.n_states if law is not None else 0
     first_param = next(iter(eom.param_values), None)
-    joints = coords[:robot.n_joints]
     defines = {
-        "NQ": robot.nq, "NJ": robot.n_joints, "NP": len(eom.param_values), "NZ": nz, "NX": nx, "NV": nv,
-        "VR_DX": nx, "VR_TAU": vr["tau1"] if robot.n_joints else nv,
-        "VR_REF": vr[f"{joints[0]}_ref"] if nz else 0,
-        "VR_Y": vr["ee_x"], "VR_P": vr[first_param] if first_param else vr["step_size"],
-        "VR_GAIN": vr["kp1"] if nz else 0, "VR_STEP": vr["step_size"],
+        "NQ": robot.nq, "NJ": robot.n_joints, "NP": len(eom.param_values), "NZ": nz, "NX": 2 * robot.nq + nz,
+        "NV": nv, "VR_DX": 2 * robot.nq + nz, "VR_TAU": vr["tau1"], "VR_Y": vr["ee_x"],
+        "VR_P": vr[first_param] if first_param else vr["step_size"], "VR_STEP": vr["step_size"],
         "HAS_ME": int("me" in kinds), "HAS_CS": int("cs" in kinds),
+        "CONTROL": CONTROLLER_KINDS[law.kind] if law is not None else 0,
+        "VR_TAU_OUT": vr["tau_applied1"] if law is not None else -1,
+        "SWITCH_1": _c_number(law.off_at if law is not None else None),
+        "SWITCH_2": _c_number(law.lqr_at if law is not None else None),
     }
+    lines = [f'#include "flexman_fmi2.h"\n', "\n".join(f"#define {k} {v}" for k, v in defines.items()),
+             f'#define GUID "{guid}"']
+    if law is not None:
+        keys = list(law.gains)
+        slots = ", ".join(str(keys.index(g)) if g in keys else "-1" for g in GAINS)
+        lines += [f"#define N_GAINS {len(keys)}", f"#define VR_GAIN {vr[keys[0] + '1'] if keys else 0}",
+                  f"static const int GAIN_SLOT[5] = {{{slots}}};  /* kp, ki, kd, gp, gv: row of Instance.gains */",
+                  f"#define VR_REF {vr[joints[0] + '_ref']}",
+                  f"#define VR_TAU_MAX {vr['tau_max1'] if law.tau_max is not None else -1}",
+                  f"#define OFF_AT {_c_number(law.off_at)}", f"#define LQR_AT {_c_number(law.lqr_at)}"]
+        if law.g_lqr is not None:
+            values = ", ".join(repr(float(x)) for x in law.g_lqr.ravel())
+            lines.append(f"static const double G_LQR_DATA[{law.g_lqr.size}] = {{{values}}};  /* nj x 2 nq */")
+            lines.append("#define G_LQR G_LQR_DATA")
+        else:
+            lines.append("#define G_LQR NULL")
     start = ", ".join(repr(float(v.start)) if v.start is not None else "0.0" for v in variables)
-    text = [f'#include "flexman_fmi2.h"\n',
-            "\n".join(f"#define {k} {v}" for k, v in defines.items()),
-            f'#define GUID "{guid}"',
-            f"static const double V_START[NV] = {{{start}}};\n",
-            equations,
-            emit.function_source("c", position, "fm_position"),
-            fmi2.WRAPPER]
-    return "\n".join(text)
+    lines += [f"static const double V_START[NV] = {{{start}}};\n", equations,
+              emit.function_source("c", position, "fm_position")]
+    if law is not None:
+        lines.append("/* ---- the compiled loop's controller laws (flexman.codegen.loop) ---- */" + LOOP_SOURCE)
+    lines.append(fmi2.WRAPPER)
+    return "\n".join(lines)
 
 
 def platform_folder() -> tuple:
@@ -267,8 +306,9 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
               option="path") -> Path:
     """Write the FMU of a symbolic-parameter ``eom`` to ``path`` (see the module docstring).
 
-    ``kind``: "me", "cs" or "both"; ``controller``: None or a model file's controller mapping
-    (type pid); ``step_size``: the co-simulation RK4 step (a parameter of the FMU, this its
+    ``kind``: "me", "cs" or "both"; ``controller``: None or a built-in controller of
+    :mod:`flexman.control` (PID, ComputedTorque, Decoupling; its reference trajectory is replaced
+    by set-point inputs); ``step_size``: the co-simulation RK4 step (a parameter of the FMU, this its
     start value); ``q0``, ``qd0``: start values of the coordinates and rates (default 0);
     ``force``: replace an existing file. Nothing is left behind when any step fails."""
     if kind not in KINDS:
@@ -294,7 +334,7 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
         why = f"CC={cc!r} is not an executable on the PATH" if cc else "there is no C compiler (cc, gcc or clang) on the PATH"
         raise ValueError(f"FMU: its binary is compiled from C, and {why}; install gcc or clang, or set CC") from None
     folder, suffix = platform_folder()
-    gains = pid_gains(controller, robot.n_joints) if controller is not None else None
+    law = Law(controller, robot.n_joints) if controller is not None else None
     from ..symbolic.kinematics import position_names, position_program
 
     position = position_program(eom)
@@ -302,10 +342,10 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
                   "tip deflection of the link against its undeformed shape (base frame, m)")
                  for n in position_names(robot)]
     kinds = ("me", "cs") if kind == "both" else (kind,)
-    var = variables(eom, described, gains, step_size, q0, qd0)
+    var = variables(eom, described, law, step_size, q0, qd0)
     identifier = names.mangle(robot.name)
     units = []
-    source = model_source(eom, position, var, GUID_SLOT, kinds, units)
+    source = model_source(eom, position, var, GUID_SLOT, kinds, units, law)
     guid = _guid(source, *units, repr(kinds))
     source = source.replace(GUID_SLOT, guid)
     sources = [f"{identifier}.c"] + [f"{identifier}_part{k + 1}.c" for k in range(len(units))]

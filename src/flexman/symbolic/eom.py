@@ -277,20 +277,17 @@ class EOM:
         """Write an FMI 2.0 FMU of the robot to ``path`` (``.fmu``) and return the path: model
         exchange and/or co-simulation (``kind``: "me", "cs", "both"), the physical parameters
         as FMU parameters, joint torques as inputs (see :mod:`flexman.codegen.fmu`).
-        ``controller``: True for the model file's PID controller (or a controller mapping),
-        whose set-points become inputs. Equations with numeric parameters are derived again with
-        symbolic ones (the FMU's parameters); external wrenches are not part of the FMU."""
+        ``controller``: a built-in controller of ``fm.control`` (PID, ComputedTorque, Decoupling;
+        e.g. ``fm.control.from_spec(robot, robot.controller)``), whose set-points become inputs.
+        Equations with numeric parameters are derived again with symbolic ones (the FMU's
+        parameters); external wrenches are not part of the FMU."""
         from ..codegen.fmu import write_fmu
 
-        if controller is True:
-            controller = getattr(self.robot, "controller", None)
-            if not controller:
-                raise ValueError(f"controller: model '{self.robot.name}' has no controller section")
         eom = self
         if self.parameters != "symbolic" or self.param_values.keys() != self._physical_parameters():
             o = self.options
             eom = EOM(self.robot, self.formulation, "symbolic", fold=o["fold"], cse=o["cse"], external=False,
-                      reduce_mass_matrix=o["reduce_mass_matrix"])
+                      reduce_mass_matrix=False)  # M's polynomial normal form costs seconds; the FMU need not
         return write_fmu(eom, path, kind, controller, step_size, q0, qd0, force)
 
     def _physical_parameters(self):
