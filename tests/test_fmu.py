@@ -16,7 +16,7 @@ from fmpy.validation import validate_fmu
 import flexman as fm
 from flexman import cli
 from flexman.analysis.tip import tip_offset
-from flexman.control import PID
+from flexman.control import PID, ComputedTorque, Decoupling
 from flexman.model.serialize import robot_from_dict, robot_to_dict
 from flexman.symbolic.params import parameter_values
 
@@ -68,9 +68,9 @@ def start_values(robot, extra=None):
     return values
 
 
-def fmpy_run(path, robot, kind, extra=None):
-    """(q, qd) of an FMPy simulation of the FMU over [0, T_FINAL], sampled every DT."""
-    options = dict(fmi_type=kind, stop_time=T_FINAL, output_interval=DT, start_values=start_values(robot, extra))
+def fmpy_run(path, robot, kind, extra=None, dt=DT):
+    """(q, qd, result) of an FMPy simulation of the FMU over [0, T_FINAL], sampled every dt."""
+    options = dict(fmi_type=kind, stop_time=T_FINAL, output_interval=dt, start_values=start_values(robot, extra))
     if kind == "ModelExchange":
         options.update(solver="CVode", relative_tolerance=1e-10)
     res = fmpy.simulate_fmu(str(path), **options)
@@ -78,9 +78,9 @@ def fmpy_run(path, robot, kind, extra=None):
     return (np.stack([res[n] for n in names], axis=-1), np.stack([res[f"qd_{n}"] for n in names], axis=-1), res)
 
 
-def reference(robot, **kw):
+def reference(robot, dt=DT, **kw):
     q0, qd0 = start_state(robot)
-    return fm.simulate(robot, T_FINAL, dt=DT, q0=q0, qd0=qd0, torque=torque(robot), backend="numeric", **kw)
+    return fm.simulate(robot, T_FINAL, dt=dt, q0=q0, qd0=qd0, torque=torque(robot), backend="numeric", **kw)
 
 
 @pytest.fixture(scope="module")
@@ -158,25 +158,92 @@ def test_parameters_set_through_fmpy_act_as_a_rebuilt_model(exported, name):
 
 @pytest.fixture(scope="module")
 def controlled(tmp_path_factory):
-    """flx_three_link exported with its PID controllers by the command line."""
+    """flx_three_link exported with its model file's PID controllers by the command line."""
     path = tmp_path_factory.mktemp("fmu_cli") / "three_link_pid.fmu"
     assert cli.main(["export", "flx_three_link", "--fmu", str(path), "--controller"]) == 0
     return path
 
 
-@pytest.mark.slow
-def test_controller_fmu_equals_simulate_with_the_pid(controlled):
-    """The FMU's PID on constant set-points (inputs) = fm.simulate with the same PID gains."""
+def hold(target):
+    """A constant reference: what the FMU's set-point inputs give its controller."""
+    target = np.asarray(target, dtype=float)
+    return lambda t: (target, np.zeros_like(target), np.zeros_like(target))
+
+
+def set_points(robot, target):
+    return {f"{n}_ref": float(v) for n, v in zip(robot.coordinate_names, target)}
+
+
+def on_grid(res, names, dt=DT):
+    """FMPy's samples at 0, dt, ... (model exchange adds samples at events)."""
+    t = dt * np.arange(int(round(T_FINAL / dt)) + 1)
+    return np.stack([np.interp(t, res["time"], res[n]) for n in names], axis=-1)
+
+
+@pytest.mark.parametrize("kind", ["CoSimulation", pytest.param("ModelExchange", marks=pytest.mark.slow)])
+def test_pid_fmu_equals_simulate_with_the_models_pid(controlled, kind):
+    """The model file's PID on constant set-points (inputs) = fm.simulate with that PID, also
+    when a torque input is added to it; the applied torques are outputs. The closed loop's
+    fast transient needs RK4 at 0.25 ms to be a reference for CVODE to 1e-6 (at 1 ms its rate
+    error is 2e-4)."""
     robot = fm.examples.load("flx_three_link")
     spec = robot.controller
-    target = np.array([0.2, 0.1, 0.2])
-    pid = PID(robot, lambda t: (target, np.zeros(3), np.zeros(3)), spec["kp"], spec["ki"], spec["kd"])
+    target = [0.2, 0.1, 0.2]
+    pid = PID(robot, hold(target), spec["kp"], spec["ki"], spec["kd"], off_at=spec["off_at"])
     assert validate_fmu(str(controlled)) == []
-    refs = {f"{n}_ref": float(v) for n, v in zip(robot.coordinate_names, target)}
-    q, _, _ = fmpy_run(controlled, robot, "CoSimulation", extra=refs)
-    expected = reference(robot, controller=pid)
-    assert np.max(np.abs(q - expected.q)) < 1e-10
+    dt = DT if kind == "CoSimulation" else DT / 4
+    _, _, res = fmpy_run(controlled, robot, kind, extra=set_points(robot, target), dt=dt)
+    expected = reference(robot, dt=dt, controller=pid)
+    q = on_grid(res, robot.coordinate_names, dt)
+    tau = on_grid(res, [f"tau_applied{j + 1}" for j in range(3)], dt)
+    assert np.max(np.abs(q - expected.q)) < (1e-10 if kind == "CoSimulation" else 1e-6)
+    error = np.max(np.abs(tau - expected.tau)) / np.max(np.abs(expected.tau))
+    assert error < (1e-10 if kind == "CoSimulation" else 1e-6)
     assert np.max(np.abs(expected.q[-1, :3] - expected.q[0, :3])) > 0.05
+
+
+def test_pid_switch_off_and_gains_set_through_fmpy(tmp_path):
+    """A PID switched off mid-run (off_at between RK4 stages) and gains changed through FMPy:
+    co-simulation equals fm.simulate with those gains and that switch-off."""
+    robot = fm.examples.load("dynaman_2r")
+    pid = PID(robot, hold([0.5, -0.3]), [40.0, 30.0], [5.0, 4.0], [8.0, 6.0], off_at=0.1505)
+    path = fm.derive(robot).fmu(tmp_path / "pid.fmu", controller=pid, kind="cs")
+    assert validate_fmu(str(path)) == []
+    new_gains = {"kp1": 60.0, "ki2": 9.0, "kd1": 4.0}
+    q, _, _ = fmpy_run(path, robot, "CoSimulation", extra={**set_points(robot, [0.5, -0.3]), **new_gains})
+    changed = PID(robot, hold([0.5, -0.3]), [60.0, 30.0], [5.0, 9.0], [4.0, 6.0], off_at=0.1505)
+    expected = reference(robot, controller=changed)
+    assert np.max(np.abs(q - expected.q)) < 1e-10
+    assert np.max(np.abs(q - reference(robot, controller=pid).q)) > 1e-4  # the gains matter
+
+
+@pytest.fixture(scope="module")
+def computed_torque(tmp_path_factory):
+    robot = fm.examples.load("dynaman_2r")
+    law = ComputedTorque(robot, hold([0.5, -0.3]), [100.0, 100.0], [20.0, 20.0])
+    return robot, law, fm.derive(robot).fmu(tmp_path_factory.mktemp("ct") / "ct.fmu", controller=law)
+
+
+@pytest.mark.parametrize("kind", ["CoSimulation", "ModelExchange"])
+def test_computed_torque_fmu_equals_simulate(computed_torque, kind):
+    robot, law, path = computed_torque
+    q, _, _ = fmpy_run(path, robot, kind, extra=set_points(robot, [0.5, -0.3]))
+    expected = reference(robot, controller=law)
+    assert np.max(np.abs(q - expected.q)) < (1e-10 if kind == "CoSimulation" else 1e-6)
+
+
+@pytest.mark.slow
+def test_decoupling_lqr_fmu_equals_simulate(tmp_path):
+    """004's decoupling law switching to its LQR loop mid-run (the gain computed at export)."""
+    robot = fm.examples.load("flx_three_link_lqr")
+    spec = robot.controller
+    law = Decoupling(robot, hold([0.2, 0.1, 0.2]), spec["gp"], spec["gv"], lqr_at=0.1505,
+                     lqr_weights=spec["lqr_weights"])
+    path = fm.derive(robot).fmu(tmp_path / "lqr.fmu", controller=law, kind="cs")
+    assert validate_fmu(str(path)) == []
+    q, _, _ = fmpy_run(path, robot, "CoSimulation", extra=set_points(robot, [0.2, 0.1, 0.2]))
+    expected = reference(robot, controller=law)
+    assert np.max(np.abs(q - expected.q)) < 1e-10
 
 
 def test_sources_match_the_standard_headers(exported, tmp_path):
@@ -219,8 +286,23 @@ def test_cli_refuses_an_existing_file_without_force(controlled, capsys):
 def test_cli_bad_inputs(tmp_path, capsys, monkeypatch):
     one_line_error(capsys, ["export", "dynaman_2r", "--fmu", str(tmp_path / "a.fmu"), "--kind", "xx"], "--kind")
     one_line_error(capsys, ["export", "dynaman_2r", "--fmu", str(tmp_path / "a.zip")], "does not end in .fmu")
-    one_line_error(capsys, ["export", "flx_three_link_lqr", "--fmu", str(tmp_path / "a.fmu"), "--controller"],
-                   "PID joint controllers only")
+    one_line_error(capsys, ["export", "dynaman_2r", "--fmu", str(tmp_path / "a.fmu"), "--controller"],
+                   "has no controller section")
     monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
     one_line_error(capsys, ["export", "dynaman_2r", "--fmu", str(tmp_path / "a.fmu")], "install gcc or clang")
     assert list(tmp_path.iterdir()) == []  # nothing half-written
+
+
+def test_refused_models_and_controllers(tmp_path):
+    data = robot_to_dict(fm.examples.load("dynaman_2r"))
+    data["links"][0]["coulomb"] = 0.2
+    with pytest.raises(fm.ModelError, match="coulomb"):
+        fm.derive(robot_from_dict(data)).fmu(tmp_path / "a.fmu")
+    robot = fm.examples.load("dynaman_2r")
+    with pytest.raises(fm.ModelError, match="evaluated in Python only"):
+        fm.derive(robot).fmu(tmp_path / "a.fmu", controller=lambda t, q, qd: np.zeros(2))
+    coupled = PID(robot, hold([0.0, 0.0]), [[10.0, 1.0], [1.0, 10.0]], 0.0, 1.0)
+    with pytest.raises(fm.ModelError, match="one gain per joint"):
+        fm.derive(robot).fmu(tmp_path / "a.fmu", controller=coupled)
+    assert list(tmp_path.iterdir()) == []
+
