@@ -17,9 +17,12 @@ shared, so take the best and compare rows of one run only):
   through ``simulate_batch``. With ``--batch-sample K`` only K runs are integrated and the time is
   scaled to ``--runs`` (said in the row): the interpreted loop is too slow to run them all.
 
-Columns: the loop the run took (``compiled`` or ``python``, from ``result.stats``), wall seconds,
-simulated seconds, and the real-time factor (simulated seconds per wall second; for the batch,
-all runs' simulated seconds together).
+Columns: the loop the run took (``compiled`` or ``python``, from ``result.stats``), wall seconds
+of the whole call (or process), its CPU seconds (this process and its children, all threads: on
+a machine shared with other jobs the wall time grows with the load, the CPU time much less), of the integration alone (``result.stats["wall_time"]``), and the
+real-time factor of the whole call (simulated seconds per wall second; for the batch, all runs'
+simulated seconds together). A first row times ``python -c "import numpy"`` as a process, the
+floor under the ``cli process`` row on this machine.
 """
 from __future__ import annotations
 
@@ -36,13 +39,26 @@ import flexman as fm
 from flexman.model.serialize import robot_from_dict, robot_to_dict
 
 
+CPU = {}  # row -> CPU seconds of its best repetition (this process and its children)
+
+
+def cpu_seconds():
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def best(fn, repeat):
-    out, times = None, []
+    """(best wall seconds, result of that repetition); its CPU seconds go to CPU["last"]."""
+    out, best_wall = None, float("inf")
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
+        c0, t0 = cpu_seconds(), time.perf_counter()
+        result = fn()
+        wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
+        if wall < best_wall:
+            best_wall, out, CPU["last"] = wall, result, cpu
+    return best_wall, out
 
 
 def loop_of(stats):
@@ -55,7 +71,7 @@ def showcase(repeat):
     fm.simulate(robot, 0.01, dt=2e-3, controller=ctrl, progress=False, backend="compiled")  # load the model
     wall, res = best(lambda: fm.simulate(robot, 4.5, dt=2e-3, controller=ctrl, progress=False, backend="compiled"),
                      repeat)
-    return loop_of(res.stats), wall, 4.5, ""
+    return loop_of(res.stats), wall, res.stats["wall_time"], 4.5, ""
 
 
 def krb(repeat):
@@ -66,7 +82,7 @@ def krb(repeat):
     fm.simulate(robot, 0.1, dt=1e-2, prescribed=traj, progress=False, backend="compiled")
     wall, res = best(lambda: fm.simulate(robot, 20.0, dt=1e-2, prescribed=traj, progress=False, backend="compiled"),
                      repeat)
-    return loop_of(res.stats), wall, 20.0, ""
+    return loop_of(res.stats), wall, res.stats["wall_time"], 20.0, ""
 
 
 def clamped_mass_52():
@@ -89,16 +105,17 @@ def cold52():
         os.environ["FLEXMAN_CACHE"] = tmp
         modelcache.clear_memory()
         try:
-            t0 = time.perf_counter()
+            c0, t0 = cpu_seconds(), time.perf_counter()
             res = fm.simulate(robot, 0.005, progress=False)
             wall = time.perf_counter() - t0
+            CPU["last"] = cpu_seconds() - c0
         finally:
             if old is None:
                 os.environ.pop("FLEXMAN_CACHE", None)
             else:
                 os.environ["FLEXMAN_CACHE"] = old
             modelcache.clear_memory()
-    return loop_of(res.stats), wall, 0.005, f"backend {res.stats.get('backend')}"
+    return loop_of(res.stats), wall, res.stats["wall_time"], 0.005, f"{res.stats.get('backend')} model"
 
 
 def cli_process(repeat):
@@ -115,7 +132,13 @@ def cli_process(repeat):
         return json.loads(out.stdout)
 
     wall, summary = best(once, repeat)
-    return summary.get("loop", "python"), wall, 2.0, ""
+    return summary.get("loop", "python"), wall, summary["wall_time_s"], 2.0, "integration: the run inside"
+
+
+def numpy_process(repeat):
+    cmd = [sys.executable, "-c", "import numpy"]
+    wall, _ = best(lambda: subprocess.run(cmd, check=True), repeat)
+    return "-", wall, float("nan"), float("nan"), "the floor of any process here"
 
 
 def batch(runs, sample):
@@ -127,13 +150,14 @@ def batch(runs, sample):
     q0 = np.zeros((n, robot.nq))
     q0[:, :robot.n_joints] = 0.05 * rng.standard_normal((n, robot.n_joints))
     fm.simulate_batch(robot, 0.01, dt=2e-3, q0=q0[:2], controller=ctrl, progress=False, backend="compiled")
-    t0 = time.perf_counter()
+    c0, t0 = cpu_seconds(), time.perf_counter()
     res = fm.simulate_batch(robot, 1.0, dt=2e-3, q0=q0, controller=ctrl, progress=False, backend="compiled",
                             output_every=10)
     wall = (time.perf_counter() - t0) * runs / n
+    CPU["last"] = (cpu_seconds() - c0) * runs / n
     assert np.all(np.isfinite(res.q))
     note = f"{n} runs measured, scaled to {runs}" if n < runs else ""
-    return loop_of(res.stats), wall, float(runs), note
+    return loop_of(res.stats), wall, res.stats["wall_time"] * runs / n, float(runs), note
 
 
 def main():
@@ -141,10 +165,11 @@ def main():
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--batch-sample", type=int, default=0, help="integrate only this many runs and scale")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--skip", nargs="*", default=[], choices=("showcase", "krb", "cold", "cli", "batch"))
+    parser.add_argument("--skip", nargs="*", default=[], choices=("numpy", "showcase", "krb", "cold", "cli", "batch"))
     args = parser.parse_args()
     rows = []
-    todo = [("showcase", "showcase closed loop 4.5 s (decoupling + LQR)", lambda: showcase(args.repeat)),
+    todo = [("numpy", "python -c 'import numpy' (process)", lambda: numpy_process(args.repeat)),
+            ("showcase", "showcase closed loop 4.5 s (decoupling + LQR)", lambda: showcase(args.repeat)),
             ("krb", "KRB spin-up 20 s, RK4 10 ms", lambda: krb(args.repeat)),
             ("cold", "52 coordinates, 5 steps, cold cache", cold52),
             ("cli", "flexman simulate flx_three_link --controller --t-final 2 (process)",
@@ -154,14 +179,17 @@ def main():
     for key, label, fn in todo:
         if key in args.skip:
             continue
-        loop, wall, simulated, note = fn()
-        rows.append((label, loop, wall, simulated, note))
-        print(f"{label:70s} {loop:9s} {wall:9.3f} s  RTF {simulated / wall:10.3g}  {note}", flush=True)
-    print()
-    print("| run | loop | wall s | real-time factor | note |")
-    print("|---|---|---:|---:|---|")
-    for label, loop, wall, simulated, note in rows:
-        print(f"| {label} | {loop} | {wall:.3g} | {simulated / wall:.3g} | {note} |")
+        CPU["last"] = float("nan")
+        loop, wall, integration, simulated, note = fn()
+        cpu = CPU["last"]
+        rows.append((label, loop, wall, cpu, integration, simulated, note))
+        print(f"{label:70s} {loop:9s} {wall:9.3f} s  cpu {cpu:9.3f} s  integration {integration:9.4f} s  "
+              f"RTF {simulated / wall:10.3g}  {note}  (load {os.getloadavg()[0]:.1f})", flush=True)
+    print(f"\nload average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print("| run | loop | wall s | CPU s | integration s | real-time factor | note |")
+    print("|---|---|---:|---:|---:|---:|---|")
+    for label, loop, wall, cpu, integration, simulated, note in rows:
+        print(f"| {label} | {loop} | {wall:.3g} | {cpu:.3g} | {integration:.3g} | {simulated / wall:.3g} | {note} |")
 
 
 if __name__ == "__main__":

@@ -95,7 +95,7 @@ def test_bad_yaml_is_one_line(tmp_path):
     ([], "required: COMMAND"),
     (["bogus"], "invalid choice: 'bogus'"),
     (["info"], "required: MODEL"),
-    (["simulate", "MODEL", "--dt", "abc"], "invalid float value: 'abc'"),
+    (["simulate", "MODEL", "--dt", "abc"], "--dt: expected a number, got 'abc'"),
     (["simulate", "MODEL", "--method", "euler"], "invalid choice: 'euler'"),
     (["simulate", "MODEL", "--dt", "-1"], "--dt: must be > 0"),
     (["simulate", "MODEL", "--t-final", "0"], "--t-final: must be > 0"),

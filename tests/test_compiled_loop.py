@@ -209,3 +209,87 @@ def test_controllers_use_the_compiled_model(compiled_backend, arm, monkeypatch):
     fm.simulate(arm, 0.05, controller=dec, progress=False, backend="compiled", loop="python")
     assert len(calls) <= 2  # the start check of the mass matrix, not one per stage
     assert dec.using(fm.codegen.modelcache.compiled_model(arm)).terms.backend == "c"
+
+
+# ----- backend="auto" weighs the build against the run -----------------------------------------
+def test_auto_runs_a_short_run_interpreted_on_a_cold_cache(monkeypatch, tmp_path, capsys):
+    from flexman.codegen import modelcache
+    from flexman.simulate import backend
+
+    monkeypatch.setenv("FLEXMAN_CACHE", str(tmp_path))
+    monkeypatch.setenv("FLEXMAN_BACKEND", "auto")
+    monkeypatch.setattr(backend, "_said", set())
+    modelcache.clear_memory()
+    try:
+        robot = fm.examples.load("flx_three_link")
+        res = fm.simulate(robot, 0.005, progress=False)
+        assert res.stats["backend"] == "numeric" and res.stats["loop"] == "python"
+        err = capsys.readouterr().err
+        assert "running the interpreted model: compiling 'flx_three_link' (7 coordinates) would take about" in err
+        assert modelcache.entries() == []  # nothing was built
+    finally:
+        modelcache.clear_memory()
+
+
+def test_auto_weighs_build_against_run(monkeypatch):
+    from flexman.simulate import backend
+
+    robot = fm.examples.load("flx_three_link")
+    monkeypatch.setattr(backend, "interpreted_seconds_per_call", lambda r: 1e-3)
+    build = backend.estimated_build_seconds(robot)
+    assert backend.worth_compiling(robot, 2 * build / 1e-3) == (True, "")
+    worth, why = backend.worth_compiling(robot, 0.5 * build / 1e-3)
+    assert not worth and f"about {build:.3g} s" in why
+    data = robot_to_dict(robot)
+    data["links"][1]["beam"]["shapes"] = "clamped_mass"
+    assert backend.estimated_build_seconds(robot_from_dict(data)) == pytest.approx(backend.BUILD_CLAMPED_MASS * build)
+    bigger = robot_from_dict({**data, "links": data["links"] + data["links"][1:]})
+    assert backend.estimated_build_seconds(bigger) > backend.estimated_build_seconds(robot_from_dict(data))
+
+
+def test_auto_uses_a_built_model_even_for_a_short_run(compiled_backend, monkeypatch, arm):
+    from flexman.codegen import modelcache
+    from flexman.simulate import backend
+
+    modelcache.compiled_model(arm)  # built (or loaded) now
+    monkeypatch.setattr(backend, "worth_compiling", lambda robot, work: (False, "never worth it"))
+    assert fm.simulate(arm, 0.002, progress=False).stats["backend"] == "compiled"
+
+
+def test_cli_json_says_which_loop(compiled_backend, capsys):
+    import json
+
+    from flexman.cli import main
+
+    assert main(["simulate", "flx_three_link", "--controller", "--t-final", "0.01", "--json", "--backend",
+                 "compiled"]) == 0
+    assert json.loads(capsys.readouterr().out)["loop"] == "compiled"
+    assert main(["simulate", "flx_three_link", "--controller", "--t-final", "0.01", "--json", "--method", "RK45",
+                 "--backend", "compiled"]) == 0
+    assert json.loads(capsys.readouterr().out)["loop"] == "python"
+
+
+# ----- a run's energy, cheaply ------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["flx_three_link", "theodore_rrp", "ur5_like_flexible"])
+def test_gravity_free_potential_is_the_strain_energy(name):
+    """Without gravity the potential energy skips the recursion: it equals the average of the
+    full recursion's values under gravity g and -g (the gravity part is linear in g)."""
+    data = robot_to_dict(fm.examples.load(name))
+    q = 0.2 * np.random.default_rng(0).standard_normal((20, fm.examples.load(name).nq))
+    data["gravity"] = [0.0, 0.0, 0.0]
+    free = robot_from_dict(data).potential_energy(q)
+    data["gravity"] = [1.0, -2.0, -9.81]
+    up = robot_from_dict(data).potential_energy(q)
+    data["gravity"] = [-1.0, 2.0, 9.81]
+    down = robot_from_dict(data).potential_energy(q)
+    same(free, 0.5 * (up + down), 1e-13)
+
+
+def test_run_energy_from_the_compiled_mass_matrix(compiled_backend, arm):
+    """A compiled run's kinetic energy is 1/2 qd^T M qd with the compiled M: the robot's own."""
+    from flexman.codegen.modelcache import compiled_model
+    from flexman.simulate.run import energy
+
+    rng = np.random.default_rng(2)
+    q, qd = 0.3 * rng.standard_normal((30, arm.nq)), rng.standard_normal((30, arm.nq))
+    same(energy(arm, compiled_model(arm), q, qd), arm.kinetic_energy(q, qd) + arm.potential_energy(q), 1e-13)

@@ -207,6 +207,49 @@ def test_damped_zv_uses_the_models_damping(compiled_backend):
     assert residual_after(robot, undamped_design(MOVE)) > 0.05 * unshaped  # ignoring the damping costs
 
 
+def test_closed_loop_modes_under_a_controller(compiled_backend):
+    """With a controller the command drives the closed loop: a PD hub servo (kp 20, kd 4) lets
+    the hub move with the beam, so the loop has a servo mode and a flexible mode above the
+    locked-joint one. Shaping both leaves almost nothing; the locked-joint shaper does not."""
+    robot = hub_link()
+    pd = lambda traj: fm.control.PID(robot, traj, kp=20.0, ki=0.0, kd=4.0)  # noqa: E731
+
+    def residual(traj):
+        res = fm.simulate(robot, traj.t_end + 0.6, dt=1e-3, controller=pd(traj), progress=False)
+        return np.abs(res.q[res.t >= traj.t_end, 1]).max()
+
+    closed = fm.control.shaper(robot, [0.0], "ZV", controller=pd(MOVE))
+    assert closed.source == "closed loop" and len(closed.frequencies) == 2
+    assert closed.frequencies[1] > 1.1 * OMEGA1  # the hub moves with the beam: stiffer than clamped
+    unshaped = residual(MOVE)
+    assert residual(closed(MOVE)) < 0.02 * unshaped
+    assert residual(fm.control.shaper(robot, [0.0], "ZV")(MOVE)) > 0.2 * unshaped
+
+
+def test_design_over_a_trajectory_takes_the_frequency_range():
+    """The showcase arm's locked-joint modes shift with its pose: designing over the move gives
+    each (merged) mode its range and puts the design frequency in the middle of it."""
+    robot = fm.examples.load("flx_three_link_lqr")
+    move = tr.rest_to_rest([0.0, 0.0, 0.0], [0.5, 0.3, -0.4], 2.5)
+    sh = fm.control.shaper(robot, move, "ZVD", samples=5)
+    poses = [np.concatenate([move(t)[0], np.zeros(robot.nf)]) for t in np.linspace(0, 2.5, 5)]
+    w = np.array([fm.analysis.natural_frequencies(robot, q, joints="locked") for q in poses])
+    # y and z bending of the round tubes have equal frequencies at rest: one shaper each pair
+    assert len(sh.frequencies) == 2
+    np.testing.assert_allclose(sh.ranges[0], [w[:, :2].min(), w[:, :2].max()], rtol=1e-8)
+    np.testing.assert_allclose(sh.ranges[1], [w[:, 2:].min(), w[:, 2:].max()], rtol=1e-8)
+    np.testing.assert_allclose(sh.frequencies, sh.ranges.mean(axis=1), rtol=1e-14)
+    assert np.all(sh.worst_residual < 0.01)
+
+
+def test_robustness_plot(tmp_path):
+    sh = Shaper.design("EI", [5.0, 20.0], 0.01, tolerance=0.05)
+    data = sh.robustness()
+    assert list(data) == ["ratio", "mode 1 (0.796 Hz)", "mode 2 (3.18 Hz)"]
+    fig = sh.plot_robustness(tmp_path / "r.png")
+    assert (tmp_path / "r.png").stat().st_size > 10_000 and len(fig.axes[0].lines) == 3
+
+
 # ----- bad input -------------------------------------------------------------------------------
 @pytest.mark.parametrize("call, words", [
     (lambda: fm.control.shaper(hub_link(), [0.0], kind="ZZ"), "kind: unknown shaper 'ZZ'"),
@@ -214,10 +257,12 @@ def test_damped_zv_uses_the_models_damping(compiled_backend):
     (lambda: Shaper.design("ZV", 0.0), "frequencies[0]: a natural frequency must be"),
     (lambda: fm.control.shaper(fm.examples.load("dynaman_2r"), [0.0, 0.0]), "has no flexible modes"),
     (lambda: fm.control.shaper(hub_link(), [0.0], "EI", tolerance=1.5), "tolerance: must be between 0 and 1"),
-    (lambda: fm.control.shaper(hub_link(), [0.0], "EI", tolerance=0.0), "tolerance: must be between 0 and 1"),
+    (lambda: fm.control.shaper(hub_link(), [0.0], "ZV", tolerance=0.0), "tolerance: must be between 0 and 1"),
+    (lambda: fm.control.shaper(hub_link(), tr.rest_to_rest([0, 0], [1, 1], 1.0)), "q: the trajectory moves 2 joints"),
     (lambda: fm.control.shaper(hub_link(), [0.0], damping=1.0), "damping[0]: a damping ratio must be in [0, 1)"),
     (lambda: fm.control.shaper(hub_link(), [0.0], modes=2), "modes: give a number of modes between 1 and 1"),
     (lambda: fm.control.shaper(hub_link(), [[0.0, 1.0, 2.0]]), "q: give one configuration"),
+    (lambda: Shaper.design("ZVD", np.arange(1.0, 12.0)), "modes: a ZVD shaper for 11 modes would have 177147 impulses"),
     (lambda: Shaper.design("ZV", 5.0)(lambda t: (t, t, t)), "traj: expected a flexman.trajectory.Trajectory"),
 ])
 def test_bad_input_is_one_clear_line(call, words):

@@ -194,3 +194,78 @@ def test_derived_equations_of_a_tree_equal_the_numeric_ones():
         q, qd = rng.normal(size=robot.nq) * 0.1, rng.normal(size=robot.nq)
         np.testing.assert_allclose(fast.mass_matrix(q), robot.mass_matrix(q), rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(fast.bias_forces(q, qd), robot.bias_forces(q, qd), rtol=1e-10, atol=1e-10)
+
+
+XACRO = """<?xml version="1.0"?>
+<robot name="forked" xmlns:xacro="http://www.ros.org/wiki/xacro">
+  <xacro:arg name="length" default="0.4"/>
+  <xacro:property name="L" value="$(arg length)"/>
+  <xacro:macro name="arm_link" params="name mass">
+    <link name="${name}">
+      <inertial><origin xyz="${L/2} 0 0"/><mass value="${mass}"/>
+        <inertia ixx="0.001" iyy="${mass*L*L/12}" izz="${mass*L*L/12}" ixy="0" ixz="0" iyz="0"/></inertial>
+    </link>
+  </xacro:macro>
+  <link name="base"/>
+  <xacro:arm_link name="upper" mass="2.0"/>
+  <xacro:arm_link name="left" mass="1.0"/>
+  <xacro:arm_link name="right" mass="1.0"/>
+  <link name="tool"/>
+  <joint name="j1" type="continuous"><parent link="base"/><child link="upper"/><axis xyz="0 0 1"/></joint>
+  <joint name="j2" type="revolute"><parent link="upper"/><child link="left"/><origin xyz="${L} 0 0"/>
+    <axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+  <joint name="j3" type="prismatic"><parent link="upper"/><child link="right"/><origin xyz="${L} 0 0" rpy="0 0 0.5"/>
+    <axis xyz="1 0 0"/><limit lower="0" upper="0.2" effort="1" velocity="1"/></joint>
+  <joint name="tool_joint" type="fixed"><parent link="left"/><child link="tool"/><origin xyz="${L} 0 0"/></joint>
+</robot>
+"""
+
+
+def test_xacro_file_with_arguments_is_a_tree_like_pinocchio(tmp_path):
+    """fm.load of a .urdf.xacro with args: expanded by the xacro package, read as a tree whose
+    dynamics equal Pinocchio's reading of the same expansion."""
+    import xacro
+
+    path = tmp_path / "forked.urdf.xacro"
+    path.write_text(XACRO)
+    robot = fm.load(path, args={"length": 0.7})
+    assert [link.name for link in robot.links] == ["upper", "left", "right"] and robot.parents == (-1, 0, 0)
+    np.testing.assert_allclose(robot.frame(np.zeros(3), "tool")[:3, 3], [1.4, 0, 0], atol=1e-15)
+    model = pin.buildModelFromXML(xacro.process_file(str(path), mappings={"length": "0.7"}).toxml())
+    data = model.createData()
+    q, qd = np.array([0.3, -0.4, 0.1]), np.array([1.0, -0.5, 0.2])
+    qp = np.array([np.cos(q[0]), np.sin(q[0]), q[1], q[2]])
+    M = pin.crba(model, data, qp)
+    np.testing.assert_allclose(robot.mass_matrix(q), np.triu(M) + np.triu(M, 1).T, atol=1e-12)
+    np.testing.assert_allclose(robot.bias_forces(q, qd), pin.nonLinearEffects(model, data, qp, qd), atol=1e-12)
+    assert robot.links[1].limits == (-1.0, 1.0) and robot.links[0].limits is None  # continuous: none
+
+
+def test_xacro_errors_are_one_line(tmp_path):
+    path = tmp_path / "broken.urdf.xacro"
+    path.write_text(XACRO.replace("${mass*L*L/12}", "${mass*LL/12}"))
+    with pytest.raises(ModelError) as info:
+        fm.load(path)
+    text = str(info.value)
+    assert "broken.urdf.xacro: xacro could not expand the file" in text and "LL" in text and "\n" not in text
+    with pytest.raises(ModelError, match="args are the arguments of a .xacro file"):
+        fm.load(fm.examples.path("puma560"), args={"x": 1})
+
+
+def test_statics_wrench_on_a_branch_and_a_named_frame():
+    """Rigid tree held against gravity and a wrench at a side branch (by link name) or at a named
+    frame: the holding torques are the inverse dynamics at rest with that external wrench."""
+    robot = random_tree(4, n=5)
+    T = np.eye(4)
+    T[:3, 3] = [0.1, -0.05, 0.2]
+    robot.frames = {"tool": (2, T)}
+    q = np.random.default_rng(9).normal(size=robot.nq)
+    w = np.array([3.0, -1.0, 2.0, 0.2, 0.1, -0.3])
+    zero = np.zeros(robot.nq)
+    for link, point in (("l3", [0.05, 0.0, 0.1]), ("tool", None), (1, None)):
+        held = fm.analysis.statics(robot, q, wrench=w, link=link, point=point, order=0)
+        ref = robot.inverse_dynamics(q, zero, zero, f_ext=[(link, point, w)])
+        np.testing.assert_allclose(held.torques, ref, atol=1e-10)
+        np.testing.assert_allclose(held.position, (robot.frame(q, link) @ np.append(point if point is not None else np.zeros(3), 1.0))[:3], atol=1e-12)
+    with pytest.raises(ValueError, match="no link or frame is named 'nowhere'"):
+        fm.analysis.statics(robot, q, wrench=w, link="nowhere", order=0)

@@ -33,7 +33,8 @@ def closure_run(robot, t_final, dt=1e-3, controller=None, out=None, tolerance=1e
     report = {
         "model": robot.name, "samples": int(len(res.t)),
         "max_abs_difference": float(diff.max()), "max_relative_difference": float(diff.max() / scale),
-        "passed": bool(diff.max() <= tolerance * scale), "files": [],
+        "passed": bool(diff.max() <= tolerance * scale) and not res.diverged, "files": [],
+        "diverged": bool(res.diverged), "t_diverged": res.t_diverged,  # a partial run never passes
     }
     if out is not None:
         from .outputs import output_folder, staged

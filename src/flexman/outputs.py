@@ -4,15 +4,35 @@
   derivation (an empty name, a file where a folder is wanted, a folder that cannot be
   written, an existing file without ``force``), so the failure comes first, not last.
 * :class:`staged` writes files under temporary names in their own folders and renames them
-  into place together when the block ends without error; on an error or Ctrl-C the temporary
+  into place together when the block ends without error; on an error, Ctrl-C or a termination
+  signal (SIGTERM, SIGHUP: turned into :class:`Terminated` while files are staged) the temporary
   files are removed and the old files stay as they were. Renaming within a folder is atomic,
-  so a reader sees the old file or the new one, never half of one.
+  so a reader sees the old file or the new one, never half of one. (SIGKILL cannot be caught:
+  it may leave a ``.partial`` file, never a half-written final one.)
 """
 from __future__ import annotations
 
 import os
 import secrets
+import signal
+import threading
 from pathlib import Path
+
+#: signals whose default action ends the process without cleaning up; caught while files are staged
+CLEANUP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+class Terminated(BaseException):
+    """A termination signal received while files were being written: raised so that every
+    ``finally`` runs (the temporary files are removed); the command line exits 128 + signum."""
+
+    def __init__(self, signum: int):
+        self.signum = signum
+        super().__init__(f"terminated by {signal.Signals(signum).name}")
+
+
+def _terminate(signum, frame):
+    raise Terminated(signum)
 
 
 def _nonempty(path, option: str) -> Path:
@@ -86,6 +106,11 @@ class staged:
         return Path(final)
 
     def __enter__(self):
+        self.handlers = {}
+        if threading.current_thread() is threading.main_thread():  # only there can signals be handled
+            for sig in CLEANUP_SIGNALS:
+                if signal.getsignal(sig) == signal.SIG_DFL:  # a caller's own handler (or an outer block) stays
+                    self.handlers[sig] = signal.signal(sig, _terminate)
         return self
 
     def __exit__(self, kind, exc, tb):
@@ -96,6 +121,8 @@ class staged:
         finally:
             for tmp, _ in self.pending:  # after an error (or a failed rename): no partial files left
                 tmp.unlink(missing_ok=True)
+            for sig, previous in self.handlers.items():
+                signal.signal(sig, previous)
         return False
 
 

@@ -25,18 +25,28 @@ import hashlib
 import itertools
 import json
 import os
+import math
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 
+from .model.limits import MAX_SWEEP_POINTS, SWEEP_POINT_SECONDS, check_run_size
+from .outputs import staged, write_text
+
 SAMPLINGS = ("grid", "latin_hypercube", "monte_carlo")
 FIGURES = ("peak_tip_deflection", "settling_time", "torque_peaks", "lowest_frequency")
-RUN_KEYS = ("t_final", "dt", "method", "controller", "torque", "q0", "rtol", "atol", "backend")
+RUN_KEYS = ("t_final", "dt", "method", "controller", "torque", "q0", "rtol", "atol", "backend", "time_limit")
+NOT_SIMULATE_KEYS = ("controller", "t_final", "time_limit")  # run keys read here, not passed to simulate
 
 
 class SweepError(ValueError):
     """A sweep specification that cannot run (the message names the field)."""
+
+
+class PointTimeLimit(Exception):
+    """A point that ran past ``run.time_limit``: recorded as failed with this reason."""
 
 
 # ----- points ------------------------------------------------------------------------------------
@@ -53,10 +63,12 @@ def points(parameters, sampling="grid", samples=None, seed=0) -> list:
             if spec[0] != "values":
                 raise SweepError(f"parameters.{name}: a grid needs a list of values (ranges are for "
                                  "latin_hypercube and monte_carlo)")
+        _size(math.prod(len(s[1]) for s in specs), len(names), "parameters (the grid: the product of the list lengths)")
         return [dict(zip(names, combo)) for combo in itertools.product(*(s[1] for s in specs))]
-    if not samples or int(samples) != samples or samples < 1:
+    if isinstance(samples, bool) or not isinstance(samples, (int, float)) or not samples >= 1 or (
+            samples < float("inf") and int(samples) != samples):
         raise SweepError(f"samples: a whole number >= 1 for {sampling} (got {samples!r})")
-    n = int(samples)
+    n = _size(samples, len(names), "samples")
     if sampling == "latin_hypercube":
         from scipy.stats import qmc
 
@@ -73,6 +85,15 @@ def points(parameters, sampling="grid", samples=None, seed=0) -> list:
                 point[name] = spec[1][min(int(u * len(spec[1])), len(spec[1]) - 1)]
         out.append(point)
     return out
+
+
+def _size(count, n_parameters, option) -> int:
+    """The number of points, refused before anything is allocated past MAX_SWEEP_POINTS."""
+    try:
+        return check_run_size(count, 2 * n_parameters + 8, "points", option, most=MAX_SWEEP_POINTS,
+                              hint="split the sweep or sample it (latin_hypercube) with fewer points")
+    except ValueError as exc:
+        raise SweepError(str(exc)) from None
 
 
 def _axis(name, spec):
@@ -150,7 +171,7 @@ def _figures(robot, run, figures, settle_fraction):
     from .analysis.tip import tip_offset
     from .simulate import simulate
 
-    kwargs = {k: v for k, v in run.items() if k in RUN_KEYS and k not in ("controller", "t_final")}
+    kwargs = {k: v for k, v in run.items() if k in RUN_KEYS and k not in NOT_SIMULATE_KEYS}
     if run.get("controller"):
         from .control import from_spec
 
@@ -163,10 +184,21 @@ def _figures(robot, run, figures, settle_fraction):
         given = np.asarray(kwargs["q0"], dtype=float)
         q0[:given.size] = given
         kwargs["q0"] = q0
-    res = simulate(robot, float(run.get("t_final", 1.0)), progress=False, **kwargs)
+    t_final, limit = float(run.get("t_final", 1.0)), float(run.get("time_limit", SWEEP_POINT_SECONDS))
+    with warnings.catch_warnings():  # a diverged run is this point's error, not a warning
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:  # the compiled loop (C) when the run allows it: fast, and bounded by the run-size limits
+            res = simulate(robot, t_final, progress=False, loop="compiled", **kwargs)
+        except ValueError as exc:
+            if not str(exc).startswith("loop='compiled'"):
+                raise
+            timed = {**kwargs, "torque": _within_time(kwargs.get("torque"), limit, robot.n_joints)}
+            res = simulate(robot, t_final, progress=False, **timed)  # the Python loop, which checks the clock
     out = {}
-    if not (np.all(np.isfinite(res.q)) and np.all(np.isfinite(res.qd))):
-        raise FloatingPointError("the run diverged (non-finite state); use a smaller dt or another method")
+    if res.diverged or not (np.all(np.isfinite(res.q)) and np.all(np.isfinite(res.qd))):
+        why = " ".join(str(res.stats.get("message", "") or "non-finite state").split())
+        raise FloatingPointError(f"the run diverged at t = {res.t_diverged or res.t[-1]:g} s ({why}); its figures "
+                                 "would be those of a partial run: use a smaller dt or a stiff method")
     if "peak_tip_deflection" in figures or "settling_time" in figures:
         dist = np.linalg.norm(tip_offset(robot, res.q), axis=-1)
         peak = float(dist.max())
@@ -183,6 +215,24 @@ def _figures(robot, run, figures, settle_fraction):
         w = w[w > 1e-9]
         out["lowest_frequency"] = float(w.min() / (2 * np.pi)) if w.size else float("nan")
     return out
+
+
+def _within_time(torque, limit, n_joints):
+    """The run's constant torque (or none) as a function that stops the run once the point has
+    used ``limit`` seconds of wall time: the integrators call it at every evaluation."""
+    if torque is not None and np.ndim(torque) > 1:
+        raise SweepError("run.torque: a sweep takes constant joint torques (one value per joint)")
+    value = np.broadcast_to(np.zeros(n_joints) if torque is None else np.asarray(torque, dtype=float),
+                            (n_joints,)).copy()
+    deadline = time.perf_counter() + limit
+
+    def torque_within_time(t, q, qd):
+        if time.perf_counter() > deadline:
+            raise PointTimeLimit(f"run.time_limit: the point ran past {limit:g} s of wall time (the run had "
+                                 f"reached t = {t:g} s); raise run.time_limit, shorten t_final or use a larger dt")
+        return value
+
+    return torque_within_time
 
 
 # ----- the sweep ---------------------------------------------------------------------------------
@@ -220,6 +270,10 @@ def sweep(robot, parameters, run=None, scheduler=None, sampling="grid", samples=
     unknown = set(run) - set(RUN_KEYS)
     if unknown:
         raise SweepError(f"run: unknown field(s) {', '.join(sorted(unknown))}; use {', '.join(RUN_KEYS)}")
+    if "time_limit" in run:
+        limit = run["time_limit"]
+        if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not 0 < limit < float("inf"):
+            raise SweepError(f"run.time_limit: seconds of wall time per point, a number > 0 (got {limit!r:.40})")
     bad = set(figures) - set(FIGURES)
     if bad:
         raise SweepError(f"figures: unknown {', '.join(sorted(bad))}; use {', '.join(FIGURES)}")
@@ -251,9 +305,7 @@ def sweep(robot, parameters, run=None, scheduler=None, sampling="grid", samples=
 
 
 def _write_part(parts, k, row):
-    tmp = parts / f".point_{k}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(row))
-    os.replace(tmp, parts / f"point_{k}.json")
+    write_text(parts / f"point_{k}.json", json.dumps(row))  # whole or not at all, signals included
 
 
 def _run_tasks(data, pts, todo, run, figures, settle_fraction, parts, scheduler, n_workers, progress):
@@ -337,9 +389,8 @@ def _collect(pts, parts, out):
             arrays[c] = pa.array([float("nan") if v is None else float(v) for v in values], pa.float64())
     table = pa.table(arrays)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, out)
+    with staged() as files:  # no temporary file left by an error or a signal
+        pq.write_table(table, files.path(out))
     return table
 
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .model.limits import MIN_DURATION
+
 PROFILES = ("sinusoidal", "quintic", "cubic")
 
 
@@ -60,6 +62,19 @@ def _normalized(profile):
     raise ValueError(f"profile: unknown '{profile}'; use one of {', '.join(PROFILES)}")
 
 
+def _seconds(value, name: str) -> float:
+    """A duration in seconds: finite, at least MIN_DURATION (1e-300 s would make every
+    acceleration overflow) and at most as long as any run may be."""
+    try:
+        T = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: expected a number of seconds (got {value!r:.40})") from None
+    if not (np.isfinite(T) and T >= MIN_DURATION):
+        raise ValueError(f"{name}: must be a finite number of seconds >= {MIN_DURATION:g} (got {value!r:.40}; "
+                         "README, Limits)")
+    return T
+
+
 def rest_to_rest(q_start, q_end, duration, profile="sinusoidal"):
     """Move from ``q_start`` to ``q_end`` in ``duration`` seconds, starting and ending at rest.
 
@@ -70,9 +85,7 @@ def rest_to_rest(q_start, q_end, duration, profile="sinusoidal"):
     q0 = np.atleast_1d(np.asarray(q_start, dtype=float))
     qf = np.atleast_1d(np.asarray(q_end, dtype=float))
     q0, qf = np.broadcast_arrays(q0, qf)
-    T = float(duration)
-    if not T > 0:
-        raise ValueError(f"duration: must be > 0 (got {duration})")
+    T = _seconds(duration, "duration")
     s, ds, dds = _normalized(profile)
     dq = qf - q0
 
@@ -130,6 +143,8 @@ def spline(times, points):
         raise ValueError("spline: give k >= 2 strictly increasing times and k points")
     if np.any(np.diff(times) <= 0):
         raise ValueError("spline: times must be strictly increasing")
+    if not np.all(np.isfinite(times)) or np.min(np.diff(times)) < MIN_DURATION:
+        raise ValueError(f"spline: times must be finite and at least {MIN_DURATION:g} s apart (README, Limits)")
     c = clamped_spline_coefficients(times, pts)
     c1 = c[:3] * np.array([3.0, 2.0, 1.0])[:, None, None]  # the derivatives' coefficients
     c2 = c1[:2] * np.array([2.0, 1.0])[:, None, None]
@@ -164,9 +179,7 @@ def spin_up(rate, ramp_time, q_start=0.0):
     W = np.atleast_1d(np.asarray(rate, dtype=float))
     q0 = np.atleast_1d(np.asarray(q_start, dtype=float))
     W, q0 = np.broadcast_arrays(W, q0)
-    T = float(ramp_time)
-    if not (np.isfinite(T) and T > 0):
-        raise ValueError(f"ramp_time: must be a finite number > 0 (got {ramp_time})")
+    T = _seconds(ramp_time, "ramp_time")
     if not np.all(np.isfinite(W)) or not np.all(np.isfinite(q0)):
         raise ValueError("spin_up: rate and q_start must be finite numbers")
     w = 2.0 * np.pi / T
@@ -244,7 +257,7 @@ def from_spec(spec, n_joints, where="trajectory"):
         if ramp.ndim:
             raise ValueError(f"{field('ramp_time')}: expected one number of seconds")
         return spin_up(_spec_numbers(spec["rate"], field("rate"), n_joints),
-                       float(ramp), _spec_numbers(spec.get("start", 0.0), field("start"), n_joints))
+                       _seconds(ramp, field("ramp_time")), _spec_numbers(spec.get("start", 0.0), field("start"), n_joints))
     if kind == "rest_to_rest":
         duration = _spec_numbers(spec["duration"], field("duration"), positive=True)
         if duration.ndim:
@@ -253,7 +266,8 @@ def from_spec(spec, n_joints, where="trajectory"):
         if profile not in PROFILES:
             raise ValueError(f"{field('profile')}: unknown {profile!r}; use one of {', '.join(PROFILES)}")
         return rest_to_rest(_spec_numbers(spec["start"], field("start"), n_joints),
-                            _spec_numbers(spec["end"], field("end"), n_joints), float(duration), profile)
+                            _spec_numbers(spec["end"], field("end"), n_joints), _seconds(duration, field("duration")),
+                            profile)
     times = _spec_numbers(spec["times"], field("times"))
     if times.ndim != 1 or times.size < 2 or np.any(np.diff(times) <= 0):
         raise ValueError(f"{field('times')}: expected at least 2 strictly increasing times")

@@ -15,18 +15,34 @@ from .model.robot import RigidBody, Robot
 from .model.rotations import matrix_rpy
 from .model.urdf import urdf_identifier
 
-__all__ = ["robot_to_urdf"]
+__all__ = ["robot_to_urdf", "unique_link_names"]
 
 
 def _fmt(values) -> str:
     return " ".join(repr(float(v)) for v in np.ravel(values))
 
 
+def unique_link_names(robot: Robot) -> list:
+    """URDF link names for the robot's links: identifiers, distinct from each other and from
+    ``base_link`` (two links named alike, or alike once sanitised, get ``_2``, ``_3``), so that
+    the file written always loads again."""
+    taken, out = {"base_link"}, []
+    for i, link in enumerate(robot.links):
+        name = base = urdf_identifier(link.name) if link.name else f"link{i + 1}"
+        k = 1
+        while name in taken:
+            k += 1
+            name = f"{base}_{k}"
+        taken.add(name)
+        out.append(name)
+    return out
+
+
 def robot_to_urdf(robot: Robot) -> str:
     """URDF text for the rigid part of a robot: beams become rigid rods, hubs and the payload
     join their link's inertial. Gravity, joint armature and the beams' flexibility are not
     expressible in URDF and are left out."""
-    names = [urdf_identifier(l.name) if l.name else f"link{i + 1}" for i, l in enumerate(robot.links)]
+    names = unique_link_names(robot)
     lines = ['<?xml version="1.0"?>', f'<robot name="{urdf_identifier(robot.name)}">', '  <link name="base_link"/>']
     prev_N, prev = np.eye(4), "base_link"
     for i, link in enumerate(robot.links):

@@ -5,6 +5,8 @@ import numpy as np
 from scipy.linalg import eigh
 
 from ..model import inputs
+from ..model.checks import check_mass_matrix
+from ..model.errors import ModelError
 
 STEP = 1e-30
 
@@ -133,5 +135,10 @@ def natural_frequencies(robot, q=None, joints="free", qd=None):
     if M.shape[0] == 0:
         return np.zeros(0)
     K = 0.5 * (K + K.T)  # symmetric at equilibrium; the antisymmetric part is a non-equilibrium artefact
-    lam = eigh(K, 0.5 * (M + M.T), eigvals_only=True)
+    try:
+        lam = eigh(K, 0.5 * (M + M.T), eigvals_only=True)
+    except np.linalg.LinAlgError:  # M not positive definite: say which coordinate moves no mass
+        check_mass_matrix(robot, None if q is None else np.asarray(q, dtype=float))
+        raise ModelError(f"natural frequencies: the mass matrix of the {'flexible' if joints == 'locked' else 'free'} "
+                         "coordinates is not positive definite at q; check the masses and inertias") from None
     return np.sqrt(np.clip(lam, 0.0, None))

@@ -28,6 +28,8 @@ import ctypes
 import numpy as np
 
 from . import physical
+from ..model import inputs
+from ..model.limits import MAX_SENSITIVITY_STEPS, check_run_size
 from .design_sensitivity import Sensitivity, forward_mode, output_labels, probe_robot, symbol_seeds
 
 FIGURES = ("peak_tip_deflection", "final_tip_error")
@@ -100,7 +102,7 @@ def motion_sensitivity(robot, figure, parameters, prescribed, t_final, dt=1e-3, 
     at ``dt``; flexible coordinates from ``q0``/``qd0``, default at rest). ``figure``:
     "peak_tip_deflection" (the largest |tip offset| over the output samples) or
     "final_tip_error" (|tip offset| at t_final: the end-effector error the vibration leaves)."""
-    from ..simulate.prescribed import motion_input
+    from ..simulate.prescribed import check_resolved, motion_input
     from ..symbolic import derive
     from ..symbolic.params import parameter_values
 
@@ -110,6 +112,10 @@ def motion_sensitivity(robot, figure, parameters, prescribed, t_final, dt=1e-3, 
         raise ValueError("figure: the robot has no flexible links; its tip follows the joints exactly")
     names = physical.check(robot, parameters)
     motion = motion_input(prescribed, robot.n_joints)
+    t_final, dt = inputs.positive(t_final, "t_final"), inputs.positive(dt, "dt")
+    check_run_size(t_final / dt, 3 + 3 * len(names), "RK4 steps (t_final / dt)", "t_final",  # before deriving
+                   most=MAX_SENSITIVITY_STEPS, hint="shorten the manoeuvre or use a larger dt")
+    check_resolved(prescribed, dt)
     k, nf, nq, nj = len(names), robot.nf, robot.nq, robot.n_joints
     sl = robot.flex_index
     probe = probe_robot(robot, names)

@@ -33,6 +33,7 @@ from ..dynamics import dh
 from ..dynamics.ops import skew
 from ..dynamics.structure import numeric_model
 from ..model.gauges import beam_length, check_gauges
+from ..model.limits import MAX_FORCE, MAX_LENGTH
 
 __all__ = ["statics", "StaticsResult", "BucklingError", "ORDERS"]
 
@@ -148,13 +149,15 @@ def potential_derivatives(robot, q, wrench, point, order):
     B, n = q.shape
     kinetic_order = 2 if order == 2 else 1
     g4 = np.append(np.asarray(model.gravity, float), 0.0)
-    W = Jet.constant(np.broadcast_to(np.eye(4), (B, 4, 4)).copy(), n)
+    base = Jet.constant(np.broadcast_to(np.eye(4), (B, 4, 4)).copy(), n)
     first = Jet.constant(np.zeros((B, 4, 1)), n)  # sum of first moments, base frame
     grad = np.zeros((B, n))
     hess = np.zeros((B, n, n))
-    last = len(model.links) - 1
+    at, T, arc = point  # the loaded link, the frame on it, or an arc length along its beam
     X = None
+    distal = []  # each link's distal frame: a tree's links start from their parent's
     for i, lk in enumerate(model.links):
+        W = distal[lk.parent] if lk.parent >= 0 else base
         Wh = W @ _joint_jet(lk, q[:, i], i, n)
         first = first + Wh @ lk.body_base[:, 3:4]
         if lk.beam is not None:
@@ -165,16 +168,14 @@ def potential_derivatives(robot, q, wrench, point, order):
             K = lk.beam.K
             grad[:, lk.flex] += p @ K.T
             hess[:, lk.flex, lk.flex] += K
-            if i == last and isinstance(point, float):
-                X = Wh @ _section_jet(lk.beam, point, p, lk.flex, n, kinetic_order)
+            if i == at and arc is not None:
+                X = Wh @ _section_jet(lk.beam, arc, p, lk.flex, n, kinetic_order)
         else:
             W = Wh
         first = first + W @ lk.body_tip[:, 3:4]
+        distal.append(W)
     if X is None:
-        T = np.eye(4)
-        if point is not None:
-            T[:3, 3] = point
-        X = W @ T
+        X = distal[at] @ T
     grad -= np.einsum("x,bkx->bk", g4, first.d[..., 0])
     hess -= np.einsum("x,bklx->bkl", g4, first.h[..., 0])
     f, m = wrench[:, :3], wrench[:, 3:]
@@ -252,23 +253,41 @@ def _check_wrench(wrench):
                          f"last axis, got shape {w.shape}; for a force alone pad with three zero moments")
     if not np.all(np.isfinite(w)):
         raise ValueError("wrench: all loads must be finite numbers (got nan or inf)")
+    worst = float(np.abs(w).max()) if w.size else 0.0
+    if worst > MAX_FORCE:
+        raise ValueError(f"wrench: a load of {worst:g} N (N m) is beyond the supported magnitude {MAX_FORCE:g} "
+                         "(README, Limits)")
     return w
 
 
-def _check_point(robot, point):
-    """None (the last link's distal frame origin), a 3-vector in that frame, or an arc length
-    along the last link's beam (float)."""
+def _check_point(robot, point, link=-1):
+    """(link index, 4x4 frame on it, arc length or None) of the loaded point: on ``link`` (a number,
+    a link's name or a named frame, whose transform then places the point), None (the distal frame
+    origin), a 3-vector in that frame, or an arc length along the link's beam (float)."""
+    from ..model import inputs
+
+    last, T = inputs.link_frame(robot, link)
+    if last < 0:
+        raise ValueError(f"link: {link!r} is fixed to the base; a wrench there does no work on the arm")
+    framed = T is not None
+    T = np.eye(4) if T is None else np.array(T, dtype=float)
     if point is None:
-        return None
+        return last, T, None
     arr = np.asarray(point, dtype=float) if not isinstance(point, str) else None
-    last = robot.n_joints - 1
     if arr is None or arr.shape not in ((), (3,)):
         raise ValueError("point: give [x, y, z] in the last link's distal frame (m), or a distance "
                          "along the last link's beam from its root (m)")
     if not np.all(np.isfinite(arr)):
         raise ValueError("point: must be finite numbers")
     if arr.shape == (3,):
-        return arr
+        if float(np.abs(arr).max()) > MAX_LENGTH:
+            raise ValueError(f"point: {float(np.abs(arr).max()):g} m from the link's frame is beyond the supported "
+                             f"magnitude {MAX_LENGTH:g} m (README, Limits); give a point on the arm")
+        offset = np.eye(4)
+        offset[:3, 3] = arr
+        return last, T @ offset, None
+    if framed:
+        raise ValueError("point: a distance along a beam applies to a link, not to a named frame")
     L = beam_length(robot, last)
     if L is None:
         raise ValueError(f"point: a distance along the link needs a flexible last link (link {last} has no "
@@ -277,7 +296,7 @@ def _check_point(robot, point):
     if not 0.0 <= x <= L:
         raise ValueError(f"point: {x:g} m is outside link {last}'s beam; give a distance from its root "
                          f"in [0, {L:g}] m")
-    return x
+    return last, T, x
 
 
 def _check_beams(robot, order):
@@ -322,7 +341,7 @@ def _buckling_message(robot, q, wrench, Hff, b):
             f"eigenvalue {lam:.3g}); a compressive load beyond the buckling load of the second-order model")
 
 
-def statics(robot, q_r, wrench=None, point=None, order=2, gauges=None):
+def statics(robot, q_r, wrench=None, point=None, order=2, gauges=None, link=-1):
     """Static equilibrium of ``robot`` held at joint positions ``q_r`` under gravity and an endpoint
     wrench: the flexible coordinates, the joint torques that hold it, where the loaded point is,
     and the beam curvatures at the gauges.
@@ -330,8 +349,10 @@ def statics(robot, q_r, wrench=None, point=None, order=2, gauges=None):
     q_r: (..., n_joints) joint positions (rad or m). wrench: (..., 6) ``[fx, fy, fz, mx, my, mz]``
     in the base frame (N, N m), constant in direction (dead load); None: gravity only. q_r and
     wrench broadcast against each other (e.g. angles (N, 1, n_joints) x forces (M, 6)).
-    point: where the wrench acts on the last link: None (the origin of its distal frame, the tip),
+    point: where the wrench acts on the link: None (the origin of its distal frame, the tip),
     [x, y, z] in that frame (a tool point), or a distance along its beam from the root (m).
+    link: the loaded link (default the last; a number, a link's name, or a named frame such as a
+    URDF's ``tool0``, the point then given in that frame); on a tree, any branch.
     order: 0 rigid, 1 first-order or 2 second-order kinematics (see the module docstring).
     gauges: strain-gauge positions (see :func:`flexman.model.gauges.check_gauges`). Returns a :class:`StaticsResult`.
     Raises ValueError for bad input and :class:`BucklingError` when no stable equilibrium exists.
@@ -341,7 +362,7 @@ def statics(robot, q_r, wrench=None, point=None, order=2, gauges=None):
     order = _check_order(order)
     q_r = _check_q_r(robot, q_r)
     wrench = _check_wrench(wrench)
-    point = _check_point(robot, point)
+    point = _check_point(robot, point, link)
     sites = check_gauges(robot, gauges)
     _check_beams(robot, order)
     shape = np.broadcast_shapes(q_r.shape[:-1], wrench.shape[:-1])

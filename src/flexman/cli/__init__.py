@@ -17,6 +17,8 @@ from . import cache, derive, export, frequencies, info, new, parameters, simulat
 from .common import FORMULATIONS, Parser, UsageError
 from .validate import validation_cases
 from ..model.errors import ModelError
+from ..model.names import printable
+from ..outputs import Terminated
 
 __all__ = ["FORMULATIONS", "build_parser", "main", "validation_cases"]
 
@@ -49,16 +51,19 @@ def main(argv=None) -> int:
         message = " ".join(str(exc).split()) or type(exc).__name__
         if isinstance(exc, OSError) and exc.strerror:
             message = f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
-        print(f"flexman: error: {message}", file=sys.stderr)
+        print(f"flexman: error: {printable(message, limit=2000)}", file=sys.stderr)  # names from files escaped
         if os.environ.get("FLEXMAN_DEBUG"):
             raise
         return 2
     except KeyboardInterrupt:
         print("flexman: interrupted", file=sys.stderr)
         return 130
+    except Terminated as exc:  # SIGTERM/SIGHUP while files were written: they were removed
+        print(f"flexman: {exc}; no partial files left", file=sys.stderr)
+        return 128 + exc.signum
     except Exception as exc:  # a bug: still one line, with a way to see the traceback
         if os.environ.get("FLEXMAN_DEBUG"):
             raise
-        print(f"flexman: error: internal error: {type(exc).__name__}: {' '.join(str(exc).split())} "
+        print(f"flexman: error: internal error: {type(exc).__name__}: {printable(' '.join(str(exc).split()), 2000)} "
               "(set FLEXMAN_DEBUG=1 for a traceback)", file=sys.stderr)
         return 1

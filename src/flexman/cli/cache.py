@@ -9,6 +9,7 @@ import time
 from .common import UsageError, console, print_json, subcommand
 
 UNITS = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4}
+MAX_CACHE_SIZE = 1024 ** 5  # 1024T: past this a size is a slip (a 400-digit number would overflow)
 
 
 def parse_size(text: str) -> int:
@@ -16,7 +17,10 @@ def parse_size(text: str) -> int:
     m = re.fullmatch(r"\s*(\d+\.?\d*|\.\d+)\s*([KMGT]?)(I?B)?\s*", text, re.IGNORECASE)
     if not m:
         raise argparse.ArgumentTypeError(f"expected a size such as 500M, 2G, 10000K or a number of bytes (got {text!r})")
-    return int(float(m.group(1)) * UNITS[m.group(2).upper()])
+    size = float(m.group(1)) * UNITS[m.group(2).upper()]  # a 400-digit number is inf here, not an error
+    if not size <= MAX_CACHE_SIZE:
+        raise argparse.ArgumentTypeError(f"{text.strip()[:20]!r} is more than any disk holds; give at most 1024T")
+    return int(size)
 
 
 def _days(text: str) -> float:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 
 import numpy as np
 
@@ -76,11 +77,55 @@ BACKENDS = ("auto", "compiled", "numeric")
 FORMULATIONS = ("book", "newton_euler", "denoc", "lagrange")
 
 
+# What argparse must read as a value, not an option: a negative number in any form a number
+# option accepts (argparse's own pattern misses exponents: `--torque -1e-3 0` failed).
+NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
+
+
+def finite_number(text: str) -> float:
+    """A command-line number: any float spelling (``1e9``, ``-1.5E-3``), finite."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def whole_number(text: str) -> int:
+    """A command-line count: ``37``, ``1e3`` (a whole number in any float spelling)."""
+    try:
+        return int(text)
+    except ValueError:
+        value = finite_number(text)
+    if not value.is_integer():
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
+    return int(value)
+
+
 class Parser(argparse.ArgumentParser):
-    """ArgumentParser whose errors are one line (no usage dump) and exit 2."""
+    """ArgumentParser whose errors are one line (no usage dump) and exit 2, that reads negative
+    numbers in exponent form as values, and whose number options (``type=float`` or ``int``) read
+    every float spelling and refuse nan and inf: one way to read numbers for every command
+    (subcommand parsers are of this class too)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = NEGATIVE_NUMBER
+
+    def add_argument(self, *args, **kwargs):
+        return super().add_argument(*args, **_number_type(kwargs))
 
     def error(self, message):
         raise UsageError(message)
+
+
+def _number_type(kwargs: dict) -> dict:
+    kind = kwargs.get("type")
+    if kind is float or kind is int:
+        kwargs["type"] = finite_number if kind is float else whole_number
+    return kwargs
 
 
 def subcommand(sub, name: str, func, help: str, model: bool = True, optional_model: bool = False):

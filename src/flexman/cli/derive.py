@@ -186,6 +186,9 @@ def cmd_closure(args) -> int:
         return 0 if report["passed"] else 1
     print(f"{robot.name}: max |tau_inverse - tau_applied| = {report['max_abs_difference']:.3e} "
           f"({report['max_relative_difference']:.3e} of the torque scale) over {report['samples']} samples")
+    if report["diverged"]:
+        print(f"flexman: warning: the run stopped at t = {report['t_diverged']:.6g} s (diverged); the closure check "
+              "covers the samples before it and does not pass; use a smaller --dt", file=sys.stderr)
     for f in report["files"]:
         print(f"wrote {f}")
     return 0 if report["passed"] else 1

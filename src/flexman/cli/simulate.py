@@ -94,7 +94,8 @@ def cmd_simulate(args) -> int:
     from ..simulate.backend import evaluator
 
     out = None if args.out is None else output_folder(args.out)  # a folder we cannot write fails now, not after the run
-    evaluator(robot, args.backend)  # compiled (or loaded from the cache) before the clock starts
+    steps = math.ceil(args.t_final / kwargs.get("dt", 1e-3) - 1e-9)
+    evaluator(robot, args.backend, work=steps)  # compiled (or loaded from the cache) before the clock starts
 
     start = time.perf_counter()
     with np.errstate(all="ignore"), warnings.catch_warnings():  # divergence is reported below, once
@@ -121,7 +122,7 @@ def cmd_simulate(args) -> int:
         "q_final": dict(zip(robot.coordinate_names, q_end.tolist())),
         "energy_initial": float(energy[0]), "energy_final": float(energy[-1]),
         "energy_drift_relative": res.energy_drift(), "files": files,
-        "backend": res.stats.get("backend", "numeric"),
+        "backend": res.stats.get("backend", "numeric"), "loop": res.stats.get("loop", "python"),
     }
     summary["diverged"] = diverged
     summary["t_diverged"] = res.t_diverged
@@ -137,7 +138,8 @@ def cmd_simulate(args) -> int:
         return status
     con = console()
     con.print(f"[bold]{robot.name}[/bold]: simulated {summary['t_final']:.6g} s with {args.method} "
-              f"({summary['samples']} samples, {wall:.3g} s wall time, {summary['backend']} model)")
+              f"({summary['samples']} samples, {wall:.3g} s wall time, {summary['backend']} model, "
+              f"{summary['loop']} loop)")
     con.print("final q: " + ", ".join(f"{k}={v:.6g}" for k, v in summary["q_final"].items()))
     drift = "" if "torque" in kwargs or "controller" in kwargs else f" (unforced: max change {summary['energy_drift_relative']:.3g} of the energy exchanged)"
     if "prescribed" in kwargs:

@@ -6,6 +6,19 @@ import math
 import numpy as np
 
 from .common import UsageError, console, fmt, load_model, print_json, subcommand, vector
+from ..model.limits import MAX_STATICS_POINTS, check_run_size
+from ..outputs import output_file
+
+PLOT_TYPES = (".png", ".pdf", ".svg")
+
+
+def plot_file(path):
+    """The --plot file, checked before the sweep: a file name (not a folder) ending in a
+    picture type, whose folder can be written; an existing file is replaced."""
+    target = output_file(path, "--plot", force=True)
+    if target.suffix.lower() not in PLOT_TYPES:
+        raise UsageError(f"--plot: {target} has no picture type; end the name with {', '.join(PLOT_TYPES)}")
+    return target
 
 def _statics_setup(robot, args):
     """(forces (F, 3), wrenches (F, 6), point, gauges, joint values) from the options, falling
@@ -43,6 +56,8 @@ def cmd_statics(args) -> int:
     forces, wrenches, point, gauges, q, scale = _statics_setup(robot, args)
     order = args.order
     if args.sweep is None:
+        if args.plot is not None:
+            raise UsageError("--plot: the plot shows a sweep; add --sweep JOINT FROM TO")
         res = statics(robot, q, wrenches, point=point, order=order, gauges=gauges)
         rows = _statics_rows(res, forces)
         if args.json:
@@ -76,6 +91,10 @@ def cmd_statics(args) -> int:
         raise UsageError("--sweep: FROM and TO must be numbers") from None
     if args.steps < 2:
         raise UsageError(f"--steps: must be >= 2 (got {args.steps})")
+    nq = robot.nq  # three orders, each keeping torques, curvatures, endpoints and q_f per point and load
+    check_run_size(args.steps * len(forces), 3 * (nq * nq + 4 * nq + 16), "points (steps x forces)", "--steps",
+                   most=MAX_STATICS_POINTS)
+    plot_path = None if args.plot is None else plot_file(args.plot)
     values = np.linspace(start, stop, args.steps)
     qs = np.broadcast_to(q, (args.steps, robot.n_joints)).copy()
     qs[:, joint] = values * scale[joint]
@@ -92,7 +111,7 @@ def cmd_statics(args) -> int:
     if args.plot:
         from ..viz import plot_statics
 
-        plot = str(plot_statics(sweep, args.plot, joint_label=f"joint {joint} [{unit}]"))
+        plot = str(plot_statics(sweep, plot_path, joint_label=f"joint {joint} [{unit}]"))
     main = sweep["orders"][order]
     if args.json:
         print_json({"model": robot.name, "order": order, "joint": joint, "values": values, "unit": unit,

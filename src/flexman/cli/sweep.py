@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .common import UsageError, console, load_model, print_json, subcommand
+from ..model.names import printable
 from ..outputs import output_file
 
 def cmd_sweep(args) -> int:
@@ -46,7 +47,7 @@ def cmd_sweep(args) -> int:
     con.print(f"[bold]{robot.name}[/bold]: sweep of {len(res)} points ({res.computed} computed, {res.reused} "
               f"reused from an earlier run, {len(errors)} failed)", markup=True)
     if errors:
-        con.print(f"first failure: {errors[0]}", markup=False)
+        con.print(f"first failure: {printable(errors[0], 500)}", markup=False)
     for path in files:
         con.print(f"wrote {path}", markup=False)
     return 0

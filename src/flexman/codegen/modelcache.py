@@ -82,7 +82,7 @@ def model_key(robot, formulation="newton_euler", flags=None, extension=True) -> 
     from ..version import __version__
     from ..symbolic.params import parameter_values
 
-    values = parameter_values(robot)
+    values = dict(robot.derived("parameter_values", parameter_values))  # once per content (a clamped-mass arm: seconds)
     cmd, suffix, tag = cbuild.compile_command(flags, extension)
     text = json.dumps({"format": FORMAT, "flexman": __version__, "formulation": formulation,
                        "structure": structure(robot), "parameters": list(values),
@@ -133,6 +133,11 @@ def compiled_model(robot, formulation="newton_euler", flags=None, extension=None
     return CompiledModel(None, "c", funcs, None, module, robot=robot, layout=layout, param_values=values)
 
 
+def _built_sizes() -> set:
+    """The coordinate counts of the models in the disk cache and loaded by this process."""
+    return {e.nq for e in entries()} | {layout["mass_matrix"]["out_shape"][0] for layout, *_ in _loaded.values()}
+
+
 def existing_model(robot, formulation="newton_euler"):
     """The CompiledModel of ``robot`` when it is built already (loaded by this process or in the
     disk cache), else None. Never compiles: for callers that use compiled code only when it is
@@ -142,6 +147,8 @@ def existing_model(robot, formulation="newton_euler"):
         cbuild.compiler()
     except (NotCompilable, RuntimeError):
         return None
+    if robot.nq not in _built_sizes():
+        return None  # no model of this size is built: skip the key (a clamped-mass arm's takes seconds)
     kinds = (True, False) if os.environ.get("FLEXMAN_NO_EXT", "") in ("", "0") else (False,)
     for extension in kinds:
         try:

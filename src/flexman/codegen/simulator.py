@@ -1,7 +1,8 @@
 """A stand-alone C simulator of one robot (like DYNAMAN's generated simulation programs).
 
-:func:`program` writes a C file holding the generated forward dynamics and a ``main`` that
-integrates ``qdd = M^-1 (S tau - b)`` with fixed-step RK4 under constant joint torques and
+:func:`program` writes a C file holding the generated mass matrix and bias forces, the
+compiled simulation loop (:mod:`flexman.codegen.loop`, the same RK4 that ``flexman.simulate``
+runs) and a ``main`` that integrates ``M qdd = S tau - b`` under constant joint torques and
 prints the trajectory. Its input file (see :func:`write_input`) is plain text, one keyword
 per line followed by its numbers::
 
@@ -13,33 +14,25 @@ per line followed by its numbers::
     tau 0 0           # one per joint (optional, default 0)
     p ...             # parameter values (symbolic-parameter models only; default: the model's)
 
-Output: one line per printed step, ``t q_1 .. q_nq qd_1 .. qd_nq``.
+Output: one line per printed step (every ``every``-th and the last), ``t q_1 .. q_nq qd_1 .. qd_nq``;
+a run that diverges prints the steps before it and exits with status 1.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 from ..outputs import write_text
-from . import emit
+from . import emit, loop
 from .sources import header
 
 MAIN = r"""
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #define NQ %(nq)d
 #define NJ %(nj)d
 #define NP %(np)d
 
 static double P[NP + 1] = {%(pvals)s};
-
-static void rhs(const double *x, const double *tau, double *dx)
-{
-    double qdd[NQ];
-    fm_forward_dynamics(x, x + NQ, tau%(parg)s, qdd);
-    for (int k = 0; k < NQ; ++k) { dx[k] = x[NQ + k]; dx[NQ + k] = qdd[k]; }
-}
 
 static int read_values(FILE *f, double *v, int n, const char *key)
 {
@@ -70,36 +63,45 @@ int main(int argc, char **argv)
         if (!ok) { fprintf(stderr, "bad value for '%%s'\n", key); return 2; }
     }
     fclose(f);
-    double k1[2 * NQ], k2[2 * NQ], k3[2 * NQ], k4[2 * NQ], y[2 * NQ];
-    for (long s = 0; s <= steps; ++s) {
-        if (s %% every == 0) {
-            printf("%%.17g", s * dt);
-            for (int k = 0; k < 2 * NQ; ++k) printf(" %%.17g", x[k]);
-            printf("\n");
-        }
-        if (s == steps) break;
-        rhs(x, tau, k1);
-        for (int k = 0; k < 2 * NQ; ++k) y[k] = x[k] + 0.5 * dt * k1[k];
-        rhs(y, tau, k2);
-        for (int k = 0; k < 2 * NQ; ++k) y[k] = x[k] + 0.5 * dt * k2[k];
-        rhs(y, tau, k3);
-        for (int k = 0; k < 2 * NQ; ++k) y[k] = x[k] + dt * k3[k];
-        rhs(y, tau, k4);
-        for (int k = 0; k < 2 * NQ; ++k) x[k] += dt / 6.0 * (k1[k] + 2 * k2[k] + 2 * k3[k] + k4[k]);
+    if (steps < 1 || every < 1 || !(dt > 0)) { fprintf(stderr, "need steps >= 1, every >= 1, dt > 0\n"); return 2; }
+    /* the whole run is one call of the compiled loop (flexman.codegen.loop) under constant torques */
+    long n_samples = steps / every + 1 + (steps %% every != 0), n_out = 0;
+    double *t = malloc(sizeof(double) * (steps + 1)), *X = malloc(sizeof(double) * n_samples * 2 * NQ);
+    double *T = malloc(sizeof(double) * n_samples * (NJ + 1)), t_fault = 0.0;
+    if (!t || !X || !T) { fprintf(stderr, "out of memory\n"); return 2; }
+    for (long s = 0; s <= steps; ++s) t[s] = s * dt;
+    fm_plant plant = {NQ, NJ, (void *)fm_mass_matrix_batch, (void *)fm_bias_forces_batch, %(has_p)d, P, NULL};
+    fm_control control;
+    memset(&control, 0, sizeof control);
+    control.off_at = control.lqr_at = INFINITY;
+    control.tau_const = tau;
+    int status = fm_rk4_run(&plant, &control, 0, t, steps + 1, x, 2 * NQ, every, X, T, &n_out, &t_fault);
+    for (long j = 0; j < n_out; ++j) {
+        long s = j * every < steps ? j * every : steps;
+        printf("%%.17g", t[s]);
+        for (int k = 0; k < 2 * NQ; ++k) printf(" %%.17g", X[j * 2 * NQ + k]);
+        printf("\n");
     }
-    return 0;
+    if (status) fprintf(stderr, "stopped at t = %%g s: the run diverged (status %%d)\n", t_fault, status);
+    free(t); free(X); free(T);
+    return status ? 1 : 0;
 }
 """
 
 
 def program(eom, path) -> Path:
-    """Write the simulator's C source to ``path`` (compile: ``cc -O2 -o sim path -lm``)."""
-    prog = eom.program("forward_dynamics")
+    """Write the simulator's C source to ``path`` (compile: ``cc -O2 -o sim path -lm``): the
+    model's mass matrix and bias forces, the compiled loop (:mod:`.loop`) and a ``main``."""
     pvals = ", ".join(repr(v) for v in eom.param_values.values()) or "0.0"
-    text = header(eom, "//", ("forward_dynamics",)) + "// stand-alone RK4 simulator; input file format: see flexman.codegen.simulator\n"
-    text += "#include <math.h>\n\n" + emit.function_source("c", prog, "fm_forward_dynamics")
+    what = ("mass_matrix", "bias_forces")
+    text = header(eom, "//", what) + "// stand-alone RK4 simulator; input file format: see flexman.codegen.simulator\n"
+    text += "#include <math.h>\n#include <stdlib.h>\n#include <string.h>\n\n"
+    for w in what:
+        prog = eom.program(w)
+        text += emit.function_source("c", prog, f"fm_{w}") + emit.c_batch_source(prog, f"fm_{w}")
+    text += loop.SOURCE
     text += MAIN % dict(nq=eom.nq, nj=eom.n_joints, np=len(eom.param_values), pvals=pvals,
-                        parg=", P" if eom.param_values else "")
+                        has_p=int(bool(eom.param_values)))
     return write_text(path, text)
 
 

@@ -21,7 +21,6 @@ import copy
 import numpy as np
 
 from ..model import inputs
-from .shaping import Shaper, robustness, shaper
 
 
 def _gain_matrix(gain, n, name):
@@ -352,3 +351,15 @@ def from_spec(robot, spec):
 
 
 from .tracking import PlanTracking  # noqa: E402,F401  (after the classes it builds on)
+
+SHAPING = ("Shaper", "robustness", "shaper")
+
+
+def __getattr__(name):
+    """The input shapers (:mod:`.shaping`), imported on first use: they need SciPy's solvers and
+    the analyses, which a simulation under a built-in controller does not (its start-up time)."""
+    if name in SHAPING:
+        from . import shaping
+
+        return getattr(shaping, name)
+    raise AttributeError(name)

@@ -37,6 +37,9 @@ __all__ = ["Shaper", "ShapedTrajectory", "shaper", "arm_modes", "robustness"]
 
 #: default frequency ratios of the robustness curves
 RATIOS = np.linspace(0.5, 1.5, 401)
+#: the most impulses a convolved shaper may have (each shaped mode multiplies them by 2 or 3,
+#: and a shaped trajectory evaluates its base once per impulse)
+MAX_IMPULSES = 1000
 
 
 class ShapedTrajectory(Trajectory):
@@ -56,7 +59,7 @@ class ShapedTrajectory(Trajectory):
             return tuple(sum(a * p[k] for a, p in zip(A, parts)) for k in range(3))
 
         super().__init__(base.t_start, base.t_end + shaper.duration, evaluate, base.n)
-        for name in ("q_start", "q_end", "profile"):
+        for name in ("q_start", "q_end"):  # not the profile: the shaped move is not that profile
             if hasattr(base, name):
                 setattr(self, name, getattr(base, name))
 
@@ -70,7 +73,8 @@ class Shaper:
 
     ``frequencies``, ``damping``: the design frequency (rad/s) and damping ratio of each mode it
     was built for; ``ranges``: each mode's (w_min, w_max) over the configurations considered;
-    ``kind``, ``tolerance`` (EI), ``source`` (which system's modes: "locked joints",
+    ``kind``, ``tolerance`` (EI's residual at the design frequency; the line drawn with the
+    robustness curve), ``source`` (which system's modes: "locked joints",
     "closed loop" or "given"). ``sh(traj)`` shapes a joint trajectory.
     """
 
@@ -96,7 +100,12 @@ class Shaper:
         if z.ndim and z.shape != w.shape:
             raise ValueError(f"damping: give one damping ratio or one per mode ({w.size}), got {z.size}")
         z = np.broadcast_to(z, w.shape)
-        tol = impulses.check_tolerance(tolerance) if kind == "EI" else tolerance
+        tol = impulses.check_tolerance(tolerance)
+        count = (2 if kind == "ZV" else 3) ** w.size
+        if count > MAX_IMPULSES:
+            lowest = int(np.log(MAX_IMPULSES) // np.log(2 if kind == "ZV" else 3))
+            raise ValueError(f"modes: a {kind} shaper for {w.size} modes would have {count} impulses (at most "
+                             f"{MAX_IMPULSES}); shape the modes that ring, e.g. modes={lowest} (the {lowest} lowest)")
         seq = (np.ones(1), np.zeros(1))
         for k, (wk, zk) in enumerate(zip(w, z)):
             seq = impulses.convolve(seq, impulses.sequence(kind, impulses.check_frequency(wk, f"frequencies[{k}]"),
@@ -209,6 +218,8 @@ def arm_modes(robot, q, controller=None, t=0.0, qd=None):
 def _configurations(robot, q, samples):
     """(times or None, states (k, nq), rates (k, nq) or None) of the configurations to design for."""
     if isinstance(q, Trajectory) or (callable(q) and hasattr(q, "t_start") and hasattr(q, "t_end")):
+        if getattr(q, "n", robot.n_joints) != robot.n_joints:
+            raise ValueError(f"q: the trajectory moves {q.n} joints; the robot has {robot.n_joints}")
         times = np.linspace(q.t_start, q.t_end, int(samples))
         states = [reference_state(robot, q, t) for t in times]
         return times, np.array([s[0] for s in states]), np.array([s[1] for s in states])
@@ -272,17 +283,18 @@ def shaper(robot, q, kind="ZV", modes=None, damping=None, tolerance=0.05, contro
     q: one configuration (n_joints joint values, flexible coordinates zero, or nq coordinates),
     a list of configurations, or a trajectory (sampled at ``samples`` instants of its move,
     rates included): each mode is designed at the middle of its frequency range over them.
-    kind: "ZV", "ZVD" or "EI" (with ``tolerance``, its residual vibration at the design
-    frequency, in (0, 1)). modes: None (all), the number of lowest modes, or a list of mode
-    numbers (1 = the lowest). damping: None (from the model), one ratio or one per mode.
+    kind: "ZV", "ZVD" or "EI"; tolerance, in (0, 1): EI's residual vibration at the design
+    frequency (and the acceptable level drawn with the robustness curve). modes: None (all),
+    the number of lowest modes, or a list of mode numbers (1 = the lowest). damping: None (from
+    the model), one ratio or one per mode.
     controller: None -> the locked-joint modes (joints following the command, ``prescribed=``);
     a controller -> the closed loop's modes, linearized at time ``t`` (default: each sampled
     instant of a trajectory, else 0). Modes whose frequency ranges overlap or come within
     ``merge`` (relative) of each other share one shaper (0: never). The shapers of the modes
-    are convolved into one sequence.
+    are convolved into one sequence (at most MAX_IMPULSES impulses: with many modes, choose).
     """
     kind = impulses.check_kind(kind)
-    tol = impulses.check_tolerance(tolerance) if kind == "EI" else tolerance
+    tol = impulses.check_tolerance(tolerance)
     if robot.nf == 0:
         raise ValueError(f"robot: '{robot.name}' has no flexible modes (no beam with modes); input shaping "
                          "needs a flexible link (add a beam: to a link)")

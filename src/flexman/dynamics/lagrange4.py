@@ -265,8 +265,15 @@ def potential_energy(model, q):
     """Gravity (V = -sum m g . r) plus strain energy 1/2 q_f^T K q_f."""
     q = ops.asarray(q)
     zero = np.zeros_like(q)
-    recs = forward(model, q, zero, zero, gravity=False, second_order=None)
     grav = np.asarray(model.gravity)  # numbers, or symbols when parameters are symbolic
+    if grav.dtype != object and q.dtype != object and not np.any(grav):
+        # no gravity: the strain energy alone, without the recursion (a run's energy at every sample)
+        total = np.zeros(q.shape[:-1])
+        for i, lk in enumerate(model.links):
+            if lk.beam is not None:
+                total = total + lk.beam.strain(lk.beam.local(q, zero, zero, i, lk.flex, lk.offset)[0])
+        return total
+    recs = forward(model, q, zero, zero, gravity=False, second_order=None)
     g4 = np.zeros(4, dtype=grav.dtype)
     g4[:] = 0.0
     g4[:3] = grav

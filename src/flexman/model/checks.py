@@ -65,3 +65,12 @@ def check_mass_matrix(robot, q=None, keep_model: bool = True) -> None:
             robot.clear_derived()
     if problem:
         raise ModelError(problem)
+
+
+def check_model(robot) -> None:
+    """The whole-model checks every way a robot comes in goes through: a model file
+    (:func:`~flexman.model.serialize.robot_from_dict`), a URDF with or without an overlay
+    (:mod:`flexman.model.urdf`), and a robot built in Python (at its first run:
+    :func:`flexman.simulate`, which checks at the initial state). The field checks live in the
+    data classes, which all of them build; here is what no single field can see."""
+    check_mass_matrix(robot, keep_model=False)

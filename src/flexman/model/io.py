@@ -118,7 +118,7 @@ def _parse(text: str, fmt: str):
     return parse(text, fmt)
 
 
-def load(path_or_name, overlay=None, bundled=None) -> Robot:
+def load(path_or_name, overlay=None, bundled=None, args=None) -> Robot:
     """Load a robot from a model file (by extension), a URDF file or, failing that, a
     bundled example name.
 
@@ -128,7 +128,8 @@ def load(path_or_name, overlay=None, bundled=None) -> Robot:
 
     ``overlay`` (a model-style file or a dict) applies to a URDF: it turns chosen links
     into beams (:mod:`flexman.model.urdf`). A model file with a top-level ``urdf:`` field
-    is such an overlay; its URDF path is relative to the file.
+    is such an overlay; its URDF path is relative to the file. A ``.xacro`` file is expanded
+    by the ``xacro`` package with ``args`` (its ``<xacro:arg>`` values) and read as a URDF.
     """
     if not isinstance(path_or_name, (str, os.PathLike)):
         raise ModelError(f"expected a model file path or a bundled example name, got {type(path_or_name).__name__}")
@@ -141,11 +142,14 @@ def load(path_or_name, overlay=None, bundled=None) -> Robot:
         known = f"; bundled examples: {', '.join(bundled.names())}" if bundled is not None else ""
         what = "is a directory, not a model file" if path.is_dir() else "no such model file or bundled example"
         raise ModelError(f"{path_or_name}: {what}{known}")
-    if path.suffix.lower() == ".urdf":
-        from .urdf import read_urdf
+    if path.suffix.lower() in (".urdf", ".xacro"):
+        from .urdf import read_urdf, read_xacro
 
-        robot = read_urdf(path)
+        robot = (read_xacro(path, args, check=overlay is None) if path.suffix.lower() == ".xacro"
+                 else read_urdf(path, check=overlay is None))  # with an overlay: checked once it is applied
         return robot if overlay is None else _with_overlay(robot, overlay)
+    if args is not None:
+        raise ModelError(f"{path}: args are the arguments of a .xacro file; this is not one")
     if overlay is not None:
         raise ModelError(f"{path}: an overlay applies to a .urdf file only")
     data = read_data(path)
@@ -184,7 +188,7 @@ def load_overlay(data: dict, path) -> Robot:
     target = (Path(path).parent / urdf)
     if not target.is_file():
         raise ModelError(f"{path}: urdf: no such file {target}")
-    return _with_overlay(read_urdf(target), data, path)
+    return _with_overlay(read_urdf(target, check=False), data, path)
 
 
 def _with_overlay(robot: Robot, overlay, path=None) -> Robot:

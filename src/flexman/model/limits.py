@@ -37,11 +37,44 @@ MAX_GRAVITY = 1e3                # m/s^2
 # ----- the mass matrix of an accepted model --------------------------------------------------
 MAX_CONDITION = 1e12             # cond(M) at rest; past this solving M qdd = f loses most digits
 
-# ----- simulation ------------------------------------------------------------------------------
+# ----- runs: sizes estimated before anything is allocated (check_run_size) --------------------
 MAX_SAMPLES = 1e7                # output samples of one run (t_final / dt): 1e7 x 2 nq floats
+MAX_RUN_BYTES = 4e9              # memory one run's results may need (samples x floats per sample)
+MAX_SENSITIVITY_STEPS = 1e6      # RK4 steps of a manoeuvre sensitivity (a Python loop: ~1 ms a step)
+MAX_STATICS_POINTS = 1e6         # joint values x load cases of one statics sweep
+MAX_SWEEP_POINTS = 100_000       # points of one parameter sweep (one file of results per point)
+SWEEP_POINT_SECONDS = 600.0      # default wall-time limit of one sweep point (run.time_limit)
+
+# ----- loads and prescribed motion ------------------------------------------------------------
+MAX_FORCE = 1e9                  # N (and N m for moments): an applied endpoint load
+MIN_DURATION = 1e-6              # s: a trajectory's duration, ramp time or spline interval
+MAX_JOINT_POSITION = 1e6         # rad of a revolute joint (a long spin-up); prismatic: MAX_LENGTH
+MAX_JOINT_RATE = 1e4             # rad/s or m/s of a prescribed motion
+MAX_JOINT_ACCELERATION = 1e8     # rad/s^2 or m/s^2 of a prescribed motion
 
 # ----- batches ---------------------------------------------------------------------------------
 BATCH_BYTES = 64e6               # working memory of one chunk of a batched evaluation
+
+
+def check_run_size(count, floats_each, what: str, option: str, most: float = MAX_SAMPLES, hint: str = "") -> int:
+    """The one guard on run sizes, called before anything is allocated: ``count`` items (output
+    samples, steps, points) of ``floats_each`` floats must stay within ``most`` items and
+    ``MAX_RUN_BYTES``. Returns ``count`` as an int; else a ``ValueError`` that names ``option``
+    (what to change) and the limit it meets, followed by ``hint``."""
+    hint = f"; {hint}" if hint else ""
+    try:
+        count = float(count)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{option}: {what} cannot be counted (got {count!r:.40})") from None
+    if not count < float("inf"):
+        raise ValueError(f"{option}: an unbounded number of {what}; the limit is {most:g}{hint}")
+    if count > most:
+        raise ValueError(f"{option}: {count:.3g} {what}; the limit is {most:g} (README, Limits){hint}")
+    need = 8.0 * count * max(float(floats_each), 1.0)
+    if need > MAX_RUN_BYTES:
+        raise ValueError(f"{option}: {count:.3g} {what} would need about {need / 1e9:.3g} GB; the limit is "
+                         f"{MAX_RUN_BYTES / 1e9:g} GB (README, Limits){hint}")
+    return int(count)
 
 
 def chunk_states(nq: int, n_links: int, composite: bool = False) -> int:

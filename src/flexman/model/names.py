@@ -76,3 +76,16 @@ def comment(text, limit: int = 200) -> str:
     text = "".join(ch if ch.isprintable() and ch.isascii() else ("?" if ch.isprintable() else " ") for ch in str(text))
     text = " ".join(text.split()).replace("*/", "* /")
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# C0 controls (tab and newline included: a message is one line), DEL and the C1 controls
+# U+0080..U+009F, which terminals read as escape sequences (U+009B is the one-byte CSI).
+_TERMINAL_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text, limit: int = 200) -> str:
+    """Text as it may be echoed to a terminal: every control character written as an escape
+    (``\\x9b``), cut to ``limit`` characters. Names read from files (URDF link names, paths) go
+    through here before they reach a message."""
+    text = _TERMINAL_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    return text if len(text) <= limit else text[: limit - 3] + "..."

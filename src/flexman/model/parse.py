@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import tomllib
 
 import yaml
@@ -81,6 +82,12 @@ class _YamlLoader(_BASE_LOADER):
                              "characters; no model value needs that many digits") from None
 
 
+# YAML 1.1 (PyYAML) reads 1e9, 1.0e9 and 6.0e0 as text: its float pattern wants a dot and a signed
+# exponent. YAML 1.2, JSON and TOML read them as numbers; so does every flexman file (model fields,
+# manoeuvres, overlays, controllers, sweep specifications): this one resolver makes them floats.
+EXPONENT_NUMBER = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)[eE][-+]?[0-9]+")
+_YamlLoader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(EXPONENT_NUMBER.pattern + "$"),
+                                  list("-+0123456789."))
 _YamlLoader.add_constructor("tag:yaml.org,2002:map", _YamlLoader.construct_yaml_map)
 _YamlLoader.add_constructor("tag:yaml.org,2002:int", _YamlLoader.construct_yaml_int)
 

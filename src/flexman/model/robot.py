@@ -94,8 +94,20 @@ def within(value, where: str, limit: float, unit: str = "") -> None:
                          "(README, Limits)")
 
 
-def inertia_matrix(value, where: str) -> np.ndarray:
-    """Accept [Ixx, Iyy, Izz, Ixy, Iyz, Ixz], a 3x3 matrix, or 3 principal values."""
+def unit_vector(value, where: str) -> np.ndarray:
+    """A finite non-zero 3-vector scaled to length 1; scaled by its largest entry first, so that
+    [1e308, 0, 0] does not overflow to an infinite norm (and a zero axis)."""
+    big = float(np.max(np.abs(value)))
+    if not big > 1e-9:
+        raise ModelError(f"{where}: must be a non-zero vector such as [0, 0, 1]")
+    scaled = np.asarray(value, dtype=float) / big
+    return scaled / np.linalg.norm(scaled)
+
+
+def inertia_matrix(value, where: str, strict: bool = True) -> np.ndarray:
+    """Accept [Ixx, Iyy, Izz, Ixy, Iyz, Ixz], a 3x3 matrix, or 3 principal values. ``strict=False``
+    skips the physical checks (positive semi-definite, triangle inequality): for inertials read
+    from a URDF as written, which real descriptions sometimes violate (the reader warns)."""
     arr = _floats(value, where, "[Ixx, Iyy, Izz, Ixy, Iyz, Ixz], a 3x3 matrix or 3 principal values")
     if arr.shape == (3,):
         mat = np.diag(arr)
@@ -113,6 +125,8 @@ def inertia_matrix(value, where: str) -> np.ndarray:
     within(mat, where, lim.MAX_INERTIA, " kg m^2")
     if not np.allclose(mat, mat.T, atol=1e-12 * max(1.0, np.abs(mat).max())):
         raise ModelError(f"{where}: inertia matrix must be symmetric")
+    if not strict:
+        return mat
     eig = np.linalg.eigvalsh(mat)
     tol = 1e-9 * max(1e-12, np.abs(eig).max())
     if eig.min() < -tol:
@@ -132,6 +146,7 @@ class RigidBody:
     mass: float = 0.0
     com: np.ndarray = field(default_factory=lambda: np.zeros(3))
     inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))
+    strict: bool = field(default=True, repr=False, compare=False)  # False: see inertia_matrix
 
     def __post_init__(self):
         self.mass = _real(self.mass, "mass")
@@ -141,7 +156,7 @@ class RigidBody:
         within(self.mass, "mass", lim.MAX_MASS, " kg")
         self.com = _vec3(self.com, "com")
         within(self.com, "com", lim.MAX_LENGTH, " m")
-        self.inertia = inertia_matrix(self.inertia, "inertia")
+        self.inertia = inertia_matrix(self.inertia, "inertia", strict=self.strict)
 
     @property
     def is_empty(self) -> bool:
@@ -159,12 +174,12 @@ class RigidBody:
         return out
 
     @classmethod
-    def from_second_moments(cls, J):
+    def from_second_moments(cls, J, strict=True):
         """The rigid body whose second-moment matrix ``int h h^T dm`` (4x4) is J."""
         m = float(J[3, 3])
         c = np.asarray(J[:3, 3], float) / m if m > 0 else np.zeros(3)  # a massless body may still have inertia
         second = np.asarray(J[:3, :3], float) - m * np.outer(c, c)
-        return cls(m, c, np.trace(second) * np.eye(3) - second)
+        return cls(m, c, np.trace(second) * np.eye(3) - second, strict=strict)
 
     def spatial_inertia_origin(self):
         """(mass, first moment m*c, inertia about the frame origin) for Newton-Euler."""
@@ -289,12 +304,10 @@ class Placement:
 
     def __post_init__(self):
         self.xyz = _vec3(self.xyz, "placement.xyz")
+        within(self.xyz, "placement.xyz", lim.MAX_LENGTH, " m")
         self.rpy = _vec3(self.rpy, "placement.rpy")
-        axis = _vec3(self.axis, "placement.axis")
-        norm = float(np.linalg.norm(axis))
-        if norm < 1e-9:
-            raise ModelError("placement.axis: must be a non-zero vector such as [0, 0, 1]")
-        self.axis = axis / norm
+        within(self.rpy, "placement.rpy", lim.MAX_ANGLE, " rad")
+        self.axis = unit_vector(_vec3(self.axis, "placement.axis"), "placement.axis")
 
 
 @dataclass

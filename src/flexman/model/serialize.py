@@ -20,10 +20,10 @@ import re
 import numpy as np
 
 from . import names
-from .checks import check_mass_matrix
+from .checks import check_model
 from .errors import ModelError
 from .gauges import check_gauges
-from .parse import plain_copy
+from .parse import EXPONENT_NUMBER, plain_copy
 from .robot import (DH_CONVENTIONS, JOINT_TYPES, SHAPE_KINDS, Beam, Link, Placement, RigidBody, Robot, bound_text,
                     bounds, inertia_matrix, meets_bound)
 
@@ -32,7 +32,8 @@ __all__ = ["robot_from_dict", "robot_to_dict", "check_fields", "join", "describe
            "BEAM_FIELDS", "MODE_FIELDS"]
 
 TOP_FIELDS = ("name", "description", "source", "gravity", "dh", "links", "payload", "controller", "manoeuvre",
-              "statics")
+              "statics", "frames")
+FRAME_FIELDS = ("link", "xyz", "rpy")
 STATICS_FIELDS = ("point", "gauges", "forces")
 LINK_FIELDS = ("name", "joint", "a", "alpha", "d", "theta", "mass", "com", "inertia", "hub", "beam",
                "armature", "viscous", "coulomb", "limits", "placement", "parent")
@@ -47,8 +48,8 @@ MODE_FIELDS = ("y", "z", "torsion")
 INERTIA_HINT = "give [Ixx, Iyy, Izz, Ixy, Iyz, Ixz], a 3x3 matrix or 3 principal values"
 ANGLE_HINT = "a number in radians, {deg: 90} or \"90 deg\""
 
-# PyYAML (YAML 1.1) reads an unquoted 1e-3 as a string; accept exactly that spelling as a number.
-_EXP_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+# The spelling the YAML reader makes a float (parse.EXPONENT_NUMBER), accepted as text from Python too.
+_EXP_NUMBER = EXPONENT_NUMBER
 _ANGLE_TEXT = re.compile(r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(deg|degrees|rad|radians)")
 
 
@@ -314,7 +315,7 @@ def robot_from_dict(data, check_mass: bool = True) -> Robot:
     try:
         robot = _robot_from_dict(plain_copy(data))
         if check_mass:  # False: every field check, not the whole-robot one (a robot still being entered)
-            check_mass_matrix(robot, keep_model=False)
+            check_model(robot)
         return robot
     except ModelError as exc:
         raise ModelError(" ".join(str(exc).split())) from None  # always one line
@@ -336,6 +337,8 @@ def _robot_from_dict(data) -> Robot:
         kw["dh"] = _choice(data["dh"], "dh", DH_CONVENTIONS, "DH convention")
     if "payload" in data:
         kw["payload"] = _body(data["payload"], "payload")
+    if "frames" in data:
+        kw["frames"] = _frames(data["frames"])
     robot = _build(Robot, "", **kw)
     robot.controller = None
     if data.get("controller") is not None:
@@ -356,6 +359,32 @@ def _robot_from_dict(data) -> Robot:
     robot.description = _text(data.get("description", ""), "description")
     robot.source = _text(data.get("source", ""), "source", allow_list=True)
     return robot
+
+
+def _frames(data) -> dict:
+    """Named fixed frames: ``{name: {link: <name, index or base>, xyz: [...], rpy: [...]}}``."""
+    from .rotations import rpy_matrix
+
+    if not isinstance(data, dict):
+        raise ModelError(f"frames: expected a mapping {{name: {{link, xyz, rpy}}}} (got {describe_value(data)})")
+    out = {}
+    for name, item in data.items():
+        where = join("frames", name)
+        _identifier(name, where)
+        check_fields(item, where, FRAME_FIELDS)
+        if "link" not in item:
+            raise ModelError(f"{join(where, 'link')}: required field missing (the link the frame is fixed to, or base)")
+        T = np.array(rpy_matrix([_angle(v, join(join(where, "rpy"), i)) for i, v in
+                                 enumerate(_numbers_or_angles(item.get("rpy", [0.0, 0.0, 0.0]), join(where, "rpy")))]))
+        T[:3, 3] = _vec3(item.get("xyz", [0.0, 0.0, 0.0]), join(where, "xyz"))
+        out[name] = (_parent(item["link"], join(where, "link")), T)
+    return out
+
+
+def _numbers_or_angles(value, where: str) -> list:
+    if not isinstance(value, (list, tuple)) or len(value) != 3:
+        raise ModelError(f"{where}: expected 3 angles [roll, pitch, yaw] (got {describe_value(value)})")
+    return list(value)
 
 
 def _statics(data, robot) -> dict:
@@ -457,6 +486,12 @@ def robot_to_dict(robot: Robot) -> dict:
     out["links"] = links
     if robot.payload is not None:
         out["payload"] = _body_dict(robot.payload)
+    if robot.frames:
+        from .rotations import matrix_rpy
+
+        out["frames"] = {name: {"link": "base" if i < 0 else (names[i] if names[i] and names.count(names[i]) == 1 else i),
+                                "xyz": _floats(T[:3, 3]), "rpy": _floats(matrix_rpy(T[:3, :3]))}
+                         for name, (i, T) in robot.frames.items()}
     if getattr(robot, "controller", None) is not None:
         out["controller"] = copy.deepcopy(robot.controller)
     if getattr(robot, "manoeuvre", None) is not None:

@@ -4,7 +4,7 @@
 A URDF joint places its child link's frame by a fixed ``origin`` (xyz, rpy) and moves it
 about or along ``axis``; each movable joint becomes one flexman link with that
 :class:`~flexman.model.robot.Placement` and, on a tree, its ``parent``; joints are taken
-depth-first from the root, children in file order (Pinocchio's order). Fixed joints are merged:
+depth-first from the root, a link's child joints sorted by name (Pinocchio's order, from urdfdom). Fixed joints are merged:
 their child's inertial joins the moving link they hang from, their origin is carried into the
 joints beyond, and their child link stays as a named frame (``robot.frames``). Bodies fixed to
 the root link do not move and are dropped.
@@ -20,13 +20,17 @@ from pathlib import Path
 
 import numpy as np
 
+from . import limits as size_limits
+from .checks import check_model
 from .errors import ModelError
+from .names import printable
 from .rotations import matrix_rpy, rpy_matrix
-from .robot import Link, Placement, RigidBody, Robot, bound_text, bounds, meets_bound
+from .robot import Link, Placement, RigidBody, Robot, bound_text, bounds, meets_bound, unit_vector
 from .serialize import check_fields, join, robot_from_dict, robot_to_dict
 
 MAX_BYTES = 5_000_000
 MOVING = {"revolute": "revolute", "continuous": "revolute", "prismatic": "prismatic"}
+MAX_LIMIT = {"revolute": size_limits.MAX_ANGLE, "prismatic": size_limits.MAX_LENGTH}
 OVERLAY_LINK_FIELDS = ("beam", "mass", "com", "inertia", "hub", "armature", "viscous", "coulomb", "limits")
 
 
@@ -113,19 +117,45 @@ def _inertial(link_elem, where: str) -> RigidBody | None:
     try:
         return RigidBody(mass, T[:3, 3], R @ Ic @ R.T)
     except ModelError as exc:
-        raise ModelError(f"{w}: {exc}") from None
+        if not _physical_only(exc):
+            raise ModelError(f"{w}: {exc}") from None
+        reason = str(exc)
+    import warnings  # Pinocchio reads such inertials as written; so do we, saying so
+
+    warnings.warn(f"{w}: {reason}; kept as written (a model file written from it will be refused)", stacklevel=4)
+    return RigidBody(mass, T[:3, 3], R @ Ic @ R.T, strict=False)
+
+
+def _physical_only(exc) -> bool:
+    """Whether an inertia error is only a physical implausibility (kept, with a warning)."""
+    text = str(exc)
+    return "triangle inequality" in text or "positive semi-definite" in text
 
 
 def urdf_identifier(name: str) -> str:
-    """A flexman identifier for a URDF name (other characters become _)."""
-    out = re.sub(r"\W", "_", name)
+    """A flexman identifier for a URDF name: characters other than ASCII letters, digits and _
+    become _ (so the name also passes a model file's identifier check when saved)."""
+    out = re.sub(r"\W", "_", name, flags=re.ASCII)
     return out if re.match(r"[A-Za-z_]", out) else f"_{out}"
+
+
+def _unique_identifiers(names, where: str) -> None:
+    """Refuse URDF names that become the same identifier (``a-b`` and ``a_b``): they would share
+    an overlay entry and could not be told apart in a saved model."""
+    seen = {}
+    for name in names:
+        ident = urdf_identifier(name)
+        if ident in seen and seen[ident] != name:
+            raise ModelError(f"{where}: the links \"{printable(seen[ident], 60)}\" and \"{printable(name, 60)}\" "
+                             f"both become the flexman name '{ident}' (characters other than letters, digits "
+                             "and _ become _); rename one of them in the URDF")
+        seen[ident] = name
 
 
 def _tree(root, where: str):
     """(root link name, [joint elements depth-first], link elements by name) of a URDF tree: the
-    joints visited depth-first from the root link, each link's child joints in file order (the
-    order Pinocchio's reader numbers them in). A link with two parent joints (a closed loop),
+    joints visited depth-first from the root link, each link's child joints by name (the order
+    Pinocchio's reader, through urdfdom, numbers them in). A link with two parent joints (a closed loop),
     several root links, or a joint naming a missing link: one clear error naming the element."""
     links = {}
     for el in root.findall("link"):
@@ -157,11 +187,14 @@ def _tree(root, where: str):
     if len(roots) != 1:
         what = "no root link (a closed loop)" if not roots else f"several root links ({', '.join(roots)})"
         raise ModelError(f"{where}: {what}; a URDF describes one tree with a single root link")
-    order, stack = [], list(reversed(by_parent.get(roots[0], [])))
+    # urdfdom (which Pinocchio and ROS read URDFs with) lists a link's child joints sorted by joint
+    # name; visiting them so gives Pinocchio's coordinates (a serial chain: the file's order)
+    children = lambda link: sorted(by_parent.get(link, []), key=lambda j: j.get("name", ""))
+    order, stack = [], list(reversed(children(roots[0])))
     while stack:
         j = stack.pop()
         order.append(j)
-        stack.extend(reversed(by_parent.get(j.find("child").get("link"), [])))
+        stack.extend(reversed(children(j.find("child").get("link"))))
     if len(order) < len(parent_of):  # joints on a cycle that no path from the root reaches
         lost = next(j for j in parent_of.values() if j not in order)
         raise ModelError(f"{where}: <joint name=\"{lost.get('name', '?')}\"> lies on a closed loop of links "
@@ -179,13 +212,27 @@ def _mesh_notice(root, where: str) -> None:
                       "the inertials; the report draws links as lines", stacklevel=3)
 
 
-def robot_from_urdf(text: str, where: str = "URDF") -> Robot:
+def robot_from_urdf(text: str, where: str = "URDF", check: bool = True) -> Robot:
     """A rigid :class:`Robot` from URDF text: a tree of revolute, continuous and prismatic joints;
     fixed joints merged into the moving body before them (their child's inertial added, their
     child link kept as a named frame, ``robot.frames``). The root link is the fixed base: its
-    inertial and those fixed to it do not move and are dropped."""
+    inertial and those fixed to it do not move and are dropped.
+
+    The robot gets the whole-model checks a model file gets
+    (:func:`~flexman.model.checks.check_model`); ``check=False`` leaves them to the caller (an
+    overlay still to be applied may give a massless link its mass). Names quoted in a message are
+    escaped (a control character in a URDF name never reaches a terminal)."""
+    try:
+        robot = _robot_from_urdf(text, where)
+    except ModelError as exc:
+        raise ModelError(printable(str(exc), 2000)) from None
+    return _checked(robot, where) if check else robot
+
+
+def _robot_from_urdf(text: str, where: str) -> Robot:
     root = _parse_xml(text, where)
     root_name, joints, links = _tree(root, where)
+    _unique_identifiers(links, where)
     _mesh_notice(root, where)
     out = []  # (name, joint, placement, second moments, limits, damping, friction, parent)
     attached = {root_name: (-1, np.eye(4))}  # URDF link -> (flexman link it rides on, -1 base; transform)
@@ -207,30 +254,36 @@ def robot_from_urdf(text: str, where: str = "URDF") -> Robot:
             frames[urdf_identifier(child)] = (on, origin)
             if on >= 0 and body is not None:
                 out[on]["J"] += _moved(body, origin)
+                out[on]["strict"] &= body.strict
             continue
         if kind not in MOVING:
             raise ModelError(f"{where}: {jw}: joint type '{kind}' is not supported; flexman reads "
                              "revolute, continuous, prismatic and fixed joints")
         axis = _floats(j.find("axis"), "xyz", 3, f"{where}: {jw}/axis", (1, 0, 0))
-        if np.linalg.norm(axis) < 1e-9:
+        if np.abs(axis).max() < 1e-9:
             raise ModelError(f"{where}: {jw}/axis: xyz must be a non-zero vector")
         limits = None
         lim = j.find("limit")
         if kind != "continuous" and lim is not None and lim.get("lower") is not None:
             lo = float(_floats(lim, "lower", 1, f"{where}: {jw}/limit")[0])
             hi = float(_floats(lim, "upper", 1, f"{where}: {jw}/limit", (0.0,))[0])
-            limits = (lo, hi) if lo < hi else None
+            # no range (lo >= hi) or one beyond any angle or length (URDFs write 1e16 for none): no limits
+            limits = (lo, hi) if lo < hi and max(abs(lo), abs(hi)) <= MAX_LIMIT[MOVING[kind]] else None
         dyn = j.find("dynamics")
         damping = float(_floats(dyn, "damping", 1, f"{where}: {jw}/dynamics", (0.0,))[0])
         friction = float(_floats(dyn, "friction", 1, f"{where}: {jw}/dynamics", (0.0,))[0])
         rules = bounds("link")  # URDF damping and friction are flexman's viscous and coulomb
         if not (meets_bound(damping, rules["viscous"]) and meets_bound(friction, rules["coulomb"])):
             raise ModelError(f"{where}: {jw}/dynamics: damping and friction must be {bound_text(rules['viscous'])}")
-        placement = Placement(origin[:3, 3], matrix_rpy(origin[:3, :3]), axis)
+        try:  # the origin with the fixed joints before it: magnitudes within the model limits
+            placement = Placement(origin[:3, 3], matrix_rpy(origin[:3, :3]), axis)
+        except ModelError as exc:
+            raise ModelError(f"{where}: {jw}: {exc}") from None
         attached[child] = (len(out), np.eye(4))
         out.append({"name": urdf_identifier(child), "joint": MOVING[kind], "placement": placement,
                     "J": body.pseudo_inertia() if body is not None else np.zeros((4, 4)), "limits": limits,
-                    "viscous": damping, "coulomb": friction, "parent": on, "where": f"{where}: {lw}"})
+                    "viscous": damping, "coulomb": friction, "parent": on, "where": f"{where}: {lw}",
+                    "strict": body is None or body.strict})
     if not out:
         raise ModelError(f"{where}: no revolute, continuous or prismatic joint; nothing moves")
     carried = [d["J"][3, 3] for d in out]
@@ -242,7 +295,7 @@ def robot_from_urdf(text: str, where: str = "URDF") -> Robot:
             raise ModelError(f"{d['where']}: no <inertial>, and nothing it carries has mass; give its <mass> and "
                              "<inertia> (a joint must move some mass)")
     robot_links = [
-        Link(joint=d["joint"], placement=d["placement"], body=RigidBody.from_second_moments(d["J"]),
+        Link(joint=d["joint"], placement=d["placement"], body=RigidBody.from_second_moments(d["J"], d["strict"]),
              limits=d["limits"], viscous=d["viscous"], coulomb=d["coulomb"], name=d["name"],
              parent=None if d["parent"] == i - 1 else d["parent"])
         for i, d in enumerate(out)
@@ -252,8 +305,16 @@ def robot_from_urdf(text: str, where: str = "URDF") -> Robot:
     return robot
 
 
-def read_urdf(path) -> Robot:
-    """A rigid robot from a URDF file."""
+def _checked(robot: Robot, where: str) -> Robot:
+    try:
+        check_model(robot)
+    except ModelError as exc:
+        raise ModelError(f"{where}: {exc}") from None
+    return robot
+
+
+def read_urdf(path, check: bool = True) -> Robot:
+    """A rigid robot from a URDF file (``check``: see :func:`robot_from_urdf`)."""
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -262,7 +323,36 @@ def read_urdf(path) -> Robot:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ModelError(f"{path}: cannot read the file ({exc})") from None
-    return robot_from_urdf(text, str(path))
+    return robot_from_urdf(text, str(path), check)
+
+
+def read_xacro(path, args=None, check: bool = True) -> Robot:
+    """A rigid robot from a xacro file (``arm.urdf.xacro``), expanded by the ``xacro`` package with
+    ``args`` ({name: value}, the file's ``<xacro:arg>`` values) and read as a URDF. xacro evaluates
+    the file's ``${...}`` expressions (in its own restricted namespace): load files you trust.
+    An error in the file is one line naming it."""
+    path = Path(path)
+    if args is not None and not (isinstance(args, dict) and all(isinstance(k, str) for k in args)):
+        raise ModelError(f"{path}: args: expected a mapping {{name: value}} of xacro arguments (got {type(args).__name__})")
+    try:
+        import xacro
+    except ImportError:
+        raise ModelError(f"{path}: reading xacro files needs the 'xacro' package (pip install xacro)") from None
+    import contextlib
+    import io
+
+    mappings = {k: str(v) for k, v in (args or {}).items()}
+    noise = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(noise), contextlib.redirect_stderr(noise):
+            text = xacro.process_file(str(path), mappings=mappings).toxml()
+    except Exception as exc:  # xacro raises its own, XML and name errors, and exits on some
+        why = " ".join(str(exc).split()) or type(exc).__name__
+        raise ModelError(f"{path}: xacro could not expand the file: {why}") from None
+    except SystemExit:
+        why = " ".join(noise.getvalue().split())[:300] or "xacro stopped"
+        raise ModelError(f"{path}: xacro could not expand the file: {why}") from None
+    return robot_from_urdf(text, str(path), check)
 
 
 # ----- overlay: chosen links become beams ---------------------------------------------------------
@@ -292,31 +382,40 @@ def apply_overlay(robot: Robot, overlay: dict, where: str = "overlay") -> Robot:
             turns[names.index(name)] = _beam_turn(beam.pop("axis"), join(join(lw, "beam"), "axis"))
             fields["beam"] = beam
         data["links"][names.index(name)].update(fields)
-    out = robot_from_dict(data)
+    out = robot_from_dict(data, check_mass=False)  # the whole model is checked once it is turned
     for i, R in turns.items():
         _turn_link(out, i, R, join(join("links", str(names[i])), "beam.axis"))
-    return out
+    return _checked(out, where)
 
 
 def _beam_turn(axis, where: str) -> np.ndarray | None:
-    """The rotation R (3x3) taking x onto the overlay's beam ``axis`` (None for x itself):
-    the smallest rotation, and for -x half a turn about z."""
-    bad = f"{where}: must be 3 numbers, a non-zero direction in the link frame such as [0, 0, -1] (got {axis!r})"
+    """The rotation R (3x3) taking x onto the overlay's beam ``axis`` (None for x itself): the
+    smallest rotation, and for -x half a turn about z.
+
+    Written as a turn by the angle atan2(|x cross a|, a_x) about the unit vector along x cross a,
+    which is exact for every direction: the classic I + [v]x + [v]x^2 / (1 + a_x) divides by a
+    number that vanishes near -x and loses every digit there (a "rotation" off by 1 %)."""
+    bad = f"{where}: must be 3 numbers, a non-zero direction in the link frame such as [0, 0, -1] (got {axis!r:.80})"
     if not isinstance(axis, (list, tuple)) or len(axis) != 3 or not all(
             isinstance(v, (int, float)) and not isinstance(v, bool) for v in axis):
         raise ModelError(bad)
     a = np.array(axis, float)
-    norm = float(np.linalg.norm(a)) if np.all(np.isfinite(a)) else 0.0
-    if not np.isfinite(norm) or norm < 1e-9:
+    if not np.all(np.isfinite(a)):
         raise ModelError(bad)
-    a = a / norm
+    try:
+        a = unit_vector(a, where)
+    except ModelError:
+        raise ModelError(bad) from None
     if np.array_equal(a, [1.0, 0.0, 0.0]):
         return None
-    if np.allclose(a, [-1.0, 0.0, 0.0], rtol=0, atol=1e-12):
+    v = np.array([0.0, -a[2], a[1]])  # x cross a
+    s = float(np.hypot(a[1], a[2]))
+    if s == 0.0:  # exactly -x: every axis normal to x is a smallest turn; take z
         return np.diag([-1.0, -1.0, 1.0])
-    v = np.cross([1.0, 0.0, 0.0], a)  # Rodrigues: R = I + [v]x + [v]x^2 / (1 + c)
-    vx = np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
-    return np.eye(3) + vx + vx @ vx / (1.0 + a[0])
+    k = v / s
+    angle = np.arctan2(s, a[0])
+    K = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
+    return np.eye(3) + np.sin(angle) * K + (1.0 - np.cos(angle)) * (K @ K)
 
 
 def _turn_body(body: RigidBody | None, R) -> RigidBody | None:
@@ -336,11 +435,15 @@ def _turn_link(robot: Robot, i: int, R, where: str) -> None:
     pl = link.placement
     link.placement = Placement(pl.xyz, matrix_rpy(rpy_matrix(pl.rpy)[:3, :3] @ R), R.T @ pl.axis)
     link.body, link.hub = _turn_body(link.body, R), _turn_body(link.hub, R)
-    if i + 1 < len(robot.links):
-        nxt = robot.links[i + 1]
+    for nxt in (robot.links[c] for c, p in enumerate(robot.parents) if p == i):  # its children, on a tree
         if nxt.placement is None:
             raise ModelError(f"{where}: the next link needs a URDF placement")
         pn = nxt.placement
         nxt.placement = Placement(R.T @ pn.xyz, matrix_rpy(R.T @ rpy_matrix(pn.rpy)[:3, :3]), pn.axis)
-    elif robot.payload is not None:
+    for name, (j, T) in list(robot.frames.items()):  # the named frames fixed to it
+        if j == i:
+            turned = np.eye(4)
+            turned[:3, :3] = R.T
+            robot.frames[name] = (j, turned @ T)
+    if i == len(robot.links) - 1 and robot.payload is not None:
         robot.payload = _turn_body(robot.payload, R)

@@ -6,11 +6,20 @@ can be compiled, and otherwise the interpreted model, saying so in one line on s
 per reason and process). ``"compiled"`` insists (an error names the reason) and
 ``"numeric"`` never compiles. The environment variable ``FLEXMAN_BACKEND`` sets the default
 (the test suite sets ``numeric`` and opts in where it tests the compiled path).
+
+``"auto"`` pays for itself: when the caller says how much work the run is (``work``: its steps
+of one state, RK4 steps times runs; for adaptive methods the output steps, a lower bound) and
+the model is not built yet, it
+weighs the estimated build time (:func:`estimated_build_seconds`, from the coordinate count and
+the beams' shapes; measured in docs/scaling.md) against the run's cost on the interpreted model
+(one timed forward-dynamics call times four per step). A run that would finish interpreted before the
+compiler does runs interpreted, and the notice says so, with both estimates.
 """
 from __future__ import annotations
 
 import os
 import sys
+import time
 
 BACKENDS = ("auto", "compiled", "numeric")
 _said = set()
@@ -30,10 +39,53 @@ def notice(text):
         print(f"flexman: {text}", file=sys.stderr)
 
 
+#: build time (derive + compile, wall seconds on the 2-core development machine) of a model of nq
+#: coordinates: BUILD_BASE + BUILD_PER_NQ2 * nq**2, fitted to docs/scaling.md's chains; models with
+#: clamped-mass beams (every value is structure, no shared parameters) take BUILD_CLAMPED_MASS times that
+BUILD_BASE, BUILD_PER_NQ2, BUILD_CLAMPED_MASS = 1.5, 0.0038, 5.0
+RHS_PER_STEP = 4  # right-hand sides per RK4 step
+
+
+def estimated_build_seconds(robot) -> float:
+    """Seconds to derive and compile ``robot``'s model on a cold cache (see the constants above)."""
+    seconds = BUILD_BASE + BUILD_PER_NQ2 * robot.nq ** 2
+    if any(link.beam is not None and link.beam.shapes == "clamped_mass" for link in robot.links):
+        seconds *= BUILD_CLAMPED_MASS
+    return seconds
+
+
+def interpreted_seconds_per_call(robot) -> float:
+    """One interpreted forward-dynamics call at rest, timed (after a first call that builds the
+    numeric model); kept per robot content, so repeated decisions agree."""
+    import numpy as np
+
+    def measure(r):
+        q, tau = np.zeros(r.nq), np.zeros(r.n_joints)
+        r.forward_dynamics(q, q, tau)
+        start = time.perf_counter()
+        r.forward_dynamics(q, q, tau)
+        return time.perf_counter() - start
+
+    return robot.derived("interpreted_fd_seconds", measure)
+
+
+def worth_compiling(robot, work):
+    """(True, "") when building the compiled model costs less than running ``work`` right-hand
+    sides interpreted; else (False, the reason in words, with both estimates)."""
+    build = estimated_build_seconds(robot)
+    run = interpreted_seconds_per_call(robot) * work
+    if build < run:
+        return True, ""
+    return False, (f"compiling '{robot.name}' ({robot.nq} coordinates) would take about {build:.3g} s, the run about "
+                   f"{run:.2g} s interpreted (backend='compiled' compiles and caches it)")
+
+
 def evaluator(robot, backend=None, formulation="newton_euler", quiet=False, work=None):
     """The object whose ``forward_dynamics`` (and the rest of the numeric API) a simulation
     calls: ``robot`` itself (numeric), or its compiled model. A compiled model or any other
-    non-Robot object is returned unchanged. ``quiet``: no build or fall-back lines."""
+    non-Robot object is returned unchanged. ``quiet``: no build or fall-back lines. ``work``:
+    the run's steps (of one state), so that ``"auto"`` does not build a model for a run that
+    costs less than the build (see the module doc)."""
     from ..model import Robot
 
     backend = default_backend() if backend is None else str(backend).lower()
@@ -41,10 +93,22 @@ def evaluator(robot, backend=None, formulation="newton_euler", quiet=False, work
         raise ValueError(f"backend: unknown '{backend}'; use one of {', '.join(BACKENDS)}")
     if backend == "numeric" or not isinstance(robot, Robot):
         return robot
-    from ..codegen.modelcache import NotCompilable, compiled_model
+    from ..codegen import cbuild
+    from ..codegen.modelcache import NotCompilable, check_compilable, compiled_model, existing_model
 
     say = None if quiet else (lambda line: print(line, file=sys.stderr))
     try:
+        if backend == "auto" and work is not None:
+            built = existing_model(robot, formulation)
+            if built is not None:
+                return built
+            check_compilable(robot)  # these two fail as compiled_model would, before any weighing
+            cbuild.compiler()
+            worth, why = worth_compiling(robot, RHS_PER_STEP * work)
+            if not worth:
+                if not quiet:
+                    notice(f"running the interpreted model: {why}")
+                return robot
         return compiled_model(robot, formulation, progress=say)
     except (NotCompilable, RuntimeError, OSError, ImportError) as exc:
         if backend == "compiled":

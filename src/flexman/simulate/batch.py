@@ -113,7 +113,7 @@ def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, cont
             raise ValueError(f"loop='compiled': {why}")
         compiled = None
     else:
-        compiled, why = plan(model, method, nq, nj, controller, torque, grid, loop=loop)
+        compiled, why = plan(model, method, nj, controller, torque, grid, loop=loop)
 
     def rhs(t, x, tau_out=None):
         q, qd, z = x[:, :nq], x[:, nq:2 * nq], x[:, 2 * nq:]

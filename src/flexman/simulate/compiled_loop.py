@@ -70,9 +70,8 @@ class CompiledLoop:
     """The C description of one run's plant and controller (structs and the arrays they point
     to), and its integration: :meth:`run` (one run), :meth:`batch` (many)."""
 
-    def __init__(self, model, control, keep, prescribed, n_states):
-        self.model, self.control, self.keep = model, control, keep
-        self.prescribed, self.n_states = prescribed, n_states
+    def __init__(self, model, control, keep, prescribed):
+        self.model, self.control, self.keep, self.prescribed = model, control, keep, prescribed
         entries = {w: model.c_entry(w) for w in ("mass_matrix", "bias_forces")}
         takes_p = entries["mass_matrix"][1]
         self.params = _array(model.params) if takes_p else np.zeros(1)
@@ -143,7 +142,7 @@ def _info(status, t_fault, steps):
     return {"steps": steps, "success": False, "diverged": True, "t_fault": float(t_fault), "message": message}
 
 
-def plan(model, method, nq, n_joints, controller=None, torque=None, t_grid=None, prescribed=None, loop="auto"):
+def plan(model, method, n_joints, controller=None, torque=None, t_grid=None, prescribed=None, loop="auto"):
     """(CompiledLoop or None, reason): the compiled loop of a run when it can take it (see the
     module doc), else None and why, in words. ``loop``: "auto", "compiled" (a ValueError naming
     the reason instead of None) or "python" (always None)."""
@@ -158,12 +157,11 @@ def plan(model, method, nq, n_joints, controller=None, torque=None, t_grid=None,
         if loop == "compiled":
             raise ValueError(f"loop='compiled': {made}")
         return None, made
-    control, n_states = made
-    return CompiledLoop(model, control, keep, prescribed is not None, n_states), "compiled"
+    return CompiledLoop(model, made, keep, prescribed is not None), "compiled"
 
 
 def _describe(model, method, nj, controller, torque, t_grid, prescribed, keep):
-    """(loop.Control, controller states) for the run, or the reason it cannot be compiled."""
+    """The run's ``loop.Control``, or the reason it cannot be compiled."""
     if method != "rk4":
         return f"method {method!r}: the compiled loop is fixed-step RK4"
     if getattr(model, "backend", None) != "c" or not hasattr(model, "c_entry"):
@@ -176,7 +174,7 @@ def _describe(model, method, nj, controller, torque, t_grid, prescribed, keep):
         if traj is None:
             return "the prescribed motion is a Python function (not a built-in trajectory)"
         control.traj = traj
-        return control, 0
+        return control
     kind, values = torque_values(torque, t_grid, nj)
     if kind == "callable":
         return "the torque is a Python function torque(t, q, qd)"
@@ -189,7 +187,7 @@ def _describe(model, method, nj, controller, torque, t_grid, prescribed, keep):
         keep.extend((values, times))
         control.tau_samples, control.t_samples, control.n_samples = _ptr(values), _ptr(times), len(times)
     if controller is None:
-        return control, 0
+        return control
     spec = controller.loop_spec() if hasattr(controller, "loop_spec") else None
     if spec is None:
         return f"the controller ({type(controller).__name__}) is written in Python"
@@ -208,7 +206,7 @@ def _describe(model, method, nj, controller, torque, t_grid, prescribed, keep):
         control.off_at = float(spec["off_at"])
     if spec.get("lqr_at") is not None:
         control.lqr_at = float(spec["lqr_at"])
-    return control, (nj if spec["kind"] == "pid" else 0)
+    return control
 
 
 def first_torque(total_torque, t0, x0):

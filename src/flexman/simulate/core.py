@@ -50,7 +50,7 @@ def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=No
     model = evaluator(robot, backend, work=len(t_grid) - 1)
     bound = controller.using(model) if hasattr(controller, "using") else controller  # its M, b from the model
     n_z, z0, ctrl_torque, ctrl_deriv = controller_parts(bound, nj)
-    compiled, why = plan(model, method, nq, nj, bound, torque, t_grid, loop=loop)
+    compiled, why = plan(model, method, nj, bound, torque, t_grid, loop=loop)
 
     def total_torque(t, x):
         q, qd, z = x[:nq], x[nq:2 * nq], x[2 * nq:]
@@ -61,7 +61,7 @@ def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=No
         return model.forward_dynamics(q, qd, tau), (ctrl_deriv(t, q, qd, z) if n_z else z)
 
     x0 = np.concatenate([q0, qd0, z0])
-    check_start(robot, q0, {"rtol": rtol, "atol": atol, "max_step": max_step})
+    check_start(model, q0, {"rtol": rtol, "atol": atol, "max_step": max_step})  # M by the compiled model when there is one
     if compiled is not None:
         first_torque(total_torque, t_grid[0], x0)
         t_out, X, taus, stats = compiled.run(x0, t_grid)

@@ -21,12 +21,13 @@ import numpy as np
 
 from ..model import inputs
 from ..model.errors import SingularMatrixError
+from ..model.limits import MAX_JOINT_ACCELERATION, MAX_JOINT_POSITION, MAX_JOINT_RATE
 from .backend import evaluator
 from .compiled_loop import plan, trajectory_struct
 from .result import Result
 from .run import Progress, energy, check_start, integrate, prepare, show_progress
 
-__all__ = ["motion_input", "split_dynamics", "simulate_prescribed"]
+__all__ = ["motion_input", "check_resolved", "split_dynamics", "simulate_prescribed", "MOTION_LIMITS"]
 
 
 def motion_input(prescribed, n_joints):
@@ -60,10 +61,34 @@ def motion_input(prescribed, n_joints):
             if not np.all(np.isfinite(arr)):
                 i = int(np.argmin(np.isfinite(arr)))
                 raise ValueError(f"prescribed: {name}[{i}] at t = {t:g} s is {float(arr[i])!r}; every entry must be a finite number")
+            limit, unit = MOTION_LIMITS[name]
+            if np.any(np.abs(arr) > limit):
+                i = int(np.argmax(np.abs(arr)))
+                raise ValueError(f"prescribed: {name}[{i}] at t = {t:g} s is {float(arr[i]):g}; beyond the supported "
+                                 f"magnitude {limit:g} {unit} (README, Limits)")
             checked.append(arr)
         return checked
 
     return motion
+
+
+#: the largest prescribed position, rate and acceleration (rad or m, per s, per s^2): past them the
+#: dynamics overflow (an acceleration of 1e308) or sin and cos lose every digit (a start at 1e300)
+MOTION_LIMITS = {"q": (MAX_JOINT_POSITION, "rad (m)"), "qd": (MAX_JOINT_RATE, "rad/s (m/s)"),
+                 "qdd": (MAX_JOINT_ACCELERATION, "rad/s^2 (m/s^2)")}
+
+
+def check_resolved(prescribed, step: float) -> None:
+    """A move that lasts less than one step falls between two samples: the joints jump and the
+    arm cannot respond, so the results are silently wrong. Refuse it (trajectories that say how
+    long they move: ``t_start``, ``t_end``)."""
+    try:
+        duration = float(prescribed.t_end) - float(prescribed.t_start)
+    except (AttributeError, TypeError, ValueError):
+        return
+    if 0 < duration < step:
+        raise ValueError(f"prescribed: the move lasts {duration:g} s, less than one step dt = {step:g} s; the joints "
+                         f"would jump between two samples; use dt <= {duration / 10:.3g} s or a slower move")
 
 
 def _describe(value) -> str:
@@ -107,11 +132,12 @@ def split_dynamics(model, n_joints):
 
 def _joint_samples(prescribed, motion, t_grid, nj):
     """(q_r, qd_r, qdd_r) at every output time, each (len(t_grid), nj), checked: a built-in
-    trajectory in one vectorized call, anything else (or a non-finite value, to name its time)
-    time by time through ``motion``."""
+    trajectory in one vectorized call, anything else (or a non-finite value or one beyond
+    MOTION_LIMITS, to name its time) time by time through ``motion``."""
     if trajectory_struct(prescribed, nj, []) is not None:
         parts = [np.asarray(a, dtype=float) for a in prescribed(t_grid)]
-        if all(p.shape == (len(t_grid), nj) and np.all(np.isfinite(p)) for p in parts):
+        if all(p.shape == (len(t_grid), nj) and np.all(np.isfinite(p)) and np.all(np.abs(p) <= MOTION_LIMITS[k][0])
+               for k, p in zip(("q", "qd", "qdd"), parts)):
             return parts
     rows = [motion(float(t)) for t in t_grid]
     return [np.array([r[k] for r in rows]).reshape(len(t_grid), nj) for k in range(3)]
@@ -127,7 +153,9 @@ def simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, 
     nj, nq = robot.n_joints, robot.nq
     nf = nq - nj
     motion = motion_input(prescribed, nj)
-    joint_samples = _joint_samples(prescribed, motion, t_grid, nj)  # shapes and finiteness before any dynamics
+    if len(t_grid) > 1:
+        check_resolved(prescribed, float(t_grid[1] - t_grid[0]))
+    joint_samples = _joint_samples(prescribed, motion, t_grid, nj)  # shapes, finiteness, magnitudes before any dynamics
     start = motion(0.0)
     for name, given, value in (("q0", q0, start[0]), ("qd0", qd0, start[1])):
         gap = np.abs(given[:nj] - value)
@@ -135,7 +163,7 @@ def simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, 
             raise ValueError(f"{name}: its joint entries {given[:nj].tolist()} differ from the prescribed motion at "
                              f"t = 0 ({value.tolist()}); leave them 0 (the prescription sets them) or match them")
     model = evaluator(robot, backend, work=len(t_grid) - 1)
-    compiled, why = plan(model, method, nq, nj, prescribed=prescribed, loop=loop)
+    compiled, why = plan(model, method, nj, prescribed=prescribed, loop=loop)
     solve = split_dynamics(model, nj)
     latest = {}
 
@@ -155,7 +183,7 @@ def simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, 
         return latest["qdd_f"], np.array([latest["power"]])
 
     q_start = np.concatenate([start[0], q0[nj:]])
-    check_start(robot, q_start, {"rtol": rtol, "atol": atol, "max_step": max_step})
+    check_start(model, q_start, {"rtol": rtol, "atol": atol, "max_step": max_step})
     x0 = np.concatenate([q0[nj:], qd0[nj:], [0.0]])
     if compiled is not None:
         t_out, X, taus, stats = compiled.run(x0, t_grid)

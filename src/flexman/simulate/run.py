@@ -17,7 +17,7 @@ import numpy as np
 
 from ..model import inputs
 from ..model.checks import check_mass_matrix
-from ..model.limits import MAX_SAMPLES
+from ..model.limits import check_run_size
 from . import integrators
 
 __all__ = ["energy", "Progress", "show_progress", "torque_values", "torque_input", "controller_parts", "output_times",
@@ -142,14 +142,14 @@ def show_progress(progress, robot, q0, qd0, n_steps):
 
 
 # ----- output times and checked inputs ------------------------------------------------
-def output_times(t_final, dt):
-    """0, dt, 2 dt, ... up to t_final (t_final itself is always the last time)."""
+def output_times(t_final, dt, floats_each=1):
+    """0, dt, 2 dt, ... up to t_final (t_final itself is always the last time); refused before
+    allocation past the run-size limits (``floats_each``: floats kept per output sample)."""
     t_final, dt = inputs.positive(t_final, "t_final"), inputs.positive(dt, "dt")
     if dt > t_final:
         raise ValueError(f"dt: {dt:g} s is longer than t_final = {t_final:g} s; use dt <= t_final")
-    if t_final / dt > MAX_SAMPLES:
-        raise ValueError(f"dt: t_final / dt = {t_final / dt:.3g} output samples; the limit is {MAX_SAMPLES:g} "
-                         "(use a larger dt; an adaptive method still takes the steps it needs between them)")
+    check_run_size(t_final / dt, floats_each, "output samples", "dt",
+                   hint="t_final / dt samples: use a larger dt; an adaptive method still takes the steps it needs between them")
     n = int(np.floor(t_final / dt * (1 + 1e-12)))
     t = dt * np.arange(n + 1)
     if t_final - t[-1] > 1e-9 * dt:
@@ -171,7 +171,7 @@ def prepare(robot, t_final, dt, method, q0, qd0, torque, controller):
                for x, name in ((q0, "q0"), (qd0, "qd0")))
     if q0.shape != (nq,) or qd0.shape != (nq,):
         raise ValueError(f"q0, qd0: expected one state of nq = {nq} values each ({', '.join(robot.coordinate_names)})")
-    t_grid = output_times(t_final, dt)
+    t_grid = output_times(t_final, dt, 3 * nq + nj + 2)  # q, qd, energy parts, tau, t, work
     if torque is not None and not callable(torque):
         inputs.finite(inputs.array(torque, "torque"), "torque")
     return method, q0, qd0, t_grid, torque_input(torque, t_grid, nj), controller_parts(controller, nj)

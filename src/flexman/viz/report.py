@@ -268,6 +268,11 @@ def report_html(result, robot=None, title=None, magnify=None, equations="auto", 
             f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{CSS}</style>"
             f"<script>{_plotly_js()}</script>")
     lead = f"<p class='muted'>{html.escape(note)}</p>" if note else ""
+    if getattr(result, "diverged", False):  # a partial run is never summarised as a whole one
+        t_div = getattr(result, "t_diverged", None)
+        when = f" at t = {t_div:.6g} s" if t_div is not None else ""
+        lead += (f"<p class='warning'><strong>The run diverged{when}</strong>: everything below shows the "
+                 "samples before it; use a smaller step or a stiff method.</p>")
     body = (f"<h1>{html.escape(title)}</h1>{lead}" + "\n".join(sections)
             + _json_script("plot-data", figures) + _json_script("animation-data", anim)
             + f"<script>{plots_js}</script><script>{ANIMATION_JS}</script>")

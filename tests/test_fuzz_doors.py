@@ -1,0 +1,237 @@
+"""Fuzzing the newer doors (issue 26): generated URDF chains and overlays, beam axes, numbers on
+the command line, sweep specifications and signals during writes. Every input either works (a
+usable model with finite dynamics, a correct rotation, the number it spells) or is refused in
+one line: ModelError/ValueError from Python, exit 2 and one ``flexman: error:`` line from the
+command. Derandomized and bounded like tests/test_fuzz.py (``FLEXMAN_FUZZ_SCALE`` deepens it).
+"""
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from flexman import cli, sweeps
+from flexman.model.errors import ModelError
+from flexman.model.io import dumps
+from flexman.model.parse import parse
+from flexman.model.urdf import _beam_turn, apply_overlay, robot_from_urdf
+
+SCALE = int(os.environ.get("FLEXMAN_FUZZ_SCALE", "1"))
+FUZZ = settings(max_examples=40 * SCALE, derandomize=SCALE == 1, deadline=None, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                       HealthCheck.data_too_large])
+SECONDS = 20.0
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+OUTPUTS = str(Path(SRC) / "flexman" / "outputs.py")
+
+# hostile numbers as a URDF writes them
+URDF_NUMBERS = st.sampled_from(["0", "1", "-1", "0.5", "1e-9", "1e9", "1e200", "-1e200", "1e308", "-1e308", "5e-324",
+                                "nan", "inf", "-inf", "x", "", "1e400", "0x10", "1_0"])
+NAMES = st.sampled_from(["a", "b", "a-b", "a_b", "a.b", "a b", "é", "\u009b31m", "\x85", "1st", "base", "x" * 60])
+
+
+def one_line(message: str) -> None:
+    assert message and "\n" not in message, message
+
+
+@st.composite
+def urdf_chains(draw):
+    """A serial chain with hostile origins, axes, inertials, names, joint types and, sometimes,
+    a loop of links beside it."""
+    n = draw(st.integers(1, 3))
+    names = [draw(NAMES) if draw(st.integers(0, 2)) == 1 else f"l{k}" for k in range(n)]
+    vec = lambda: " ".join(draw(URDF_NUMBERS) if draw(st.integers(0, 20)) == 7 else  # noqa: E731
+                           repr(draw(st.floats(-2, 2))) for _ in range(3))
+    parts = ['<robot name="r"><link name="root"/>']
+    for name in names:
+        mass = draw(URDF_NUMBERS) if draw(st.integers(0, 7)) == 3 else "1.0"
+        inertia = draw(st.sampled_from(['ixx="0.01" iyy="0.02" izz="0.02"'] * 5 + [
+            'ixx="0" iyy="0" izz="0"', 'ixx="1" iyy="1" izz="5"', f'ixx="{draw(URDF_NUMBERS)}" iyy="1" izz="1"']))
+        parts.append(f'<link name="{name}"><inertial><origin xyz="{vec()}"/><mass value="{mass}"/>'
+                     f'<inertia {inertia}/></inertial></link>')
+    prev = "root"
+    for k, name in enumerate(names):
+        kind = draw(st.sampled_from(["revolute"] * 3 + ["continuous", "prismatic", "fixed", "floating"]))
+        parts.append(f'<joint name="j{k}" type="{kind}"><parent link="{prev}"/><child link="{name}"/>'
+                     f'<origin xyz="{vec()}" rpy="{vec()}"/><axis xyz="{vec()}"/></joint>')
+        prev = name
+    if draw(st.integers(0, 9)) == 4:  # two links in a loop, attached to nothing
+        parts.append('<link name="p"/><link name="q"/>'
+                     '<joint name="k1" type="revolute"><parent link="p"/><child link="q"/></joint>'
+                     '<joint name="k2" type="revolute"><parent link="q"/><child link="p"/></joint>')
+    return "".join(parts) + "</robot>"
+
+
+@FUZZ
+@given(urdf_chains())
+def test_generated_urdf_loads_usable_or_is_refused_in_one_line(text):
+    start = time.perf_counter()
+    try:
+        robot = robot_from_urdf(text)
+    except ModelError as exc:
+        one_line(str(exc))
+        assert not any(0x80 <= ord(c) <= 0x9F for c in str(exc)), str(exc)  # names escaped
+        return
+    finally:
+        assert time.perf_counter() - start < SECONDS
+    q = np.linspace(-0.3, 0.4, robot.nq)
+    M = robot.mass_matrix(q)
+    assert np.all(np.isfinite(M)) and np.linalg.eigvalsh(0.5 * (M + M.T)).min() > 0
+    assert np.all(np.isfinite(robot.forward_dynamics(q, -q, np.ones(robot.n_joints))))
+    assert len(set(link.name for link in robot.links)) == robot.n_joints
+    from flexman.model.serialize import robot_from_dict, robot_to_dict
+
+    again = robot_from_dict(robot_to_dict(robot))  # saves and loads back as a model file
+    np.testing.assert_allclose(again.mass_matrix(q), M, rtol=1e-12, atol=1e-14)
+    dumps(robot)
+
+
+AXIS_NUMBERS = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.0, -0.0, 1e-300, 1e308]))
+
+
+@FUZZ
+@given(st.lists(AXIS_NUMBERS, min_size=3, max_size=3), st.floats(0, 1e-3))
+def test_beam_axis_gives_a_rotation_for_every_direction(axis, near):
+    """Any direction (and directions within ``near`` of -x): R orthonormal, det 1, R x = a."""
+    for a in (axis, [-1.0, near * axis[0] if math.isfinite(axis[0]) else near, near]):
+        try:
+            R = _beam_turn(a, "beam.axis")
+        except ModelError as exc:
+            one_line(str(exc))
+            assert not all(math.isfinite(v) for v in a) or max(abs(v) for v in a) <= 1e-9
+            continue
+        if R is None:
+            continue
+        u = np.asarray(a, float) / np.abs(a).max()
+        np.testing.assert_allclose(R.T @ R, np.eye(3), rtol=0, atol=4e-15)
+        assert abs(np.linalg.det(R) - 1.0) < 4e-15
+        np.testing.assert_allclose(R[:, 0], u / np.linalg.norm(u), rtol=0, atol=4e-15)
+
+
+OVERLAY_VALUES = st.one_of(st.sampled_from([0, 1, -1, 1e9, 1e-300, "1e9", "x", None, True, [1, 2], {"a": 1}]),
+                           st.floats(allow_nan=True, allow_infinity=True))
+URDF_TWO = ('<robot name="r"><link name="b"/>'
+            '<link name="a"><inertial><origin xyz="0.1 0 0"/><mass value="1"/><inertia ixx="0.01" iyy="0.02" izz="0.02"/>'
+            '</inertial></link><link name="c"><inertial><origin xyz="0.1 0 0"/><mass value="1"/>'
+            '<inertia ixx="0.01" iyy="0.02" izz="0.02"/></inertial></link>'
+            '<joint name="j1" type="revolute"><parent link="b"/><child link="a"/><axis xyz="0 0 1"/></joint>'
+            '<joint name="j2" type="revolute"><parent link="a"/><child link="c"/><origin xyz="0.5 0 0"/>'
+            '<axis xyz="0 0 1"/></joint></robot>')
+
+
+@FUZZ
+@given(st.sampled_from(["length", "mass_per_length", "EI", "modes", "axis", "damping", "GJ"]), OVERLAY_VALUES,
+       st.sampled_from(["a", "c", "nope"]))
+def test_overlay_fields_work_or_are_refused_in_one_line(field, value, link):
+    overlay = {"links": {link: {"beam": {"length": 0.5, "mass_per_length": 2.0, "EI": 50.0,
+                                         "modes": {"y": 1, "z": 1}, field: value}}}}
+    try:
+        robot = apply_overlay(robot_from_urdf(URDF_TWO, check=False), overlay)
+    except ModelError as exc:
+        one_line(str(exc))
+        return
+    q = np.zeros(robot.nq)
+    M = robot.mass_matrix(q)
+    assert np.all(np.isfinite(M)) and np.linalg.eigvalsh(M).min() > 0
+
+
+# ----- numbers ----------------------------------------------------------------------------------
+FLOATS = st.floats(allow_nan=False, allow_infinity=False, min_value=-1e12, max_value=1e12)
+
+
+def spellings(x: float):
+    """Ways people write a number: plain, exponent (upper, lower, signed), leading dot."""
+    mantissa, exponent = f"{x:.6e}".split("e")
+    return [repr(x), f"{x:.6e}", f"{x:.3E}", f"{mantissa}e{int(exponent)}", f"{x:g}"]
+
+
+@FUZZ
+@given(FLOATS)
+def test_yaml_reads_every_number_spelling_as_a_number(x):
+    for text in spellings(x):
+        assert parse(f"v: {text}\n", "yaml")["v"] == pytest.approx(float(text), rel=0, abs=0), text
+
+
+@FUZZ
+@given(st.lists(FLOATS, min_size=2, max_size=2), st.integers(0, 4))
+def test_command_line_reads_negative_numbers_in_every_spelling(values, form):
+    texts = [spellings(-abs(v) - 1e-6)[form] for v in values]
+    args = cli.build_parser().parse_args(["simulate", "m", "--torque", *texts, "--q0", *texts])
+    assert args.torque == [float(t) for t in texts] and args.q0 == args.torque
+
+
+@FUZZ
+@given(st.sampled_from(["--torque", "--q0", "--dt", "--t-final", "--rtol"]),
+       st.sampled_from(["nan", "-nan", "inf", "-inf", "1e400", "-1e400", "x", "--", "1e", "0x1p3"]))
+def test_command_line_refuses_non_numbers_in_one_line(option, text):
+    with pytest.raises(cli.UsageError) as info:
+        cli.build_parser().parse_args(["simulate", "m", option, text])
+    one_line(str(info.value))
+
+
+# ----- sweep specifications ---------------------------------------------------------------------
+SPEC_VALUES = st.one_of(st.lists(st.one_of(FLOATS, st.sampled_from([math.nan, math.inf, "x", None, True])),
+                                 max_size=30),
+                        st.fixed_dictionaries({"min": st.one_of(FLOATS, st.just(math.nan)),
+                                               "max": st.one_of(FLOATS, st.just(math.inf))}),
+                        st.sampled_from([None, 1, "x", [], {}]))
+
+
+@FUZZ
+@given(st.dictionaries(st.sampled_from(["links.0.beam.EI", "payload.mass", "a", "b", "c", "d", "e"]), SPEC_VALUES,
+                       max_size=7),
+       st.sampled_from(["grid", "latin_hypercube", "monte_carlo", "nope"]),
+       st.one_of(st.none(), st.sampled_from([1, 10, 1e5, 1e6, 1e12, math.inf, math.nan, -3, 2.5, True])))
+def test_sweep_specs_give_points_within_the_limit_or_one_line(parameters, sampling, samples):
+    start = time.perf_counter()
+    try:
+        pts = sweeps.points(parameters, sampling, samples)
+    except sweeps.SweepError as exc:
+        one_line(str(exc))
+    else:
+        assert 1 <= len(pts) <= 100_000
+        assert all(set(p) == set(parameters) for p in pts)
+        assert all(math.isfinite(v) for p in pts for x in p.values() for v in (x if isinstance(x, list) else [x]))
+    assert time.perf_counter() - start < SECONDS
+
+
+# ----- signals ----------------------------------------------------------------------------------
+SIGNAL_SCRIPT = """
+import importlib.util, sys, time
+spec = importlib.util.spec_from_file_location("outputs", sys.argv[-1])  # the module alone: a fast start
+outputs = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(outputs)
+staged = outputs.staged
+out, n, sleep = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+with staged() as files:
+    for k in range(n):
+        open(files.path(out + f"/f{k}.txt"), "w").write("x" * 1000)
+    print("ready", flush=True)
+    time.sleep(sleep)
+"""
+
+
+@settings(FUZZ, max_examples=6 * SCALE)
+@given(st.sampled_from([signal.SIGTERM, signal.SIGHUP, signal.SIGINT]), st.integers(1, 4), st.sampled_from([0.0, 5.0]))
+def test_signals_during_staged_writes_leave_old_files_or_new_ones(tmp_path_factory, sig, n, sleep):
+    """Signal a writer once its files are staged: afterwards the folder holds the finished files
+    (the signal came after the rename) or none; never a .partial file."""
+    out = tmp_path_factory.mktemp("sig")
+    proc = subprocess.Popen([sys.executable, "-c", SIGNAL_SCRIPT, str(out), str(n), str(sleep), OUTPUTS],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "PYTHONPATH": SRC})
+    assert proc.stdout.readline().strip() == "ready"
+    proc.send_signal(sig)
+    proc.communicate(timeout=30)
+    left = sorted(p.name for p in out.iterdir())
+    assert not [name for name in left if ".partial" in name], left
+    assert left in ([], [f"f{k}.txt" for k in range(n)]), left
