@@ -110,6 +110,15 @@ def test_co_simulation_equals_simulate(exported, name):
     assert np.max(np.abs(ref.q[-1] - ref.q[0])) > 0.1  # the arm moved
 
 
+def test_co_simulation_takes_sub_steps_of_step_size(exported):
+    """A communication step of 2 ms with step_size 1 ms: two internal RK4 steps, so every other
+    sample of the 1 ms run."""
+    robot, path, ref = exported["dynaman_2r"]
+    q, _, res = fmpy_run(path, robot, "CoSimulation", dt=2 * DT)
+    assert len(res) == len(ref.t[::2])
+    assert np.max(np.abs(q - ref.q[::2])) < 1e-10
+
+
 @pytest.mark.parametrize("name", list(MODELS))
 def test_model_exchange_equals_simulate(exported, name):
     """FMPy integrates the FMU's derivatives with CVODE; fm.simulate's RK4 at 1 ms is accurate
