@@ -16,6 +16,7 @@ from fmpy.validation import validate_fmu
 import flexman as fm
 from flexman import cli
 from flexman.analysis.tip import tip_offset
+from flexman.codegen.cbuild import compiler
 from flexman.control import PID, ComputedTorque, Decoupling
 from flexman.model.serialize import robot_from_dict, robot_to_dict
 from flexman.symbolic.params import parameter_values
@@ -264,7 +265,7 @@ def test_sources_match_the_standard_headers(exported, tmp_path):
         listed = z.namelist()
     assert "binaries/linux64/flx_three_link.so" in listed and "modelDescription.xml" in listed
     sources = sorted((tmp_path / "sources").glob("*.c"))
-    proc = subprocess.run(["cc", "-fsyntax-only", "-Wall", "-Werror", "-DFMI2_STANDARD_HEADERS", f"-I{headers}",
+    proc = subprocess.run([compiler(), "-fsyntax-only", "-Wall", "-Werror", "-DFMI2_STANDARD_HEADERS", f"-I{headers}",
                            *map(str, sources)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
 
