@@ -309,6 +309,8 @@ def test_refused_models_and_controllers(tmp_path):
     with pytest.raises(fm.ModelError, match="coulomb"):
         fm.derive(robot_from_dict(data)).fmu(tmp_path / "a.fmu")
     robot = fm.examples.load("dynaman_2r")
+    with pytest.raises(ValueError, match="kind: unknown 'fmi3'"):
+        fm.derive(robot).fmu(tmp_path / "a.fmu", kind="fmi3")
     with pytest.raises(fm.ModelError, match="evaluated in Python only"):
         fm.derive(robot).fmu(tmp_path / "a.fmu", controller=lambda t, q, qd: np.zeros(2))
     coupled = PID(robot, hold([0.0, 0.0]), [[10.0, 1.0], [1.0, 10.0]], 0.0, 1.0)
