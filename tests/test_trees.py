@@ -335,3 +335,18 @@ def test_a_tree_saved_as_urdf_reads_back_and_matches_pinocchio(tmp_path):
     qp = np.concatenate([[np.cos(v), np.sin(v)] if j.nq == 2 else [v] for j, v in zip(list(model.joints)[1:], q)])
     M = pin.crba(model, model.createData(), qp)  # (joints without limits are written continuous)
     np.testing.assert_allclose(robot.mass_matrix(q), np.triu(M) + np.triu(M, 1).T, atol=1e-10)
+
+
+def test_info_lists_parents_and_frames(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    robot = random_tree(3, n=4)
+    robot.frames = {"tool": (1, np.eye(4))}
+    path = fm.save(robot, tmp_path / "tree.yaml")
+    out = subprocess.run([sys.executable, "-m", "flexman.cli", "info", str(path), "--json"], capture_output=True,
+                         text=True, timeout=300)
+    data = json.loads(out.stdout)
+    assert [item["parent"] for item in data["links"]] == ["base" if p < 0 else p + 1 for p in robot.parents]
+    assert data["frames"] == {"tool": 2}
