@@ -60,7 +60,7 @@ def identify(robot, t, q, tau, parameters=None, **options):
     return _identify(robot, t, q, tau, parameters=parameters, **options)
 
 
-def plan(robot, q_start, q_goal, duration=None, limits=None, objective="effort", **options):
+def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, **options):
     """An optimal rest-to-rest move over the full flexible dynamics (CasADi + IPOPT): minimum
     effort, time, tip deflection, an end-effector path, or a weighted sum; see
     :func:`flexman.planning.plan` (options: knots, path, pre_post, guess, max_iter)."""

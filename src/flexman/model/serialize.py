@@ -32,8 +32,11 @@ __all__ = ["robot_from_dict", "robot_to_dict", "check_fields", "join", "describe
            "BEAM_FIELDS", "MODE_FIELDS"]
 
 TOP_FIELDS = ("name", "description", "source", "gravity", "dh", "links", "payload", "controller", "manoeuvre",
-              "statics", "frames")
+              "statics", "frames", "plan")
 FRAME_FIELDS = ("link", "xyz", "rpy")
+PLAN_FIELDS = ("start", "goal", "duration", "objective", "knots", "torque_limit", "rate_limit", "shaper")
+PLAN_OBJECTIVES = ("effort", "time", "deflection", "tip_path", "smooth")
+PLAN_SHAPERS = ("zv", "zvd", "ei")
 STATICS_FIELDS = ("point", "gauges", "forces")
 LINK_FIELDS = ("name", "joint", "a", "alpha", "d", "theta", "mass", "com", "inertia", "hub", "beam",
                "armature", "viscous", "coulomb", "limits", "placement", "parent")
@@ -356,6 +359,7 @@ def _robot_from_dict(data) -> Robot:
             raise ModelError(str(exc)) from None
         robot.manoeuvre = spec
     robot.statics = _statics(data["statics"], robot) if data.get("statics") is not None else None
+    robot.plan_settings = _plan_settings(data["plan"], robot) if data.get("plan") is not None else None
     robot.description = _text(data.get("description", ""), "description")
     robot.source = _text(data.get("source", ""), "source", allow_list=True)
     return robot
@@ -411,6 +415,38 @@ def _statics(data, robot) -> dict:
         if not isinstance(forces, list) or not forces:
             raise ModelError(f"statics.forces: expected a list of forces [fx, fy, fz] (got {describe_value(forces)})")
         out["forces"] = [[float(v) for v in _vec3(f, join("statics.forces", i))] for i, f in enumerate(forces)]
+    return out
+
+
+def _plan_settings(data, robot) -> dict:
+    """The optional defaults of ``flexman plan`` (and of the showcase's optimal move): joint targets,
+    duration (s), objective (a name or {name: weight}), collocation knots, torque and rate limits
+    (one positive value per joint) and the input shaper to compare with."""
+    check_fields(data, "plan", PLAN_FIELDS)
+    n, out = robot.n_joints, {}
+    for key in ("start", "goal"):
+        if key in data:
+            out[key] = _numbers(data[key], f"plan.{key}", n, "one per joint")
+    for key in ("torque_limit", "rate_limit"):
+        if key in data:
+            out[key] = _numbers(data[key], f"plan.{key}", n, "one per joint, each > 0", rule=(0.0, True))
+    if "duration" in data:
+        out["duration"] = _number(data["duration"], "plan.duration", rule=(0.0, True))
+    if "knots" in data:
+        k = data["knots"]
+        if isinstance(k, bool) or not isinstance(k, int) or not 4 <= k <= 1000:
+            raise ModelError(f"plan.knots: expected a whole number of collocation intervals in [4, 1000] (got {describe_value(k)})")
+        out["knots"] = k
+    if "objective" in data:
+        obj = data["objective"]
+        if isinstance(obj, dict):
+            out["objective"] = {_choice(k, "plan.objective", PLAN_OBJECTIVES, "objective"):
+                                _number(v, f"plan.objective.{k}", rule=(0.0, False)) for k, v in obj.items()}
+        else:
+            out["objective"] = _choice(obj, "plan.objective", PLAN_OBJECTIVES, "objective")
+    if "shaper" in data:
+        out["shaper"] = _choice(str(data["shaper"]).lower() if isinstance(data["shaper"], str) else data["shaper"],
+                                "plan.shaper", PLAN_SHAPERS, "shaper")
     return out
 
 
@@ -498,4 +534,6 @@ def robot_to_dict(robot: Robot) -> dict:
         out["manoeuvre"] = copy.deepcopy(robot.manoeuvre)
     if getattr(robot, "statics", None):
         out["statics"] = copy.deepcopy(robot.statics)
+    if getattr(robot, "plan_settings", None):
+        out["plan"] = copy.deepcopy(robot.plan_settings)
     return out

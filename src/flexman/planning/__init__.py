@@ -76,13 +76,13 @@ def check_controllable(robot, q_goal, tol=1e-6):
                 "(beam.modes) or add an actuator that moves it")
 
 
-def plan(robot, q_start, q_goal, duration=None, limits=None, objective="effort", knots=60, path=None,
+def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, knots=60, path=None,
          pre_post=None, guess=None, max_iter=500) -> Plan:
     """An optimal rest-to-rest move of ``robot``'s joints from ``q_start`` to ``q_goal`` over its full
     flexible dynamics, by Hermite–Simpson collocation and IPOPT.
 
     ``duration``: seconds, or None for the minimum time within ``limits`` (objective "time" is
-    then added). ``limits``: {"torque": per-joint N m, "rate": per-joint rad/s (or m/s)}; joint
+    then added; it is the default objective without a duration, "effort" with one). ``limits``: {"torque": per-joint N m, "rate": per-joint rad/s (or m/s)}; joint
     ranges come from the model's ``limits``. ``objective``: "effort" (integral of squared torque,
     normalised by the limits), "time", "deflection" (integral of the squared end-effector
     deflection: the tip against the rigid arm's tip at the same joint angles), "tip_path" (the
@@ -97,7 +97,7 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective="effort",
     n = robot.n_joints
     q_start = _joint_vector(q_start, n, "q_start")
     q_goal = _joint_vector(q_goal, n, "q_goal")
-    weights = _weights(objective)
+    weights = _weights(objective if objective is not None else ("effort" if duration is not None else "time"))
     limits = dict(limits or {})
     unknown = set(limits) - {"torque", "rate"}
     if unknown:
@@ -150,7 +150,8 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective="effort",
     scale = torque if torque is not None else _torque_scale(robot, profile)
     weights.setdefault("effort", 0.0)
     weights["effort"] += REGULARIZATION
-    weights.setdefault("smooth", SMOOTHING)
+    # a minimum-time plan rides its limits: smoothing there would trade seconds for smoothness
+    weights.setdefault("smooth", SMOOTHING * (1e-2 if "time" in weights else 1.0))
     # jerk of the quintic profile at its ends: 60 |dq| / T^3 (a scale, floored for joints that stay)
     dq = np.abs(q_goal - q_start)
     jerk = 60.0 * np.maximum(dq, 1e-3 * max(float(dq.max()), 1e-3)) / (duration or guess_T) ** 3

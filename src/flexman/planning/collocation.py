@@ -30,6 +30,11 @@ from dataclasses import dataclass
 import numpy as np
 
 
+#: the length (m) end-effector errors are measured in by the costs: squared centimetres, so that a
+#: centimetre weighs about as much as the normalised effort of a move
+LENGTH = 0.01
+
+
 @dataclass
 class Problem:
     """What one transcription needs (all arrays checked by :func:`flexman.planning.plan`)."""
@@ -149,13 +154,14 @@ def solve(problem: Problem) -> Solution:
         if w.get("deflection"):
             dk = tip_k - tip.map(N + 1)(rigid(Q))
             dm = tip_m - tip.map(N)(rigid(Qm))
-            cost += w["deflection"] * integral(ca.sum1(dk ** 2), ca.sum1(dm ** 2))
+            cost += w["deflection"] * integral(ca.sum1((dk / LENGTH) ** 2), ca.sum1((dm / LENGTH) ** 2))
         if w.get("tip_path"):
             Tf = float(p.duration)
             tk = np.linspace(0.0, Tf, N + 1)
             tm = 0.5 * (tk[:-1] + tk[1:])
             pk, pm = np.array([p.path(t) for t in tk]).T, np.array([p.path(t) for t in tm]).T
-            cost += w["tip_path"] * integral(ca.sum1((tip_k - pk) ** 2), ca.sum1((tip_m - pm) ** 2))
+            ek, em = (tip_k - pk) / LENGTH, (tip_m - pm) / LENGTH
+            cost += w["tip_path"] * integral(ca.sum1(ek ** 2), ca.sum1(em ** 2))
     if w.get("time"):
         cost += w["time"] * T
     if w.get("smooth"):  # joint jerk (constant on each interval), normalised by the warm start's

@@ -18,11 +18,11 @@ class PlanningError(ValueError):
 
 FAILURES = {
     "Infeasible_Problem_Detected": "the limits cannot be met: no motion reaches the goal at rest within them "
-                                   "(raise the torque or rate limits, or allow a longer duration)",
+                                   "in {T} (raise the torque or rate limits, or allow a longer duration)",
     "Maximum_Iterations_Exceeded": "IPOPT stopped at its iteration limit without a solution (raise max_iter, "
                                    "add knots, or warm start from a better guess)",
     "Restoration_Failed": "IPOPT could not restore feasibility: the limits are probably too tight for this move "
-                          "(raise them, or allow a longer duration)",
+                          "in {T} (raise them, or allow a longer duration)",
 }
 
 
@@ -56,6 +56,7 @@ class Plan:
         if s.success or s.status in ("Solve_Succeeded", "Solved_To_Acceptable_Level"):
             return
         why = FAILURES.get(s.status, f"IPOPT ended with {s.status.replace('_', ' ').lower()}")
+        why = why.format(T=f"{s.T:.4g} s" if self.weights.get("time") is None else "the least time it found")
         raise PlanningError(f"plan: {why}; after {s.iterations} iterations the constraints are violated by "
                             f"{s.violation:.2g}")
 

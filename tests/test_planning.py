@@ -1,0 +1,145 @@
+"""fm.plan: optimal rest-to-rest motion, checked by simulation (``fm.simulate``), which is
+independent of the planner's collocation grid, and against the numeric dynamics."""
+import numpy as np
+import pytest
+
+import flexman as fm
+from flexman.control import PlanTracking
+from flexman.planning import PlanningError
+
+pytest.importorskip("casadi")
+
+
+def hub_arm(z_modes=0, limits=None):
+    """One flexible link on a hub turning in a horizontal plane (about 4.5 Hz locked-joint mode)."""
+    beam = fm.Beam(length=1.0, mass_per_length=1.0, EI=[50.0, 50.0], modes={"y": 1, "z": z_modes, "torsion": 0})
+    link = fm.Link(joint="revolute", a=1.0, body=fm.RigidBody(mass=0.0), limits=limits,
+                   hub=fm.RigidBody(mass=1.0, inertia=[0.05, 0.05, 0.05]), beam=beam)
+    return fm.Robot(links=[link], gravity=[0, 0, 0], name="hub_arm")
+
+
+def tip_at(robot, q_r):
+    q = np.zeros(robot.nq)
+    q[robot.joint_index] = q_r
+    return robot.frame(q)[:3, 3]
+
+
+def residual(robot, traj, t_end, goal, t_final, dt=2e-3):
+    """Largest end-effector distance from the goal after ``t_end`` with the joints following
+    ``traj`` exactly (prescribed motion)."""
+    res = fm.simulate(robot, t_final, dt=dt, prescribed=traj, backend="compiled")
+    tip = robot.frame(res.q)[:, :3, 3]
+    return np.linalg.norm(tip[res.t >= t_end] - tip_at(robot, goal), axis=1).max(), res
+
+
+@pytest.fixture(scope="module")
+def hub_plan():
+    robot = hub_arm()
+    return robot, fm.plan(robot, [0.0], [1.0], duration=1.0, knots=30)
+
+
+def test_plan_leaves_no_vibration(hub_plan):
+    """A 1 s move of the hub arm: the quintic profile leaves the tip ringing by about 1 mm;
+    the plan, followed exactly in simulation, leaves a small fraction of it."""
+    robot, plan = hub_plan
+    assert plan.report["success"] and plan.report["constraint_violation"] < 1e-6
+    quintic = fm.trajectory.rest_to_rest([0.0], [1.0], 1.0, "quintic")
+    ringing, _ = residual(robot, quintic, 1.0, [1.0], 1.5)
+    planned, res = residual(robot, plan.trajectory, 1.0, [1.0], 1.5)
+    assert ringing > 5e-4
+    assert planned < 0.15 * ringing
+    # the simulated torques (prescribed motion) are the planned ones
+    assert np.allclose(res.tau[res.t <= 1.0], plan.torque(res.t[res.t <= 1.0]), atol=1e-2 * np.abs(res.tau).max())
+
+
+def test_plan_satisfies_the_numeric_equations(hub_plan):
+    """At the knots the planned state, accelerations and torques satisfy M qdd + b = S tau of the
+    numeric dynamics (which the CasADi functions were generated from, not evaluated by)."""
+    robot, plan = hub_plan
+    tau = robot.inverse_dynamics(plan.q, plan.qd, plan.qdd)
+    assert np.abs(tau[:, robot.flex_index]).max() < 1e-8
+    assert np.allclose(tau[:, robot.joint_index], plan.torques, atol=1e-9)
+    # rest at both ends, joints at their targets, joint motion continuous between knots
+    assert np.allclose(plan.qd[[0, -1]], 0) and np.allclose(plan.qdd[[0, -1]], 0)
+    q, qd, qdd = plan.trajectory(plan.t)
+    assert np.allclose(q, plan.q[:, :1], atol=1e-9) and np.allclose(qd, plan.qd[:, :1], atol=1e-9)
+
+
+def test_minimum_time_rides_the_torque_limit():
+    robot = hub_arm()
+    limits = {"torque": [2.0]}
+    plan = fm.plan(robot, [0.0], [1.0], limits=limits, knots=30)
+    assert 0.5 < plan.duration < 5.0
+    _, res = residual(robot, plan.trajectory, plan.duration, [1.0], plan.duration + 0.5)
+    peak = np.abs(res.tau).max()
+    assert 1.9 < peak < 2.0 * 1.05  # at the limit (enforced at knots and midpoints; between them within 5 %)
+    with pytest.raises(PlanningError, match=r"^plan: the limits cannot be met .* in \d") as info:
+        fm.plan(robot, [0.0], [1.0], duration=0.8 * plan.duration, limits=limits, knots=30)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("args, kwargs, match", [
+    (([np.nan], [1.0]), {"duration": 1.0}, r"^q_start: expected 1 finite numbers"),
+    (([0.0], [np.inf]), {"duration": 1.0}, r"^q_goal: expected 1 finite numbers"),
+    (([0.0], [1.0, 2.0]), {"duration": 1.0}, r"^q_goal: expected 1 finite numbers"),
+    (([0.0], [1.0]), {"duration": -1.0}, r"^duration: must be > 0"),
+    (([0.0], [1.0]), {}, r"^duration: give a duration"),
+    (([0.0], [1.0]), {"duration": 1.0, "objective": "fast"}, r"^objective: unknown 'fast'"),
+    (([0.0], [1.0]), {"limits": {"torque": [0.0]}}, r"^limits.torque: every limit must be > 0"),
+    (([0.0], [1.0]), {"limits": {"force": [1.0]}}, r"^limits: unknown \['force'\]"),
+])
+def test_bad_input_is_one_sentence(args, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        fm.plan(hub_arm(), *args, **kwargs)
+
+
+def test_unreachable_goal_and_uncontrollable_modes():
+    with pytest.raises(PlanningError, match=r"^q_goal: joint 1 = 2 is outside its range \[-1, 1\]"):
+        fm.plan(hub_arm(limits=(-1.0, 1.0)), [0.0], [2.0], duration=1.0)
+    # out-of-plane bending of an arm turning in its plane: no joint moves it
+    with pytest.raises(PlanningError, match=r"^robot: the flexible coordinate ez1_1 cannot be brought to rest"):
+        fm.plan(hub_arm(z_modes=1), [0.0], [1.0], duration=1.0)
+
+
+# ----- the showcase (issue 28's numbers): the flx_three_link_lqr move in 2.5 s ------------------
+SHOW_START, SHOW_GOAL, SHOW_T = [0.0, 0.0, 0.0], [0.5, 0.3, -0.4], 2.5
+
+
+@pytest.fixture(scope="module")
+def showcase():
+    robot = fm.examples.load("flx_three_link_lqr")
+    return robot, fm.plan(robot, SHOW_START, SHOW_GOAL, duration=SHOW_T)
+
+
+@pytest.mark.slow
+def test_showcase_plan_followed_exactly(showcase):
+    robot, plan = showcase
+    quintic = fm.trajectory.rest_to_rest(SHOW_START, SHOW_GOAL, SHOW_T, "quintic")
+    ringing, _ = residual(robot, quintic, SHOW_T, SHOW_GOAL, SHOW_T + 1.5, dt=2e-3)
+    planned, _ = residual(robot, plan.trajectory, SHOW_T, SHOW_GOAL, SHOW_T + 1.5, dt=2e-3)
+    assert ringing > 0.1  # 138 mm
+    assert planned < 0.5e-3
+
+
+@pytest.mark.slow
+def test_showcase_tracked_by_feedforward_and_lqr(showcase):
+    robot, plan = showcase
+    res = fm.simulate(robot, SHOW_T + 0.7, dt=2e-3, controller=PlanTracking(robot, plan), backend="compiled")
+    tip = robot.frame(res.q)[:, :3, 3]
+    after = res.t >= SHOW_T + 0.2
+    assert np.linalg.norm(tip[after] - tip_at(robot, SHOW_GOAL), axis=1).max() < 1e-3
+
+
+@pytest.mark.slow
+def test_showcase_tip_follows_the_rigid_path():
+    robot = fm.examples.load("flx_three_link_lqr")
+    plan = fm.plan(robot, SHOW_START, SHOW_GOAL, duration=SHOW_T, objective="tip_path")
+    start, end = plan.window
+    assert end - start == pytest.approx(SHOW_T) and start > 0  # pre- and post-actuation
+    res = fm.simulate(robot, plan.duration + 0.5, dt=2e-3, prescribed=plan.trajectory, backend="compiled")
+    tip = robot.frame(res.q)[:, :3, 3]
+    rigid = fm.trajectory.rest_to_rest(SHOW_START, SHOW_GOAL, SHOW_T, "quintic")
+    path = np.array([tip_at(robot, rigid(min(max(t - start, 0.0), SHOW_T))[0]) for t in res.t])
+    assert np.linalg.norm(tip - path, axis=1).max() < 20e-3
+    after = res.t >= plan.duration
+    assert np.linalg.norm(tip[after] - tip_at(robot, SHOW_GOAL), axis=1).max() < 1e-3
