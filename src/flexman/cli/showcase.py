@@ -1,6 +1,7 @@
 """The same move three ways (`flexman report --compare`): the controller's own profile, its
 input-shaped version and the optimal plan, each under the same kind of control, simulated over
-the same time; the end-effector's distance from the rigid arm's path for each."""
+the same time; for each, the end-effector's distance from the rigid arm moved along that run's
+own joint command (during the move: how far the links bend; after it: the residual vibration)."""
 from __future__ import annotations
 
 import numpy as np
@@ -17,7 +18,7 @@ def _rigid_tip(robot, traj, t):
 
 
 def variants(robot, controller, kwargs, t_final):
-    """[(name, result)] for the profile (``controller`` as given), the shaped profile (the same
+    """[(name, result, joint command)] for the profile (``controller`` as given), the shaped profile (the same
     decoupling law and LQR, switched on when the shaped command ends) and the optimal plan
     (feed-forward + LQR, :class:`flexman.control.PlanTracking`); ``kwargs``: the run's options."""
     from ..control import Decoupling, PlanTracking, shaper
@@ -39,15 +40,17 @@ def variants(robot, controller, kwargs, t_final):
                    limits={k: settings[f"{k}_limit"] for k in ("torque", "rate") if f"{k}_limit" in settings} or None,
                    objective=settings.get("objective"), knots=settings.get("knots", 60))
     options = {k: v for k, v in kwargs.items() if k != "controller"}
-    runs = [("profile", controller), (f"{kind}-shaped", shaped_ctrl), ("optimal", PlanTracking(robot, optimal))]
-    return [(name, simulate(robot, t_final, controller=ctrl, **options)) for name, ctrl in runs], traj
+    runs = [("profile", controller, traj), (f"{kind}-shaped", shaped_ctrl, shaped),
+            ("optimal", PlanTracking(robot, optimal), optimal.trajectory)]
+    return [(name, simulate(robot, t_final, controller=ctrl, **options), command) for name, ctrl, command in runs]
 
 
-def path_errors(robot, results, traj):
-    """{name: (t, distance of the end-effector from the rigid arm's path along ``traj``)}."""
+def path_errors(robot, runs):
+    """{name: (t, distance of the end-effector from the rigid arm along that run's own joint
+    command, end of that command)} for ``runs`` = [(name, result, command)]."""
     out = {}
-    for name, res in results:
+    for name, res, command in runs:
         t = np.asarray(res.t)
         tip = robot.frame(np.asarray(res.q))[:, :3, 3]
-        out[name] = (t, np.linalg.norm(tip - _rigid_tip(robot, traj, t), axis=1))
+        out[name] = (t, np.linalg.norm(tip - _rigid_tip(robot, command, t), axis=1), float(command.t_end))
     return out

@@ -187,10 +187,10 @@ def cmd_report(args) -> int:
 
         if "controller" not in kwargs:
             raise UsageError("--compare: needs --controller (the model's decoupling controller and its move)")
-        runs, traj = variants(robot, kwargs["controller"], kwargs, args.t_final)
-        runs[0] = (runs[0][0], res)  # the profile run is the one above
-        pages = {name: ("report.html" if k == 0 else f"report-{name.lower()}.html") for k, (name, _) in enumerate(runs)}
-        comparison = {"curves": path_errors(robot, runs, traj), "move_end": traj.t_end, "pages": pages}
+        runs = variants(robot, kwargs["controller"], kwargs, args.t_final)
+        runs[0] = (runs[0][0], res, runs[0][2])  # the profile run is the one above
+        pages = {name: ("report.html" if k == 0 else f"report-{name.lower()}.html") for k, (name, _, _) in enumerate(runs)}
+        comparison = {"curves": path_errors(robot, runs), "pages": pages}
         others = [(runs[k][1], out / pages[runs[k][0]], runs[k][0]) for k in range(1, len(runs))]
     with staged() as staging:  # the files replace the old ones together, or none does
         res.report(staging.path(out / "report.html"), magnify=args.magnify, equations=equations,

@@ -220,27 +220,28 @@ def _section(title: str, body: str, anchor: str) -> str:
 
 
 def comparison_section(comparison) -> tuple:
-    """(section html, plotly figure) of ``comparison``: {"curves": {name: (t, error in m)},
-    "move_end": s, "pages": {name: relative link to that run's own report}}, the end-effector's
-    distance from the rigid arm's path for the same move made several ways."""
-    end = float(comparison["move_end"])
+    """(section html, plotly figure) of ``comparison``: {"curves": {name: (t, error in m, end of
+    that move in s)}, "pages": {name: relative link to that run's own report}}: the end-effector's
+    distance from the rigid arm along each run's own command, for the same move made several ways."""
     data, rows = [], []
-    for k, (name, (t, err)) in enumerate(comparison["curves"].items()):
+    for k, (name, (t, err, end)) in enumerate(comparison["curves"].items()):
         t, err = np.asarray(t, dtype=float), np.asarray(err, dtype=float)
         data.append(_trace(t, 1e3 * err, name=name, line={"color": COLOURS[k % len(COLOURS)]}))
         during, after = err[t <= end], err[t >= end + 0.2]
         link = comparison.get("pages", {}).get(name)
         label = f"<a href='{html.escape(link)}'>{html.escape(name)}</a>" if link else html.escape(name)
-        rows.append([label, f"{1e3 * during.max():.4g}" if during.size else "-",
+        rows.append([label, f"{end:.3g}", f"{1e3 * during.max():.4g}" if during.size else "-",
                      f"{1e3 * after.max():.4g}" if after.size else "-"])
     figure = {"data": data, "layout": {"margin": {"l": 60, "r": 10, "t": 30, "b": 40},
-                                       "title": {"text": "end-effector distance from the rigid arm's path"},
+                                       "title": {"text": "end-effector distance from the rigid arm on its command"},
                                        "xaxis": {"title": {"text": "t [s]"}},
                                        "yaxis": {"title": {"text": "mm"}, "type": "log"}}}
-    head = "<tr><th>move</th><th>largest error during the move (mm)</th><th>largest error from 0.2 s after it (mm)</th></tr>"
+    head = ("<tr><th>move</th><th>ends at (s)</th><th>largest error during the move (mm)</th>"
+            "<th>largest error from 0.2 s after its end (mm)</th></tr>")
     table = "<table>" + head + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows) + "</table>"
-    body = (f"<p class='muted'>The same move (ending at {end:g} s) made three ways; each name links to that run's "
-            "own report with its 3D animation.</p>" + table + "<div class='plot' id='plot-comparison'></div>")
+    body = ("<p class='muted'>The same move made three ways, each under decoupling + LQR control; the error is the "
+            "end-effector's distance from the rigid arm moved along that run's own joint command. Each name links to "
+            "that run's own report with its 3D animation.</p>" + table + "<div class='plot' id='plot-comparison'></div>")
     return _section("The same move three ways", body, "comparison"), figure
 
 
