@@ -184,7 +184,7 @@ def test_every_number_option_refuses_nan_and_reads_exponents():
 @pytest.mark.parametrize("argv,expected", [
     (["statics", "piedboeuf_one_link", "--sweep", "0", "-90", "90", "--steps", "1e8"],
      "--steps: 7e+08 points (steps x forces); the limit is 1e+06"),
-    (["statics", "piedboeuf_one_link", "--point", "1e300", "0", "0"], "point: 1e+300 m from the last link's frame is beyond"),
+    (["statics", "piedboeuf_one_link", "--point", "1e300", "0", "0"], "point: 1e+300 m from the link's frame is beyond"),
     (["statics", "piedboeuf_one_link", "--force", "0", "-1e300", "0"], "wrench: a load of 1e+300 N"),
     (["statics", "piedboeuf_one_link", "--plot", "x.png"], "--plot: the plot shows a sweep"),
     (["statics", "piedboeuf_one_link", "--sweep", "0", "0", "1", "--steps", "3", "--plot", "{tmp}"], "is a folder"),

@@ -74,8 +74,14 @@ def test_identify_bad_data(arm):
         fm.identify(arm, t_bad, q, tau)
     with pytest.raises(ValueError, match=r"q: expected shape \(200, 3\)"):
         fm.identify(arm, t, q[:, :2], tau)
+    rng = np.random.default_rng(1)  # the arm at rest: noisy encoders, gravity torques with noise
+    t = np.linspace(0, 4, 800)
+    q = rng.normal(0, 1e-4, (800, 3))
+    tau = arm.inverse_dynamics(np.zeros(3), np.zeros(3), np.zeros(3)) + rng.normal(0, 0.01, (800, 3))
+    with pytest.raises(ValueError, match="joint positions show no motion above their noise"):
+        fm.identify(arm, t, q, tau)
     with pytest.raises(ValueError, match="does not excite"):
-        fm.identify(arm, t, q, tau)  # the arm at rest: only gravity terms are seen
+        fm.identify(arm, t, np.zeros_like(q), tau, cutoff=10.0)  # only gravity terms are seen
 
 
 def _swing(T=2.0, A=0.6):
@@ -114,7 +120,7 @@ def test_identify_unknown_beam_parameter():
     robot = fm.examples.load("flx_joint_mass")
     t = np.linspace(0, 1, 100)
     with pytest.raises(ValueError, match="unknown parameter 'EI2' for .*valid: .*EI1"):
-        fm.identify(robot, t, np.zeros((100, 1)), np.zeros((100, 1)), parameters=["EI2"], tip=np.zeros((100, 3)))
+        fm.identify(robot, t, np.zeros((100, 1)), t[:, None], parameters=["EI2"], tip=np.zeros((100, 3)))
 
 
 def test_identify_beam_says_which_parameters_cannot_be_told_apart():

@@ -195,6 +195,10 @@ def test_zv_and_zvd_on_a_hub_beam(compiled_backend):
     # both as the robustness curve of a single linear mode says: sin(pi/2 0.1)^2 and sin(pi/2 0.1)
     assert zvd_error == pytest.approx(np.sin(0.05 * np.pi) ** 2, rel=0.1)
     assert zv_error == pytest.approx(np.sin(0.05 * np.pi), rel=0.1)
+    # EI leaves its tolerance at the design frequency and stays below it 10 % off
+    assert residual_after(robot, fm.control.shaper(robot, [0.0], "EI", tolerance=0.05)(MOVE)) / unshaped \
+        == pytest.approx(0.05, rel=0.05)
+    assert residual_after(robot, fm.control.shaper(soft, [0.0], "EI", tolerance=0.05)(MOVE)) / unshaped < 0.05
 
 
 def test_damped_zv_uses_the_models_damping(compiled_backend):

@@ -269,3 +269,69 @@ def test_statics_wrench_on_a_branch_and_a_named_frame():
         np.testing.assert_allclose(held.position, (robot.frame(q, link) @ np.append(point if point is not None else np.zeros(3), 1.0))[:3], atol=1e-12)
     with pytest.raises(ValueError, match="no link or frame is named 'nowhere'"):
         fm.analysis.statics(robot, q, wrench=w, link="nowhere", order=0)
+
+
+def test_3d_view_draws_every_branch_from_its_parent():
+    """The report's lines: each link's rigid piece starts at its parent's distal frame (the
+    base origin for links on the base) and ends at its own joint frame."""
+    from flexman.viz.arm import arm_lines
+
+    robot = random_tree(7, n=6)
+    q = np.random.default_rng(2).normal(size=robot.nq)
+    pieces = arm_lines(robot, q).rigid.reshape(robot.n_joints, 4, 3)  # start, corner, end, gap
+    for i, parent in enumerate(robot.parents):
+        start = np.zeros(3) if parent < 0 else robot.frame(q, parent)[:3, 3]
+        np.testing.assert_allclose(pieces[i, 0], start, atol=1e-12)
+        np.testing.assert_allclose(pieces[i, 2], robot.frame(q, i)[:3, 3], atol=1e-12)
+
+
+def test_compiled_c_of_a_tree_equals_the_numeric_path():
+    """The C code generated for a flexible tree, compiled, gives the numeric M, b and forward
+    dynamics (the same recursions traced on the tree)."""
+    from test_codegen import HAVE_CC
+
+    if not HAVE_CC:
+        pytest.skip("no C compiler")
+    robot, rng = flexible_tree(2, n=3)
+    fast = fm.derive(robot).compile("c")
+    q, qd, tau = rng.normal(size=robot.nq) * 0.1, rng.normal(size=robot.nq), rng.normal(size=robot.n_joints)
+    np.testing.assert_allclose(fast.mass_matrix(q), robot.mass_matrix(q), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(fast.bias_forces(q, qd), robot.bias_forces(q, qd), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(fast.forward_dynamics(q, qd, tau), robot.forward_dynamics(q, qd, tau), rtol=1e-8, atol=1e-10)
+
+
+def test_natural_frequencies_of_a_flexible_tree():
+    """Joints locked at rest with gravity off: the frequencies are those of K_ff with M_ff, the
+    flexible block of the tree's mass matrix (a tree's beams couple through their common parent)."""
+    import scipy.linalg
+
+    robot, _ = flexible_tree(2, n=4)
+    robot.gravity = np.zeros(3)
+    q = np.zeros(robot.nq)
+    F = robot.flex_index
+    h = 1e-6  # K_ff by central differences of the elastic forces (b at rest, no gravity)
+    K = np.array([(robot.bias_forces(q + h * e, 0 * q) - robot.bias_forces(q - h * e, 0 * q))[F] / (2 * h)
+                  for e in np.eye(robot.nq)[F]])
+    ref = np.sqrt(np.sort(scipy.linalg.eigh(0.5 * (K + K.T), robot.mass_matrix(q)[F, F], eigvals_only=True)))
+    got = fm.analysis.natural_frequencies(robot, q, joints="locked")
+    np.testing.assert_allclose(np.sort(got), ref, rtol=1e-6)
+
+
+def test_a_tree_saved_as_urdf_reads_back_and_matches_pinocchio(tmp_path):
+    """fm.save(tree, x.urdf): the joints keep their parents and order (zero-padded names, as
+    urdfdom sorts siblings by name), named frames become fixed joints; flexman and Pinocchio
+    reading the file give the tree's M."""
+    robot = random_tree(8, n=11)
+    T = np.eye(4)
+    T[:3, 3] = [0.0, 0.1, 0.0]
+    robot.frames = {"tool": (3, T)}
+    path = fm.save(robot, tmp_path / "tree.urdf")
+    back = fm.load(path)
+    assert back.parents == robot.parents
+    q = np.random.default_rng(0).normal(size=robot.nq)
+    np.testing.assert_allclose(back.mass_matrix(q), robot.mass_matrix(q), atol=1e-10)
+    np.testing.assert_allclose(back.frame(q, "tool"), robot.frame(q, "tool"), atol=1e-12)
+    model = pin.buildModelFromUrdf(str(path))
+    qp = np.concatenate([[np.cos(v), np.sin(v)] if j.nq == 2 else [v] for j, v in zip(list(model.joints)[1:], q)])
+    M = pin.crba(model, model.createData(), qp)  # (joints without limits are written continuous)
+    np.testing.assert_allclose(robot.mass_matrix(q), np.triu(M) + np.triu(M, 1).T, atol=1e-10)

@@ -277,3 +277,57 @@ def from_spec(spec, n_joints, where="trajectory"):
     if points.ndim != 2 or points.shape != (len(times), n_joints):
         raise ValueError(f"{field('points')}: expected {len(times)} rows (one per time) of {n_joints} joint values")
     return spline(times, points)
+
+
+# ----- periodic excitation --------------------------------------------------------------------
+class FourierSeries(Trajectory):
+    """A periodic joint motion, the finite Fourier series of Swevers et al. (1997)::
+
+        q_i(t) = q0_i + sum_l  a_il / (l w) sin(l w t) - b_il / (l w) cos(l w t),   w = 2 pi / period
+
+    (so that ``qd_i = sum_l a_il cos(l w t) + b_il sin(l w t)``). It repeats for ever: a robot
+    runs it for whole periods, and identification data from several periods average the noise.
+    ``a``, ``b``: (n, harmonics); ``q0``: (n,)."""
+
+    def __init__(self, period, q0, a, b):
+        self.period = float(period)
+        if not (np.isfinite(self.period) and self.period > 0):
+            raise ValueError(f"period: must be a finite number of seconds > 0 (got {period!r})")
+        self.q0 = np.atleast_1d(np.asarray(q0, dtype=float)).copy()
+        self.a = np.atleast_2d(np.asarray(a, dtype=float)).copy()
+        self.b = np.atleast_2d(np.asarray(b, dtype=float)).copy()
+        if self.a.shape != self.b.shape or self.a.shape[0] != self.q0.size:
+            raise ValueError("FourierSeries: a and b must be (n_joints, harmonics) and q0 (n_joints,)")
+        self.harmonics = self.a.shape[1]
+        super().__init__(0.0, self.period, self._evaluate_series, self.q0.size)
+
+    def _evaluate_series(self, t):
+        w = 2.0 * np.pi / self.period * np.arange(1, self.harmonics + 1)
+        x = np.asarray(t, dtype=float)[..., None, None] * w
+        s, c = np.sin(x), np.cos(x)
+        q = self.q0 + ((self.a * s - self.b * c) / w).sum(-1)
+        qd = (self.a * c + self.b * s).sum(-1)
+        qdd = (w * (-self.a * s + self.b * c)).sum(-1)
+        return q, qd, qdd
+
+    def __call__(self, t):
+        return self._evaluate_series(t)
+
+    def samples(self, rate, periods=1):
+        """(t, q, qd, qdd) at ``rate`` samples per second over whole ``periods``."""
+        t = np.arange(int(round(periods * self.period * rate))) / float(rate)
+        return (t,) + tuple(self._evaluate_series(t))
+
+    def to_csv(self, path, rate=1000.0, periods=1):
+        """Write t, q1.., qd1.., qdd1.. sampled at ``rate`` Hz over ``periods`` periods (the
+        reference a robot's controller follows); returns the path."""
+        import io
+
+        from .outputs import write_text
+
+        t, q, qd, qdd = self.samples(rate, periods)
+        header = ["t"] + [f"{p}{i + 1}" for p in ("q", "qd", "qdd") for i in range(self.n)]
+        buf = io.StringIO()
+        np.savetxt(buf, np.column_stack([t, q, qd, qdd]), delimiter=",", fmt="%.17g", header=",".join(header),
+                   comments="")
+        return write_text(path, buf.getvalue())

@@ -44,8 +44,13 @@ def robot_to_urdf(robot: Robot) -> str:
     expressible in URDF and are left out."""
     names = unique_link_names(robot)
     lines = ['<?xml version="1.0"?>', f'<robot name="{urdf_identifier(robot.name)}">', '  <link name="base_link"/>']
-    prev_N, prev = np.eye(4), "base_link"
+    parents, to_urdfs = robot.parents, []
+    # on a tree the joints' names decide the order a URDF reader takes siblings in (urdfdom sorts
+    # them): zero-padded, so that this order is the robot's
+    joint_name = "joint{}" if robot.is_serial else "joint{:0%dd}" % len(str(len(robot.links)))
     for i, link in enumerate(robot.links):
+        prev_N = np.eye(4) if parents[i] < 0 else to_urdfs[parents[i]]
+        prev = "base_link" if parents[i] < 0 else names[parents[i]]
         P, N, offset = dh.split(link, robot.dh)
         if link.placement is not None:  # URDF frame = the link's own frame, axis as given
             O = prev_N @ dh.trans(*link.placement.xyz) @ dh.rpy_matrix(link.placement.rpy)
@@ -73,7 +78,7 @@ def robot_to_urdf(robot: Robot) -> str:
             "  </link>",
         ]
         kind = link.joint if link.limits is not None or link.joint == "prismatic" else "continuous"
-        lines.append(f'  <joint name="joint{i + 1}" type="{kind}">')
+        lines.append(f'  <joint name="{joint_name.format(i + 1)}" type="{kind}">')
         lines += [
             f'    <parent link="{prev}"/>',
             f'    <child link="{names[i]}"/>',
@@ -86,6 +91,16 @@ def robot_to_urdf(robot: Robot) -> str:
         if link.viscous or link.coulomb:
             lines.append(f'    <dynamics damping="{_fmt(link.viscous)}" friction="{_fmt(link.coulomb)}"/>')
         lines.append("  </joint>")
-        prev_N, prev = to_urdf, names[i]
+        to_urdfs.append(to_urdf)
+    taken = set(names) | {"base_link"}
+    for name, (i, T) in robot.frames.items():  # named frames: fixed joints to empty links
+        frame = urdf_identifier(name)
+        while frame in taken:
+            frame += "_frame"
+        taken.add(frame)
+        O = T if i < 0 else to_urdfs[i] @ T  # in the URDF frame of its link
+        lines += [f'  <link name="{frame}"/>', f'  <joint name="{frame}_fixed" type="fixed">',
+                  f'    <parent link="{"base_link" if i < 0 else names[i]}"/>', f'    <child link="{frame}"/>',
+                  f'    <origin xyz="{_fmt(O[:3, 3])}" rpy="{_fmt(matrix_rpy(O[:3, :3]))}"/>', "  </joint>"]
     lines.append("</robot>")
     return "\n".join(lines) + "\n"

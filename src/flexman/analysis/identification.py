@@ -4,15 +4,22 @@ Rigid arms (the default): the joint torques are linear in the inertial parameter
 (:mod:`.rigid_regressor`), so the identifiable (base) parameters follow from one weighted
 linear least-squares problem:
 
-1. q and tau are low-pass filtered forward and backward (zero-phase Butterworth,
-   ``scipy.signal.filtfilt``, the same filter on both so that they stay consistent), and q is
-   differentiated twice (second-order central differences) -> qd, qdd;
-2. a few filter lengths at both ends are dropped (the filter's start-up transient);
-3. the regressor of the base parameters is stacked over the samples, ``W beta = tau``;
-4. ordinary least squares gives residuals per joint, hence each joint equation's noise level
-   sigma_j; the rows are then weighted by 1/sigma_j and solved again (Gautier's weighted least
-   squares). The covariance of the estimate is ``s^2 (W_w^T W_w)^-1`` with ``s^2`` the weighted
-   residual variance (about 1): standard errors are the square roots of its diagonal.
+1. the filter cutoff is read from the data when not given (:func:`.signals.choose_cutoff`: the
+   band where the spectra of q and tau stand above their noise floors);
+2. q is low-pass filtered forward and backward (zero-phase Butterworth) and differentiated twice
+   (central differences) -> qd, qdd; the filter's settling time is trimmed at both ends;
+3. the regressor of the base parameters is evaluated on the filtered motion and stacked,
+   ``W beta = tau``, with the measured torques *unfiltered*: their noise is independent of W
+   and averages out, while filtering tau would remove true harmonics of the torque that W keeps;
+4. ordinary least squares gives each joint equation's noise level sigma_j; the rows are weighted
+   by 1/sigma_j and solved again (Gautier's weighted least squares);
+5. the covariance is estimated from independent segments of the record (a cluster-robust
+   sandwich over contiguous blocks a few filter periods long), so it holds the noise that
+   differentiation puts into the regressor and any colour of the residuals; the filter's bias is
+   estimated by filtering the motion once more (which doubles the bias) on a subsample and added;
+6. a held-out check: the parameters fitted without each fifth of the record predict that fifth
+   (or ``validation=(t, q, tau)``, a separate record, is predicted by the final estimate); the
+   rms error per joint is compared with the filtered measured torque.
 
 Flexible links (``parameters=[...]``): beam properties (``rhoA<i>``, ``EI<i>``, ``zeta<i>`` ...,
 see :mod:`.physical`) enter the dynamics nonlinearly. The joints are made to follow the
@@ -31,58 +38,13 @@ import numpy as np
 
 from . import physical
 from . import rigid_regressor as rr
+from . import signals
+from .measurements import read_measurements  # noqa: F401  (the CSV reader, here since the first release)
+from .signals import filtered_motion  # noqa: F401
 
-
-def _signals(robot, t, q, tau):
-    """Checked (t, q, tau) arrays: one line naming the argument otherwise."""
-    t = np.asarray(t, dtype=float)
-    if t.ndim != 1 or t.size < 20:
-        raise ValueError(f"t: expected a 1-D array of at least 20 sample times (got shape {t.shape})")
-    if not np.all(np.isfinite(t)):
-        raise ValueError("t: sample times must be finite numbers")
-    step = np.diff(t)
-    if np.any(step <= 0):
-        k = int(np.flatnonzero(step <= 0)[0])
-        raise ValueError(f"t: time must increase from sample to sample (sample {k + 1} at t = {t[k + 1]:g} "
-                         f"follows t = {t[k]:g})")
-    if np.ptp(step) > 1e-3 * step.mean():
-        raise ValueError("t: samples must be equally spaced (the zero-phase filter assumes one sampling rate); "
-                         "resample the data first")
-    n = robot.n_joints
-    out = [t]
-    for name, arr in (("q", q), ("tau", tau)):
-        arr = np.asarray(arr, dtype=float)
-        if arr.ndim == 1 and n == 1:
-            arr = arr[:, None]
-        if arr.shape != (t.size, n):
-            raise ValueError(f"{name}: expected shape ({t.size}, {n}) (one row per sample time, one column per "
-                             f"joint), got {arr.shape}")
-        if not np.all(np.isfinite(arr)):
-            raise ValueError(f"{name}: all values must be finite numbers")
-        out.append(arr)
-    return out
-
-
-def filtered_motion(t, q, cutoff=None, order=4):
-    """(q, qd, qdd, filter) from samples q (N, n): zero-phase Butterworth at ``cutoff`` Hz (default
-    a tenth of the Nyquist frequency), then central differences. ``filter(x)`` filters any other
-    signal the same way."""
-    from scipy.signal import butter, filtfilt
-
-    fs = 1.0 / float(np.mean(np.diff(t)))
-    cutoff = 0.05 * fs if cutoff is None else float(cutoff)
-    if not 0 < cutoff < 0.5 * fs:
-        raise ValueError(f"cutoff: must lie between 0 and the Nyquist frequency {0.5 * fs:g} Hz (got {cutoff:g})")
-    b, a = butter(int(order), cutoff / (0.5 * fs))
-    pad = min(3 * max(len(a), len(b)), len(t) - 1)
-
-    def filt(x):
-        return filtfilt(b, a, x, axis=0, padlen=pad)
-
-    qf = filt(q)
-    qd = np.gradient(qf, t, axis=0, edge_order=2)
-    qdd = np.gradient(qd, t, axis=0, edge_order=2)
-    return qf, qd, qdd, filt
+MIN_SAMPLES_PER_PARAMETER = 10   # samples kept after trimming, per base parameter
+FOLDS = 5                        # blocks of the built-in held-out check
+BIAS_SUBSAMPLE = 2000            # samples used to estimate the filter's bias
 
 
 @dataclass
@@ -93,7 +55,10 @@ class Identification:
     parameter names); ``values``, ``std`` (standard errors), ``covariance``; ``sigma``: the
     residual standard deviation of each joint equation (N m or N); ``base``: the
     :class:`~flexman.analysis.BaseParameters` (rigid). ``condition``: condition number of the
-    weighted least-squares matrix (columns scaled): large means a poorly exciting motion."""
+    weighted least-squares matrix (columns scaled): large means a poorly exciting motion.
+    Rigid fits also report ``cutoff`` (Hz) and whether it was read from the data
+    (``cutoff_from_data``), ``method`` (how the covariance was estimated) and ``validation``:
+    the held-out check, {"kind", "rms" (per joint), "relative" (per joint, of the rms torque)}."""
 
     names: list
     values: np.ndarray
@@ -104,6 +69,10 @@ class Identification:
     condition: float
     base: rr.BaseParameters | None = None
     notes: list = field(default_factory=list)
+    cutoff: float | None = None
+    cutoff_from_data: bool = False
+    method: str = ""
+    validation: dict | None = None
 
     @property
     def relative_std(self) -> np.ndarray:
@@ -115,6 +84,15 @@ class Identification:
         """(low, high) at +- k standard errors."""
         return self.values - k * self.std, self.values + k * self.std
 
+    def predict(self, robot, q, qd, qdd) -> np.ndarray:
+        """Joint torques (..., n_joints) the identified base parameters give for a motion (rigid)."""
+        if self.base is None:
+            raise ValueError("predict: only for rigid identifications (base parameters)")
+        flags = {k: any(n.startswith(tag) for n in self.base.names) for k, tag in
+                 (("armature", "Ia"), ("viscous", "Fv"), ("coulomb", "Fc"))}
+        Y = rr.regressor(robot, q, qd, qdd, **flags)[..., self.base.independent]
+        return Y @ self.values
+
     def to_dict(self) -> dict:
         out = {"parameters": [{"name": n, "value": float(v), "std": float(s)}
                               for n, v, s in zip(self.names, self.values, self.std)],
@@ -122,6 +100,15 @@ class Identification:
                "condition": float(self.condition), "notes": list(self.notes)}
         if self.base is not None:
             out["unidentifiable"] = self.base.unidentifiable
+        if self.cutoff is not None:
+            out["cutoff_hz"] = float(self.cutoff)
+            out["cutoff_from_data"] = bool(self.cutoff_from_data)
+        if self.method:
+            out["std_method"] = self.method
+        if self.validation is not None:
+            out["validation"] = {"kind": self.validation["kind"],
+                                 "rms": [float(v) for v in self.validation["rms"]],
+                                 "relative": [float(v) for v in self.validation["relative"]]}
         return out
 
     def table(self) -> str:
@@ -131,53 +118,88 @@ class Identification:
             lines.append(f"{n:<{width}}  {v:13.6g}  {s:11.3g}  {100 * r:7.2f}")
         lines.append(f"residual std per joint: {', '.join(f'{s:.3g}' for s in self.sigma)}; "
                      f"{self.samples} samples; condition number {self.condition:.3g}")
+        if self.cutoff is not None:
+            lines.append(f"filter cutoff: {self.cutoff:.3g} Hz ({'read from the spectra of q and tau' if self.cutoff_from_data else 'given'})")
+        if self.method:
+            lines.append(f"standard errors: {self.method}")
+        if self.validation is not None:
+            v = self.validation
+            lines.append(f"held-out check ({v['kind']}): rms torque error per joint "
+                         + ", ".join(f"{a:.3g} ({100 * b:.2f} %)" for a, b in zip(v["rms"], v["relative"])))
         if self.base is not None and self.base.unidentifiable:
             lines.append("no effect on the torques (not identifiable): " + ", ".join(self.base.unidentifiable))
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
 
 
-def _weighted_lsq(W, y, rows_per_joint, weights=None):
-    """(beta, covariance, sigma per joint, condition) for W beta = y with joint-interleaved rows."""
-    n = rows_per_joint
-    if weights is None:
-        beta0 = np.linalg.lstsq(W, y, rcond=None)[0]
-        r = (y - W @ beta0).reshape(-1, n)
-        dof = max(r.shape[0] - W.shape[1] / n, 1.0)
-        sigma = np.sqrt((r ** 2).sum(axis=0) / dof)
-        sigma = np.where(sigma > 0, sigma, sigma.max() if sigma.max() > 0 else 1.0)  # exact data: equal weights
-        weights = 1.0 / sigma
-    w = np.tile(np.asarray(weights, dtype=float), W.shape[0] // n)
-    Ww, yw = W * w[:, None], y * w
-    scale = np.linalg.norm(Ww, axis=0)
+def _scaled(W):
+    scale = np.linalg.norm(W, axis=0)
     scale[scale == 0] = 1.0
-    beta_s, _, rank, sv = np.linalg.lstsq(Ww / scale, yw, rcond=None)
-    beta = beta_s / scale
-    res = yw - Ww @ beta
-    s2 = float(res @ res) / max(len(yw) - W.shape[1], 1)
-    inv = np.linalg.pinv((Ww / scale).T @ (Ww / scale))
-    cov = s2 * inv / np.outer(scale, scale)
-    sigma = np.sqrt(((y - W @ beta).reshape(-1, n) ** 2).mean(axis=0))
-    cond = float(sv[0] / sv[-1]) if sv.size and sv[-1] > 0 else np.inf
-    return beta, cov, sigma, cond, rank
+    return W / scale, scale
+
+
+def _joint_weights(W, y, n, weights=None):
+    """Row weights 1/sigma_j from an ordinary least-squares fit (or the given per-joint weights)."""
+    if weights is not None:
+        w = np.asarray(weights, dtype=float).reshape(-1)
+        if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w <= 0):
+            raise ValueError(f"weights: expected {n} positive finite numbers (one per joint)")
+        return w
+    Ws, scale = _scaled(W)
+    beta0 = np.linalg.lstsq(Ws.T @ Ws, Ws.T @ y, rcond=None)[0] / scale  # normal equations: weights only
+    r = (y - W @ beta0).reshape(-1, n)
+    dof = max(r.shape[0] - W.shape[1] / n, 1.0)
+    sigma = np.sqrt((r ** 2).sum(axis=0) / dof)
+    sigma = np.where(sigma > 0, sigma, sigma.max() if sigma.max() > 0 else 1.0)  # exact data: equal weights
+    return 1.0 / sigma
+
+
+def _solve(W, y, w, n):
+    """(beta, rank, singular values) of the row-weighted problem with scaled columns."""
+    rows = np.tile(w, W.shape[0] // n)
+    Ws, scale = _scaled(W * rows[:, None])
+    beta_s, _, rank, sv = np.linalg.lstsq(Ws, y * rows, rcond=None)
+    return beta_s / scale, rank, sv
+
+
+def _segment_covariance(W, y, beta, w, n, segments):
+    """Cluster-robust (sandwich) covariance of a weighted least-squares estimate over contiguous
+    segments of samples: ``B^-1 (sum_k g_k g_k^T) B^-1 K/(K-1)``, ``B = W_w^T W_w``,
+    ``g_k = W_w,k^T r_k``. Valid when the residuals of different segments are independent,
+    whatever their correlation and level inside a segment."""
+    rows = np.tile(w, W.shape[0] // n)
+    Ws, scale = _scaled(W * rows[:, None])
+    r = y * rows - Ws @ (beta * scale)
+    samples = W.shape[0] // n
+    edges = np.linspace(0, samples, segments + 1).astype(int) * n
+    G = np.stack([Ws[a:b].T @ r[a:b] for a, b in zip(edges[:-1], edges[1:])])
+    inv = np.linalg.pinv(Ws.T @ Ws)
+    cov = inv @ (G.T @ G) @ inv * segments / (segments - 1)
+    return cov / np.outer(scale, scale)
 
 
 def identify(robot, t, q, tau, parameters=None, cutoff=None, order=4, armature=False, viscous=False,
-             coulomb=False, weights=None, trim=None, tip=None, curvature=None, **options) -> Identification:
+             coulomb=False, weights=None, trim=None, validation=None, segments=None, tip=None, curvature=None,
+             **options) -> Identification:
     """Identify ``robot``'s parameters from samples ``t`` (N,), joint positions ``q`` (N, n_joints)
     and joint torques ``tau`` (N, n_joints); see the module docstring.
 
     Rigid (``parameters=None``): the base inertial parameters (plus armature ``Ia``, viscous
-    ``Fv`` and Coulomb ``Fc`` friction columns when asked); ``cutoff`` (Hz) and ``order`` of the
-    Butterworth filter; ``weights``: per-joint row weights instead of the two-step estimate;
-    ``trim``: samples dropped at each end (default 5% of them, at least 10).
+    ``Fv`` and Coulomb ``Fc`` friction columns when asked). ``cutoff`` (Hz; default read from
+    the data) and ``order`` of the Butterworth filter; ``weights``: per-joint row weights instead
+    of the two-step estimate; ``trim``: samples dropped at each end (default 5% of them, at least
+    two periods of the cutoff); ``segments``: independent blocks for the covariance (default
+    about two cutoff periods each, 10 to 50); ``validation=(t, q, tau)``: a separate record the
+    estimate must predict (default: a five-fold held-out check on the record itself).
 
     Flexible: ``parameters`` names the beam properties to estimate, measured ``tip`` offsets
     (N, 3; :func:`flexman.analysis.tip_offset`) and/or ``curvature=(link, x, data)`` with data
     (N, len(x), 3) as :func:`flexman.analysis.curvature` gives (NaN where not measured), see
     :func:`identify_beam`."""
-    t, q, tau = _signals(robot, t, q, tau)
+    t, q, tau = signals.check_signals(robot, t, q, tau)
     if parameters is not None:
+        if cutoff is None:  # the simulated fit keeps the former default: a tenth of the Nyquist frequency
+            cutoff = 0.05 * signals.sampling_rate(t)
         return identify_beam(robot, t, q, tau, parameters, tip=tip, curvature=curvature, cutoff=cutoff,
                              order=order, **options)
     if options:
@@ -185,25 +207,132 @@ def identify(robot, t, q, tau, parameters=None, cutoff=None, order=4, armature=F
     if not robot.is_rigid:
         raise ValueError("identify: the robot has flexible links; give parameters=[...] (beam properties such as "
                          "EI2) and measured tip or curvature data")
-    qf, qd, qdd, filt = filtered_motion(t, q, cutoff, order)
-    tauf = filt(tau)
-    N = len(t)
-    trim = max(10, N // 20) if trim is None else int(trim)
-    keep = slice(trim, N - trim)
-    if N - 2 * trim < 10:
-        raise ValueError(f"trim: {trim} samples at each end leave fewer than 10 of {N}")
+    N, n = len(t), robot.n_joints
     base = rr.base_parameters(robot, armature, viscous, coulomb)
-    Y = rr.regressor(robot, qf[keep], qd[keep], qdd[keep], armature, viscous, coulomb)[..., base.independent]
-    n = robot.n_joints
-    W = Y.reshape(-1, Y.shape[-1])
-    y = tauf[keep].reshape(-1)
-    beta, cov, sigma, cond, rank = _weighted_lsq(W, y, n, weights)
-    notes = []
-    if rank < W.shape[1]:
+    P = len(base.independent)
+    if N < MIN_SAMPLES_PER_PARAMETER * P:
+        raise ValueError(f"data: {N} samples for {P} base parameters; identification needs at least "
+                         f"{MIN_SAMPLES_PER_PARAMETER} per parameter ({MIN_SAMPLES_PER_PARAMETER * P}, more after the "
+                         "filter's ends are trimmed) - record longer or sample faster")
+    from_data = cutoff is None
+    if from_data:
+        cutoff = signals.choose_cutoff(t, q, tau)
+    cutoff, order = signals.check_filter(t, cutoff, order)
+    if trim is None:
+        trim = max(10, N // 20, signals.settling_samples(t, cutoff))
+    elif isinstance(trim, bool) or not float(trim).is_integer() or trim < 0:
+        raise ValueError(f"trim: samples dropped at each end must be a whole number >= 0 (got {trim!r})")
+    trim = int(trim)
+    kept = N - 2 * trim
+    if kept < MIN_SAMPLES_PER_PARAMETER * P:
+        raise ValueError(f"data: {max(kept, 0)} samples left after trimming {trim} at each end, for {P} base "
+                         f"parameters; identification needs at least {MIN_SAMPLES_PER_PARAMETER} per parameter "
+                         f"({MIN_SAMPLES_PER_PARAMETER * P}) - record longer or sample faster")
+    filt = signals.lowpass(t, cutoff, order)
+    keep = slice(trim, N - trim)
+    flags = (armature, viscous, coulomb)
+
+    def regressor_of(qs, tt):
+        qd = np.gradient(qs, tt, axis=0, edge_order=2)
+        qdd = np.gradient(qd, tt, axis=0, edge_order=2)
+        return qd, qdd
+
+    qf = filt(q)
+    qd, qdd = regressor_of(qf, t)
+    Y = rr.regressor(robot, qf[keep], qd[keep], qdd[keep], *flags)[..., base.independent]
+    W = Y.reshape(-1, P)
+    y = tau[keep].reshape(-1)
+    w = _joint_weights(W, y, n, weights)
+    beta, rank, sv = _solve(W, y, w, n)
+    if rank < P:
         weak = _weakest(W, base.base_names)
         raise ValueError(f"data: the motion does not excite every identifiable combination (rank {rank} of "
-                         f"{W.shape[1]}); least excited: {weak}. Use a richer trajectory")
-    return Identification(base.base_names, beta, np.sqrt(np.diag(cov)), cov, sigma, N - 2 * trim, cond, base, notes)
+                         f"{P}); least excited: {weak}. Use a richer trajectory")
+    cond = float(sv[0] / sv[-1]) if sv[-1] > 0 else np.inf
+    sigma = np.sqrt(((y - W @ beta).reshape(-1, n) ** 2).mean(axis=0))
+    if segments is None:
+        segments = int(np.clip(kept / (2 * signals.settling_samples(t, cutoff) / signals.SETTLING_PERIODS), 10, 50))
+    elif isinstance(segments, bool) or not float(segments).is_integer() or not 2 <= segments <= kept:
+        raise ValueError(f"segments: expected a whole number from 2 to the {kept} samples kept (got {segments!r})")
+    segments = int(segments)
+    cov = _segment_covariance(W, y, beta, w, n, segments)
+    bias = _filter_bias(robot, t, q, tau, filt, keep, base, flags, w, n)
+    cov = cov + np.outer(bias, bias)
+    method = (f"from {segments} independent segments of the record (cluster-robust sandwich: regressor noise and "
+              f"coloured residuals included), plus the filter's bias estimated by filtering twice")
+    notes = []
+    if cond > 1e6:
+        notes.append(f"the motion excites the parameters unevenly (condition number {cond:.3g}); "
+                     "an optimised excitation (fm.analysis.excitation) helps")
+    if validation is None:
+        check = _held_out(W, y, w, n, tau[keep], filt(tau)[keep])
+    else:
+        check = _validate(robot, validation, base, beta, flags, cutoff, order)
+    return Identification(base.base_names, beta, np.sqrt(np.diag(cov)), cov, sigma, kept, cond, base, notes,
+                          cutoff, from_data, method, check)
+
+
+def _filter_bias(robot, t, q, tau, filt, keep, base, flags, w, n):
+    """Bias of the estimate due to the filter, on a subsample: the filter's distortion of the
+    motion is (to first order) doubled by filtering twice, so fit(once) - fit(twice) estimates it."""
+    idx = np.arange(len(t))[keep]
+    sub = idx[::max(1, len(idx) // BIAS_SUBSAMPLE)]
+    fits = []
+    once = filt(q)
+    for qs in (once, filt(once)):
+        qd = np.gradient(qs, t, axis=0, edge_order=2)
+        qdd = np.gradient(qd, t, axis=0, edge_order=2)
+        Y = rr.regressor(robot, qs[sub], qd[sub], qdd[sub], *flags)[..., base.independent]
+        fits.append(_solve(Y.reshape(-1, Y.shape[-1]), tau[sub].reshape(-1), w, n)[0])
+    return fits[0] - fits[1]
+
+
+def _relative(err, ref):
+    rms = np.sqrt((ref ** 2).mean(axis=0))
+    return np.sqrt((err ** 2).mean(axis=0)), np.sqrt((err ** 2).mean(axis=0)) / np.where(rms > 0, rms, 1.0)
+
+
+def _held_out(W, y, w, n, tau, tau_filtered):
+    """Each of FOLDS contiguous blocks predicted by the parameters fitted on the others, compared
+    with the filtered measured torque (the measurement noise filtered out). The fits use the
+    normal equations of the scaled, weighted problem, summed per block and reused."""
+    samples = W.shape[0] // n
+    rows = np.tile(w, samples)
+    Ws, scale = _scaled(W * rows[:, None])
+    yw = y * rows
+    edges = np.linspace(0, samples, FOLDS + 1).astype(int) * n
+    A = [Ws[a:b].T @ Ws[a:b] for a, b in zip(edges[:-1], edges[1:])]
+    g = [Ws[a:b].T @ yw[a:b] for a, b in zip(edges[:-1], edges[1:])]
+    pred = np.empty(samples * n)
+    for k, (a, b) in enumerate(zip(edges[:-1], edges[1:])):
+        beta = np.linalg.lstsq(sum(A) - A[k], sum(g) - g[k], rcond=None)[0]
+        pred[a:b] = Ws[a:b] @ beta / rows[a:b]
+    rms, rel = _relative(pred.reshape(-1, n) - tau_filtered, tau_filtered)
+    return {"kind": f"{FOLDS}-fold: each fifth of the record predicted from the other four", "rms": rms,
+            "relative": rel}
+
+
+def _validate(robot, validation, base, beta, flags, cutoff, order):
+    """The final estimate predicting a separate record (t, q, tau), filtered as the fit was."""
+    try:
+        tv, qv, tauv = validation
+    except (TypeError, ValueError):
+        raise ValueError("validation: expected (t, q, tau) of a separate record") from None
+    try:
+        tv, qv, tauv = signals.check_signals(robot, tv, qv, tauv)
+        signals.check_filter(tv, cutoff, order)
+    except ValueError as exc:
+        raise ValueError(f"validation: {exc}") from None
+    filt = signals.lowpass(tv, cutoff, order)
+    trim = max(10, len(tv) // 20, signals.settling_samples(tv, cutoff))
+    keep = slice(trim, len(tv) - trim)
+    qf = filt(qv)
+    qd = np.gradient(qf, tv, axis=0, edge_order=2)
+    qdd = np.gradient(qd, tv, axis=0, edge_order=2)
+    Y = rr.regressor(robot, qf[keep], qd[keep], qdd[keep], *flags)[..., base.independent]
+    ref = filt(tauv)[keep]
+    rms, rel = _relative(Y @ beta - ref, ref)
+    return {"kind": f"a separate record of {len(tv)} samples", "rms": rms, "relative": rel}
 
 
 def _weakest(W, names):
@@ -352,50 +481,3 @@ def _check_separable(J, names):
         combo = [names[k] for k in np.argsort(-np.abs(v)) if abs(v[k]) > 0.1]
         raise ValueError(f"parameters: {', '.join(combo)} cannot be told apart from these data (only a combination "
                          "of them acts); identify fewer of them")
-
-
-def read_measurements(path, robot) -> dict:
-    """Measured samples from a CSV file with a header row: ``t``, ``q1..q<n>`` and ``tau1..tau<n>``
-    (n joints), optionally ``tip_x, tip_y, tip_z`` (tip offsets, for beam parameters). Returns
-    {"t", "q", "tau", "tip" (or None)}; one-line ValueError naming the file otherwise."""
-    import csv
-    from pathlib import Path
-
-    path = Path(path)
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        rows = list(csv.reader(fh))
-    if not rows:
-        raise ValueError(f"{path}: empty file; expected a header row t, q1.., tau1.. and one row per sample")
-    header = [h.strip() for h in rows[0]]
-    n = robot.n_joints
-    need = ["t"] + [f"q{i + 1}" for i in range(n)] + [f"tau{i + 1}" for i in range(n)]
-    missing = [c for c in need if c not in header]
-    if missing:
-        raise ValueError(f"{path}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} (the header "
-                         f"must name t, q1..q{n}, tau1..tau{n}; optional tip_x, tip_y, tip_z)")
-    data = []
-    for r, row in enumerate(rows[1:], start=2):
-        if not any(cell.strip() for cell in row):
-            continue
-        if len(row) != len(header):
-            raise ValueError(f"{path}: row {r} has {len(row)} values for {len(header)} columns")
-        try:
-            data.append([float(cell) for cell in row])
-        except ValueError:
-            bad = next(c for c in row if not _is_float(c))
-            raise ValueError(f"{path}: row {r}: {bad.strip()!r} is not a number") from None
-    arr = np.array(data, dtype=float).reshape(-1, len(header))
-    col = {h: arr[:, k] for k, h in enumerate(header)}
-    tip = None
-    if all(f"tip_{a}" in col for a in "xyz"):
-        tip = np.stack([col[f"tip_{a}"] for a in "xyz"], axis=1)
-    return {"t": col["t"], "q": np.stack([col[f"q{i + 1}"] for i in range(n)], axis=1),
-            "tau": np.stack([col[f"tau{i + 1}"] for i in range(n)], axis=1), "tip": tip}
-
-
-def _is_float(text):
-    try:
-        float(text)
-        return True
-    except ValueError:
-        return False

@@ -37,7 +37,7 @@ INERTIAL = ("m", "MX", "MY", "MZ", "XX", "XY", "YY", "XZ", "YZ", "ZZ")  # Pinocc
 _INERTIA_ENTRIES = {"XX": (0, 0), "XY": (0, 1), "YY": (1, 1), "XZ": (0, 2), "YZ": (1, 2), "ZZ": (2, 2)}
 
 
-def _check_rigid(robot, what="regressor"):
+def check_rigid(robot, what="regressor"):
     if not robot.is_rigid:
         raise ValueError(f"{what}: the robot has flexible links; the rigid identification regressor needs a rigid "
                          "arm (identify beam parameters with fm.identify(..., parameters=[...]))")
@@ -76,7 +76,7 @@ def from_pseudo_inertia(J) -> np.ndarray:
 
 def standard_parameters(robot, armature=False, viscous=False, coulomb=False) -> np.ndarray:
     """The robot's own parameter vector ``pi`` (columns of :func:`regressor`, same order)."""
-    _check_rigid(robot, "standard_parameters")
+    check_rigid(robot, "standard_parameters")
     model = build(robot)
     out = [from_pseudo_inertia(lk.body_tip + lk.body_base) for lk in model.links]
     values = list(np.concatenate(out))
@@ -89,7 +89,7 @@ def standard_parameters(robot, armature=False, viscous=False, coulomb=False) -> 
 def regressor(robot, q, qd, qdd, armature=False, viscous=False, coulomb=False) -> np.ndarray:
     """Y (..., n_joints, P) with ``Y @ standard_parameters(robot, ...) == robot.inverse_dynamics``
     for a rigid arm; columns named by :func:`parameter_names`."""
-    _check_rigid(robot)
+    check_rigid(robot)
     q, qd, qdd = inputs.states(robot, q=q, qd=qd, qdd=qdd)
     q, qd, qdd = (inputs.finite(inputs.real(a, n), n) for a, n in ((q, "q"), (qd, "qd"), (qdd, "qdd")))
     q, qd, qdd = np.broadcast_arrays(q, qd, qdd)

@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from . import cache, derive, frequencies, info, new, parameters, plan, simulate, statics, sweep, validate
+from . import cache, derive, export, frequencies, info, new, parameters, plan, simulate, statics, sweep, validate
 from .common import FORMULATIONS, Parser, UsageError
 from .validate import validation_cases
 from ..model.errors import ModelError
@@ -23,7 +23,7 @@ from ..outputs import Terminated
 __all__ = ["FORMULATIONS", "build_parser", "main", "validation_cases"]
 
 # The order of the commands in `flexman --help`.
-COMMAND_GROUPS = (info, simulate, plan, sweep, frequencies, statics, derive, parameters, new, validate, cache)
+COMMAND_GROUPS = (info, simulate, plan, sweep, frequencies, statics, derive, export, parameters, new, validate, cache)
 
 
 def build_parser() -> Parser:

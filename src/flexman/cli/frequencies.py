@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from .common import console, fmt, load_model, print_json, subcommand, vector
+from .common import UsageError, console, fmt, load_model, print_json, subcommand, vector
 
 def cmd_frequencies(args) -> int:
     """Natural frequencies of the linearized free system at q (rad/s and Hz)."""
@@ -13,6 +13,10 @@ def cmd_frequencies(args) -> int:
     q = vector(args.q, (robot.n_joints, robot.nq), "--q")
     if q is not None and q.size == robot.n_joints:
         q = np.concatenate([q, np.zeros(robot.nf)])
+    if args.convergence:
+        return _convergence(robot, q, args)
+    if args.plot or args.modes:
+        raise UsageError("--plot/--modes: only with --convergence")
     qd = vector(args.qd, (robot.n_joints, robot.nq), "--qd")
     if qd is not None and qd.size == robot.n_joints:
         qd = np.concatenate([qd, np.zeros(robot.nf)])
@@ -33,6 +37,58 @@ def cmd_frequencies(args) -> int:
     for row in rows:
         table.add_row(str(row["mode"]), fmt(row["rad_per_s"]), fmt(row["hz"]))
     con.print(table)
+    _notice(robot)
+    return 0
+
+
+def _notice(robot) -> None:
+    """The once-per-model convergence notice, on stderr as one line."""
+    import sys
+    import warnings
+
+    from ..analysis.convergence import ConvergenceNotice, convergence_notice
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceNotice)
+        text = convergence_notice(robot)
+    if text:
+        print(f"flexman: notice: {text}", file=sys.stderr)
+
+
+def _convergence(robot, q, args) -> int:
+    """The table (and plot) of the lowest frequencies as the modes per beam grow."""
+    from ..analysis.convergence import DEFAULT_MODES, convergence
+
+    if args.qd is not None:
+        raise UsageError("--qd: not with --convergence (the study is of the arm at rest)")
+    study = convergence(robot, q, modes=tuple(args.modes) if args.modes else DEFAULT_MODES)
+    if args.plot:
+        from ..outputs import output_file
+
+        path = output_file(args.plot, "--plot", force=True)
+        study.plot(path)
+    if args.json:
+        print_json(study.to_dict())
+        return 0
+    from rich.table import Table
+
+    table = Table(title=f"{robot.name}: lowest natural frequencies (rad/s) as the modes per beam grow; "
+                        f"change against {study.counts[-1]}")
+    table.add_column("per beam", justify="right")
+    for kind, rows in (("free", study.free), ("locked", study.locked)):
+        for i in range(rows.shape[1]):
+            table.add_column(f"joints {kind} {i + 1}", justify="right")
+    for c, f, df, l, dl in zip(study.counts, study.free, study.free_change, study.locked, study.locked_change):
+        cells = [f"{fmt(v)} ({100 * d:+.1f} %)" if np.isfinite(v) else "-"
+                 for v, d in list(zip(f, df)) + list(zip(l, dl))]
+        table.add_row(str(c), *cells)
+    con = console()
+    con.print(table)
+    own = ", ".join(f"{b}: {n}" for b, n in study.own_counts.items())
+    con.print(f"the model's own ({own}) is {100 * study.model_error:.1f} % from the finest; "
+              f"{study.enough} per beam come within {100 * study.tolerance:.0f} %")
+    if args.plot:
+        con.print(f"plot: {path}")
     return 0
 
 
@@ -42,3 +98,8 @@ def register(sub) -> None:
     p.add_argument("--q", type=float, nargs="+", metavar="Q", help="configuration (joint or all coordinates)")
     p.add_argument("--qd", type=float, nargs="+", metavar="QD",
                    help="constant joint rates: frequencies about that steady motion (joints held, gyroscopic terms in)")
+    p.add_argument("--convergence", action="store_true",
+                   help="the lowest frequencies (joints free and locked) as every beam gets 1, 2, 3, 5 modes "
+                        "(or elements), with the change against the finest")
+    p.add_argument("--modes", type=int, nargs="+", metavar="N", help="the counts per beam of --convergence")
+    p.add_argument("--plot", metavar="PNG", help="with --convergence: save the plot there")

@@ -68,12 +68,17 @@ def cmd_identify(args) -> int:
     robot = load_model(args.model)
     data = read_measurements(args.data, robot)
     options = {"cutoff": args.cutoff}
+    if args.order is not None:
+        options["order"] = args.order
     if args.parameters:
         if data["tip"] is None:
             raise ValueError(f"{args.data}: beam parameters need measured tip offsets: add columns tip_x, tip_y, tip_z")
         options["tip"] = data["tip"]
     else:
-        options.update(armature=args.armature, viscous=args.viscous, coulomb=args.coulomb)
+        options.update(armature=args.armature, viscous=args.viscous, coulomb=args.coulomb, trim=args.trim)
+        if args.validation:
+            other = read_measurements(args.validation, robot)
+            options["validation"] = (other["t"], other["q"], other["tau"])
     try:
         ident = identify(robot, data["t"], data["q"], data["tau"], parameters=args.parameters or None, **options)
     except ValueError as exc:
@@ -103,7 +108,14 @@ def register(sub) -> None:
 
     p = subcommand(sub, "identify", cmd_identify, "identify base inertial (or beam) parameters from measured data")
     p.add_argument("data", metavar="DATA", help="CSV with header t, q1.., tau1.. (tip_x, tip_y, tip_z for beams)")
-    p.add_argument("--cutoff", type=float, metavar="HZ", help="low-pass cutoff (default a tenth of the Nyquist frequency)")
+    p.add_argument("--cutoff", type=float, metavar="HZ",
+                   help="low-pass cutoff (default: read from the spectra of q and tau, reported in the table)")
+    p.add_argument("--order", type=int, metavar="N", help="Butterworth filter order (default 4, at most 10)")
+    p.add_argument("--trim", type=int, metavar="N",
+                   help="samples dropped at each end (default 5%% of them, at least two periods of the cutoff)")
+    p.add_argument("--validation", metavar="CSV",
+                   help="a separate record (same columns) the estimate must predict; default: a five-fold "
+                        "held-out check on DATA")
     p.add_argument("--armature", action="store_true", help="also identify joint armature Ia<i>")
     p.add_argument("--viscous", action="store_true", help="also identify viscous friction Fv<i>")
     p.add_argument("--coulomb", action="store_true", help="also identify Coulomb friction Fc<i>")

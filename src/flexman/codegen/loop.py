@@ -35,7 +35,7 @@ SOURCE = r"""
 #include <string.h>
 
 enum { FM_OK = 0, FM_SINGULAR = 1, FM_TORQUE = 2, FM_DIVERGED = 3 };
-enum { FM_TRAJ_HOLD = 0, FM_TRAJ_REST_TO_REST = 1, FM_TRAJ_SPLINE = 2, FM_TRAJ_SPIN_UP = 3 };
+enum { FM_TRAJ_HOLD = 0, FM_TRAJ_REST_TO_REST = 1, FM_TRAJ_SPLINE = 2, FM_TRAJ_SPIN_UP = 3, FM_TRAJ_INPUT = 4 };
 enum { FM_PROFILE_SINUSOIDAL = 0, FM_PROFILE_QUINTIC = 1, FM_PROFILE_CUBIC = 2 };
 enum { FM_CTRL_NONE = 0, FM_CTRL_PID = 1, FM_CTRL_COMPUTED_TORQUE = 2, FM_CTRL_DECOUPLING = 3 };
 
@@ -59,7 +59,8 @@ typedef struct {
    spin_up: a = [q0 (n), rate (n)], ramp time t_end;
    spline: a = [breaks (m + 1), c (4 m n), c1 (3 m n), c2 (2 m n)] (the PPoly coefficients of the
    spline and its two derivatives, highest power first);
-   hold (no trajectory): q_d = qd_d = qdd_d = 0. */
+   hold (no trajectory): q_d = qd_d = qdd_d = 0;
+   input: a = [q_d (n), qd_d (n), qdd_d (n)], set-points written by the caller (an FMU's inputs). */
 typedef struct {
     int kind, profile, n, pieces;
     double t_start, t_end;
@@ -172,6 +173,10 @@ void fm_trajectory(const fm_traj *tr, double t, double *q, double *qd, double *q
     int n = tr->n;
     if (tr->kind == FM_TRAJ_HOLD) {
         for (int j = 0; j < n; ++j) q[j] = qd[j] = qdd[j] = 0.0;
+        return;
+    }
+    if (tr->kind == FM_TRAJ_INPUT) {
+        for (int j = 0; j < n; ++j) { q[j] = tr->a[j]; qd[j] = tr->a[n + j]; qdd[j] = tr->a[2 * n + j]; }
         return;
     }
     if (tr->kind == FM_TRAJ_SPIN_UP) {  /* Kane, Ryan & Banerjee; goes on for ever */
@@ -473,7 +478,7 @@ class Control(ctypes.Structure):
 
 
 STATUS = {0: "ok", 1: "singular", 2: "torque", 3: "diverged"}
-TRAJ_KINDS = {"hold": 0, "rest_to_rest": 1, "spline": 2, "spin_up": 3}
+TRAJ_KINDS = {"hold": 0, "rest_to_rest": 1, "spline": 2, "spin_up": 3, "input": 4}
 PROFILES = {"sinusoidal": 0, "quintic": 1, "cubic": 2}
 CONTROLLER_KINDS = {None: 0, "pid": 1, "computed_torque": 2, "decoupling": 3}
 

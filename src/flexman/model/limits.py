@@ -84,3 +84,9 @@ def chunk_states(nq: int, n_links: int, composite: bool = False) -> int:
     4 (nq^2 + 64 nq) (measured peaks: 20, 47 and 77 kB per state at 15, 40 and 60 coordinates)."""
     per_state = 8 * 4 * (nq ** 2 + 64 * nq) if composite else 8 * 100 * (nq + 1) ** 2 * max(n_links, 1)
     return max(1, int(BATCH_BYTES // per_state))
+
+
+# ----- measurement files (identification) ------------------------------------------------------
+MAX_CSV_BYTES = 2e9              # bytes of one measurement CSV (1e7 rows of 13 columns: about 1.5 GB)
+MAX_MEASUREMENT_ROWS = 10_000_000  # samples of one record (as MAX_SAMPLES for a run)
+MAX_CSV_LINE = 1 << 20           # bytes of one line (and of one block read): a sample row is under 1 kB

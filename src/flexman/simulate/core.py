@@ -14,6 +14,7 @@ from .backend import evaluator
 from .compiled_loop import first_torque, plan
 from .result import Result
 from .run import Progress, energy, check_start, controller_parts, integrate, prepare, show_progress
+from .stability import check_step
 
 
 def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=None, qd0=None,
@@ -36,6 +37,7 @@ def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=No
     ``"compiled"`` insist (see :mod:`flexman.simulate.compiled_loop`). ``res.stats["loop"]`` says
     which ran (and ``"loop_reason"`` why not compiled).
     """
+    check_step(robot, dt, method, prescribed is not None)  # an unstable RK4 step is flagged before the run
     if prescribed is not None:
         for name, value in (("controller", controller), ("torque", torque)):
             if value is not None:

@@ -281,7 +281,8 @@ def report_html(result, robot=None, title=None, magnify=None, equations="auto", 
         _section("Run", summary.table(["quantity", "value"], key_numbers(result, robot, panels)), "run"),
         _section("Time histories", f"<div class='grid'>{plot_divs}</div>", "plots"),
         _section("Model", summary.model_html(robot), "model"),
-        _section("Natural frequencies", summary.frequencies_html(robot, q[0]), "frequencies"),
+        _section("Natural frequencies", summary.frequencies_html(robot, q[0]) + summary.convergence_html(robot),
+                 "frequencies"),
     ]
     if comparison:
         section, figures["comparison"] = comparison_section(comparison)

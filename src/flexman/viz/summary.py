@@ -71,6 +71,29 @@ def model_html(robot) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def convergence_html(robot) -> str:
+    """The modal convergence table of a flexible arm (lowest frequencies as the modes per beam
+    grow, :func:`flexman.analysis.convergence.notice_study`), with the notice when the model's
+    own frequencies are far from converged."""
+    if robot.nf == 0:
+        return ""
+    from ..analysis.convergence import notice_study
+
+    study = robot.derived("convergence_check", notice_study)
+    if study is None:
+        return "<p>Every beam has at least 5 modes or elements: taken as converged.</p>"
+    headers = ["per beam"] + [f"free {i + 1}: rad/s" for i in range(study.free.shape[1])] + \
+        [f"locked {i + 1}: rad/s" for i in range(study.locked.shape[1])]
+    rows = []
+    for c, f, df, l, dl in zip(study.counts, study.free, study.free_change, study.locked, study.locked_change):
+        rows.append([c] + [f"{fmt(v, 5)} ({100 * d:+.1f} %)" if v == v else "-"
+                           for v, d in list(zip(f, df)) + list(zip(l, dl))])
+    note = study.notice()
+    lead = f"<p class='notice'>{html.escape(note)}</p>" if note else ""
+    return lead + table(headers, rows, caption="Modal convergence: lowest frequencies as every beam gets more modes "
+                                               f"(change against {study.counts[-1]})")
+
+
 def frequencies_html(robot, q=None) -> str:
     """Natural frequencies of the arm linearized at rest at q (rad/s and Hz): the free arm
     (joints unactuated; a rigid-body mode per joint without gravity is 0) and the arm with its

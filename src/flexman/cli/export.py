@@ -1,0 +1,64 @@
+"""`flexman export`: the model packaged for other tools (an FMI 2.0 FMU)."""
+from __future__ import annotations
+
+import time
+
+from .common import FORMULATIONS, UsageError, load_model, print_json, subcommand, vector
+
+
+def cmd_export(args) -> int:
+    """Write MODEL as an FMU (model exchange and/or co-simulation) and say what it holds."""
+    if args.fmu is None:
+        raise UsageError("export: give --fmu PATH (the FMU file to write, e.g. arm.fmu)")
+    from ..codegen.fmu import check_path
+    from ..symbolic import derive
+
+    check_path(args.fmu, "--fmu", force=args.force)  # before the work: a bad path fails first
+    robot = load_model(args.model)
+    if args.step_size is not None and not args.step_size > 0:
+        raise UsageError(f"--step-size: must be > 0 (got {args.step_size})")
+    controller = None
+    if args.controller:
+        controller = getattr(robot, "controller", None)
+        if not controller:
+            raise UsageError(f"--controller: model '{robot.name}' has no controller section")
+        from ..control import from_spec
+
+        controller = from_spec(robot, controller)  # the same checks (and messages) as `simulate --controller`
+    q0 = vector(args.q0, (robot.n_joints, robot.nq), "--q0")
+    if q0 is not None and q0.size < robot.nq:
+        import numpy as np
+
+        q0 = np.concatenate([q0, np.zeros(robot.nq - q0.size)])  # flexible coordinates at rest
+    start = time.perf_counter()
+    # the polynomial normal form of M costs seconds and the FMU's dynamics do not use it
+    eom = derive(robot, formulation=args.formulation, parameters="symbolic", external=False, reduce_mass_matrix=False)
+    path = eom.fmu(args.fmu, kind=args.kind, controller=controller, step_size=args.step_size or 1e-3, q0=q0,
+                   force=args.force)
+    info = {"fmu": str(path), "model": robot.name, "kind": args.kind, "controller": type(controller).__name__ if controller is not None else None,
+            "coordinates": list(robot.coordinate_names), "parameters": list(eom.param_values),
+            "seconds": round(time.perf_counter() - start, 2)}
+    if args.json:
+        print_json(info)
+        return 0
+    kinds = {"me": "model exchange", "cs": "co-simulation", "both": "model exchange and co-simulation"}[args.kind]
+    print(f"wrote {path} (FMI 2.0, {kinds}; {robot.nq} coordinates, {len(info['parameters'])} parameters"
+          f"{f', {type(controller).__name__} controller' if controller is not None else ''}) in {info['seconds']:.1f} s")
+    return 0
+
+
+def register(sub) -> None:
+    p = subcommand(sub, "export", cmd_export, "package the model for other tools: an FMI 2.0 FMU "
+                   "(Simulink, OpenModelica, Dymola, FMPy)")
+    p.add_argument("--fmu", metavar="PATH", help="the FMU file to write (name.fmu)")
+    p.add_argument("--kind", choices=("me", "cs", "both"), default="both",
+                   help="model exchange (the tool integrates), co-simulation (RK4 inside) or both (default)")
+    p.add_argument("--controller", action="store_true",
+                   help="include the model file's controller (PID, computed torque, decoupling); its set-points "
+                        "become inputs")
+    p.add_argument("--step-size", type=float, metavar="H",
+                   help="co-simulation: the internal RK4 step in s (default 1e-3; an FMU parameter)")
+    p.add_argument("--q0", type=float, nargs="+", metavar="Q", help="start values of the joint (or all) coordinates")
+    p.add_argument("--formulation", choices=FORMULATIONS, default="newton_euler",
+                   help="formulation traced (flexible arms and symbolic parameters use Book's recursion)")
+    p.add_argument("--force", action="store_true", help="replace an existing file")

@@ -1,0 +1,367 @@
+"""FMI 2.0 FMUs of a robot (``fm.derive(robot).fmu(path)``, ``flexman export MODEL --fmu PATH``).
+
+An FMU (Functional Mock-up Unit) is a zip file that Simulink, OpenModelica, Dymola, Amesim and
+FMPy import: a ``modelDescription.xml`` naming the variables, a compiled library for each
+platform and, here, the C sources so that any platform can rebuild it. This one holds
+
+* the forward dynamics of the symbolic-parameter equations (the C of :mod:`.sources`) and the
+  end-effector and tip positions (:mod:`flexman.symbolic.kinematics`);
+* model exchange (the importing tool integrates the states ``q, qd``) and co-simulation
+  (the FMU steps itself with classic RK4 at most ``step_size`` long, inputs held constant);
+* optionally a built-in joint controller (PID, computed torque, decoupling + LQR: the C of the
+  compiled loop, :mod:`.loop`), whose set-points become inputs.
+
+Variables (each real, one value reference each, in this order): the coordinates
+(``robot.coordinate_names``) and their rates (``qd_`` + name), the controller's error
+integrals (``int_`` + joint name), the derivatives (``der(...)``), the inputs (joint torques
+``tau1``..., then set-points ``q1_ref``... and ``qd_q1_ref``...), the outputs (``ee_x``...,
+``tip2_dx``...), the physical parameters of ``parameters="symbolic"`` (``m1``, ``EIy2``, ...),
+the controller gains (``kp1``..., ``ki1``..., ``kd1``..., or ``gp1``..., ``gv1``...) and ``step_size``;
+with a controller also the set-points ``q1_ref``, ``qd_q1_ref``, ``qdd_q1_ref`` (inputs) and the
+applied torques ``tau_applied1``... (outputs).
+The generic C half (instance, FMI functions, RK4) is :mod:`.fmi2`.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import zipfile
+from datetime import datetime, timezone
+from pathlib import Path
+from xml.sax.saxutils import escape, quoteattr
+
+import numpy as np
+
+from ..model import names
+from ..model.errors import ModelError
+from ..outputs import output_file, staged
+from . import cbuild, emit, fmi2
+from .sources import c_source
+
+KINDS = ("me", "cs", "both")
+GUID_SLOT = "@GUID@"  # in the C source until the GUID, a digest of the source, is known
+FLAGS = ["-O2", "-shared", "-fPIC", "-fvisibility=hidden"]  # only the FMI functions are exported
+
+
+class Variable:
+    """One FMU variable: name, causality, variability, initial, start value, description and, for
+    a derivative, the value reference of its state."""
+
+    def __init__(self, name, causality, start=None, description="", variability="continuous", initial=None,
+                 derivative_of=None):
+        self.name, self.causality, self.start, self.description = name, causality, start, description
+        self.variability, self.initial, self.derivative_of = variability, initial, derivative_of
+
+
+GAINS = ("kp", "ki", "kd", "gp", "gv")  # the gain matrices of codegen.loop's fm_control, in its order
+GAIN_WORDS = {"kp": "proportional", "ki": "integral", "kd": "derivative", "gp": "position", "gv": "velocity"}
+
+
+class Law:
+    """A built-in controller as the FMU holds it: the kind of :mod:`.loop`, its per-joint gains
+    (FMU parameters), the LQR gain (a constant), switch times and torque limits."""
+
+    def __init__(self, controller, n_joints):
+        spec = controller.loop_spec() if hasattr(controller, "loop_spec") else None
+        if spec is None:
+            raise ModelError(f"controller: a {type(controller).__name__} is evaluated in Python only; an FMU takes "
+                             "the built-in PID, ComputedTorque or Decoupling (flexman.control, or a model file's "
+                             "controller section)")
+        self.kind = spec["kind"]
+        self.gains = {}
+        for key in GAINS:
+            if spec.get(key) is None:
+                continue
+            g = np.asarray(spec[key], dtype=float)
+            if g.shape != (n_joints, n_joints) or np.any(g - np.diag(np.diag(g))):
+                raise ModelError(f"controller.{key}: the FMU takes one gain per joint (scalars, {n_joints} values or "
+                                 "a diagonal matrix), each an FMU parameter")
+            self.gains[key] = np.diag(g).copy()
+        self.g_lqr = None if spec.get("g_lqr") is None else np.asarray(spec["g_lqr"], dtype=float)
+        self.off_at = spec.get("off_at") if self.kind == "pid" else None
+        self.lqr_at = spec.get("lqr_at") if self.g_lqr is not None else None
+        self.tau_max = None if spec.get("tau_max") is None else np.broadcast_to(
+            np.asarray(spec["tau_max"], dtype=float), (n_joints,)).copy()
+        self.n_states = n_joints if self.kind == "pid" else 0
+
+
+# what each parameter stem of flexman.symbolic.params means (suffix: the link number; "h": its hub)
+MEANINGS = {
+    "a": "DH length a (m)", "d": "DH offset d (m)", "px": "placement x (m)", "py": "placement y (m)",
+    "pz": "placement z (m)", "m": "mass of the rigid body (kg; the last link's includes the payload)",
+    "MX": "first moment m*x of the body about its frame origin (kg m)", "MY": "first moment m*y (kg m)",
+    "MZ": "first moment m*z (kg m)", "XX": "inertia of the body about its frame origin, xx (kg m^2)", "XY": "inertia xy (kg m^2)",
+    "XZ": "inertia xz (kg m^2)", "YY": "inertia yy (kg m^2)", "YZ": "inertia yz (kg m^2)", "ZZ": "inertia zz (kg m^2)",
+    "Ia": "joint armature (kg m^2)", "rhoA": "beam mass per length (kg/m)", "lb": "beam length (m)",
+    "EIy": "beam bending stiffness, deflection along y (N m^2)", "EIz": "beam bending stiffness, along z (N m^2)",
+    "GJ": "beam torsional stiffness (N m^2)", "Jp": "beam polar mass moment per length (kg m)",
+    "zeta": "beam modal damping ratio", "gx": "gravity x (m/s^2)", "gy": "gravity y (m/s^2)", "gz": "gravity z (m/s^2)",
+}
+
+
+def meaning(name) -> str:
+    """A parameter's description from its name (``EIy2``: link 2's ..., ``mh1``: link 1's hub ...)."""
+    import re
+
+    match = re.fullmatch(r"([A-Za-z]+?)(h?)(\d*)", name)
+    stem, hub, link = match.groups() if match else (name, "", "")
+    if stem not in MEANINGS:
+        return "physical parameter"
+    where = f"link {link}{' hub' if hub else ''}: " if link else ""
+    return where + MEANINGS[stem]
+
+
+def coordinate_meaning(robot, k) -> str:
+    """A coordinate's description: which joint or which link's deflection, with its unit."""
+    if k < robot.n_joints:
+        link = robot.links[k]
+        unit = "angle (rad)" if link.joint == "revolute" else "displacement (m)"
+        return f"joint {k + 1}{f' ({link.name})' if link.name else ''}: {unit}"
+    return "flexible coordinate (deflection amplitude of a beam shape, see the conventions)"
+
+
+def variables(eom, position_names, law=None, step_size=1e-3, q0=None, qd0=None) -> list:
+    """The FMU's variables in value-reference order (see the module docstring)."""
+    robot = eom.robot
+    coords = list(robot.coordinate_names)
+    joints = coords[:robot.n_joints]
+    q0 = np.zeros(robot.nq) if q0 is None else np.asarray(q0, dtype=float)
+    qd0 = np.zeros(robot.nq) if qd0 is None else np.asarray(qd0, dtype=float)
+    states = [Variable(n, "output", q0[k], coordinate_meaning(robot, k), initial="exact") for k, n in enumerate(coords)]
+    states += [Variable(f"qd_{n}", "output", qd0[k], f"rate of {n}", initial="exact") for k, n in enumerate(coords)]
+    if law is not None and law.n_states:
+        states += [Variable(f"int_{n}", "local", 0.0, f"PID: integral of the error of {n}", initial="exact")
+                   for n in joints]
+    out = list(states)
+    out += [Variable(f"der({s.name})", "local", description=f"time derivative of {s.name}", initial="calculated",
+                     derivative_of=k) for k, s in enumerate(states)]
+    out += [Variable(f"tau{j + 1}", "input", 0.0, f"torque (force) applied at joint {j + 1} ({n})"
+                     + (", added to the controller's" if law is not None else ""))
+            for j, n in enumerate(joints)]
+    if law is not None:
+        out += [Variable(f"{n}_ref", "input", 0.0, f"controller set-point of {n}") for n in joints]
+        out += [Variable(f"qd_{n}_ref", "input", 0.0, f"controller set-point of the rate of {n}") for n in joints]
+        out += [Variable(f"qdd_{n}_ref", "input", 0.0, f"controller set-point of the acceleration of {n} "
+                         "(feed-forward of computed torque and decoupling)") for n in joints]
+    out += [Variable(n, "output", description=d, initial="calculated") for n, d in position_names]
+    if law is not None:
+        out += [Variable(f"tau_applied{j + 1}", "output", description=f"joint {j + 1}: the torque applied, input "
+                         "plus controller", initial="calculated") for j in range(robot.n_joints)]
+    out += [Variable(n, "parameter", v, meaning(n), "tunable", "exact") for n, v in eom.param_values.items()]
+    if law is not None:
+        for key, gains in law.gains.items():
+            out += [Variable(f"{key}{j + 1}", "parameter", g, f"controller {GAIN_WORDS[key]} gain of joint {j + 1}",
+                             "tunable", "exact") for j, g in enumerate(gains)]
+        if law.tau_max is not None:
+            out += [Variable(f"tau_max{j + 1}", "parameter", g, f"controller torque limit of joint {j + 1}",
+                             "tunable", "exact") for j, g in enumerate(law.tau_max)]
+    out.append(Variable("step_size", "parameter", float(step_size),
+                        "co-simulation: longest internal RK4 step (s)", "tunable", "exact"))
+    seen = set()
+    for v in out:
+        if v.name in seen:
+            raise ModelError(f"FMU variables: the name {v.name!r} is used twice; rename the coordinate or link")
+        seen.add(v.name)
+    return out
+
+
+def model_description(eom, variables, identifier, guid, kinds, sources, step_size) -> str:
+    """The ``modelDescription.xml`` text."""
+    robot = eom.robot
+    from ..version import __version__
+
+    index = {id(v): k + 1 for k, v in enumerate(variables)}  # 1-based, as ModelStructure counts
+    lines = ['<?xml version="1.0" encoding="UTF-8"?>',
+             f'<fmiModelDescription fmiVersion="2.0" modelName={quoteattr(identifier)} guid={quoteattr(guid)}',
+             f'  description={quoteattr(names.comment(robot.description or robot.name))}',
+             f'  generationTool="flexman {escape(__version__)}"',
+             f'  generationDateAndTime="{datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}"',
+             '  variableNamingConvention="flat" numberOfEventIndicators="0">']
+    files = "".join(f'<File name="{escape(s)}"/>' for s in sources)
+    if "me" in kinds:
+        lines += [f'  <ModelExchange modelIdentifier="{identifier}" canNotUseMemoryManagementFunctions="true">',
+                  f'    <SourceFiles>{files}</SourceFiles>', '  </ModelExchange>']
+    if "cs" in kinds:
+        lines += [f'  <CoSimulation modelIdentifier="{identifier}" canHandleVariableCommunicationStepSize="true" '
+                  'canNotUseMemoryManagementFunctions="true">',
+                  f'    <SourceFiles>{files}</SourceFiles>', '  </CoSimulation>']
+    lines.append(f'  <DefaultExperiment startTime="0.0" stopTime="1.0" stepSize="{float(step_size)!r}"/>')
+    lines.append('  <ModelVariables>')
+    for vr, v in enumerate(variables):
+        attrs = f'name={quoteattr(v.name)} valueReference="{vr}" description={quoteattr(names.comment(v.description))}'
+        attrs += f' causality="{v.causality}" variability="{v.variability}"'
+        if v.initial:
+            attrs += f' initial="{v.initial}"'
+        real = ""
+        if v.start is not None:
+            real += f' start="{float(v.start)!r}"'
+        if v.derivative_of is not None:
+            real += f' derivative="{v.derivative_of + 1}"'
+        lines.append(f'    <ScalarVariable {attrs}><Real{real}/></ScalarVariable>')
+    lines.append('  </ModelVariables>')
+    outputs = [v for v in variables if v.causality == "output"]
+    derivatives = [v for v in variables if v.derivative_of is not None]
+    initial = [v for v in variables if (v.causality == "output" and v.initial == "calculated")
+               or v.derivative_of is not None]
+    lines.append('  <ModelStructure>')
+    for tag, group in (("Outputs", outputs), ("Derivatives", derivatives), ("InitialUnknowns", initial)):
+        lines.append(f'    <{tag}>')
+        lines += [f'      <Unknown index="{index[id(v)]}"/>' for v in group]
+        lines.append(f'    </{tag}>')
+    lines += ['  </ModelStructure>', '</fmiModelDescription>', '']
+    return "\n".join(lines)
+
+
+def _c_number(x) -> str:
+    return "INFINITY" if x is None or np.isinf(x) else repr(float(x))
+
+
+def model_source(eom, position, variables, guid, kinds, units, law=None) -> str:
+    """The model's C file: the equations, the constants the generic half reads, the generic half
+    (with a controller, the compiled loop's C before it). ``units`` receives the parts of split
+    large functions (translation units of their own)."""
+    from .loop import CONTROLLER_KINDS, SOURCE as LOOP_SOURCE
+
+    robot = eom.robot
+    fd = eom.program("forward_dynamics")
+    large = len(fd.body) > emit.SOLVE_ABOVE
+    if law is not None:  # the loop calls M and b through their batch entry points
+        equations = c_source(eom, ("mass_matrix", "bias_forces"), prefix="fm", batch=True, units=units)
+    else:
+        what = ("mass_matrix", "bias_forces", "forward_dynamics") if large else ("forward_dynamics",)
+        equations = c_source(eom, what, prefix="fm", batch=False, units=units)
+    nv = len(variables)
+    vr = {v.name: k for k, v in enumerate(variables)}
+    joints = list(robot.coordinate_names)[:robot.n_joints]
+    nz = law.n_states if law is not None else 0
+    first_param = next(iter(eom.param_values), None)
+    defines = {
+        "NQ": robot.nq, "NJ": robot.n_joints, "NP": len(eom.param_values), "NZ": nz, "NX": 2 * robot.nq + nz,
+        "NV": nv, "VR_DX": 2 * robot.nq + nz, "VR_TAU": vr["tau1"], "VR_Y": vr["ee_x"],
+        "VR_P": vr[first_param] if first_param else vr["step_size"], "VR_STEP": vr["step_size"],
+        "HAS_ME": int("me" in kinds), "HAS_CS": int("cs" in kinds),
+        "CONTROL": CONTROLLER_KINDS[law.kind] if law is not None else 0,
+        "VR_TAU_OUT": vr["tau_applied1"] if law is not None else -1,
+        "SWITCH_1": _c_number(law.off_at if law is not None else None),
+        "SWITCH_2": _c_number(law.lqr_at if law is not None else None),
+    }
+    lines = [f'#include "flexman_fmi2.h"\n', "\n".join(f"#define {k} {v}" for k, v in defines.items()),
+             f'#define GUID "{guid}"']
+    if law is not None:
+        keys = list(law.gains)
+        slots = ", ".join(str(keys.index(g)) if g in keys else "-1" for g in GAINS)
+        lines += [f"#define N_GAINS {len(keys)}", f"#define VR_GAIN {vr[keys[0] + '1'] if keys else 0}",
+                  f"static const int GAIN_SLOT[5] = {{{slots}}};  /* kp, ki, kd, gp, gv: row of Instance.gains */",
+                  f"#define VR_REF {vr[joints[0] + '_ref']}",
+                  f"#define VR_TAU_MAX {vr['tau_max1'] if law.tau_max is not None else -1}",
+                  f"#define OFF_AT {_c_number(law.off_at)}", f"#define LQR_AT {_c_number(law.lqr_at)}"]
+        if law.g_lqr is not None:
+            values = ", ".join(repr(float(x)) for x in law.g_lqr.ravel())
+            lines.append(f"static const double G_LQR_DATA[{law.g_lqr.size}] = {{{values}}};  /* nj x 2 nq */")
+            lines.append("#define G_LQR G_LQR_DATA")
+        else:
+            lines.append("#define G_LQR NULL")
+    start = ", ".join(repr(float(v.start)) if v.start is not None else "0.0" for v in variables)
+    lines += [f"static const double V_START[NV] = {{{start}}};\n", equations,
+              emit.function_source("c", position, "fm_position")]
+    if law is not None:
+        lines.append("/* ---- the compiled loop's controller laws (flexman.codegen.loop) ---- */" + LOOP_SOURCE)
+    lines.append(fmi2.WRAPPER)
+    return "\n".join(lines)
+
+
+def platform_folder() -> tuple:
+    """(the FMI 2.0 folder under binaries/, the library suffix) of this machine."""
+    import platform
+    import struct
+
+    bits = 8 * struct.calcsize("P")
+    system = platform.system()
+    if system == "Linux":
+        return f"linux{bits}", ".so"
+    if system == "Darwin":
+        return f"darwin{bits}", ".dylib"
+    if system == "Windows":
+        return f"win{bits}", ".dll"
+    raise ValueError(f"FMU: FMI 2.0 names no binary folder for {system}; build the FMU's sources there by hand")
+
+
+def _guid(*texts) -> str:
+    """A GUID made from the FMU's content: the same model, options and flexman give the same one."""
+    h = hashlib.sha256("\0".join(texts).encode()).hexdigest()
+    return "{" + f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}" + "}"
+
+
+def check_path(path, option="path", force=True) -> Path:
+    """``path`` when an FMU may be written there (a name ending in .fmu in a writable folder; an
+    existing file only with ``force``), else a one-line ValueError naming ``option``."""
+    path = Path(path)
+    if path.suffix.lower() != ".fmu":
+        raise ValueError(f"{option}: {path.name!r} does not end in .fmu; FMU files are named <model>.fmu")
+    return output_file(path, option, force=force)
+
+
+def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, qd0=None, force=True,
+              option="path") -> Path:
+    """Write the FMU of a symbolic-parameter ``eom`` to ``path`` (see the module docstring).
+
+    ``kind``: "me", "cs" or "both"; ``controller``: None or a built-in controller of
+    :mod:`flexman.control` (PID, ComputedTorque, Decoupling; its reference trajectory is replaced
+    by set-point inputs); ``step_size``: the co-simulation RK4 step (a parameter of the FMU, this its
+    start value); ``q0``, ``qd0``: start values of the coordinates and rates (default 0);
+    ``force``: replace an existing file. Nothing is left behind when any step fails."""
+    if kind not in KINDS:
+        raise ValueError(f"kind: unknown {kind!r}; use me (model exchange), cs (co-simulation) or both")
+    if eom.parameters != "symbolic":
+        raise ValueError("the FMU's parameters come from the symbolic-parameter equations: "
+                         "use fm.derive(robot, parameters='symbolic')")
+    if not (np.isfinite(step_size) and step_size > 0):
+        raise ValueError(f"step_size: must be a positive number of seconds (got {step_size})")
+    robot = eom.robot
+    path = check_path(path, option, force)
+    for name, x in (("q0", q0), ("qd0", qd0)):
+        if x is not None and (np.shape(x) != (robot.nq,) or not np.all(np.isfinite(np.asarray(x, float)))):
+            raise ValueError(f"{name}: give {robot.nq} finite values ({', '.join(robot.coordinate_names)})")
+    for i, link in enumerate(robot.links):
+        if link.coulomb:
+            raise ModelError(f"links[{i}].coulomb: Coulomb friction is not in the generated equations (it branches "
+                             "on the sign of qd), so an FMU would not model it; set it to 0 to export")
+    try:
+        cbuild.compiler()
+    except RuntimeError:
+        cc = os.environ.get("CC", "").strip()
+        why = f"CC={cc!r} is not an executable on the PATH" if cc else "there is no C compiler (cc, gcc or clang) on the PATH"
+        raise ValueError(f"FMU: its binary is compiled from C, and {why}; install gcc or clang, or set CC") from None
+    folder, suffix = platform_folder()
+    law = Law(controller, robot.n_joints) if controller is not None else None
+    from ..symbolic.kinematics import position_names, position_program
+
+    position = position_program(eom)
+    described = [(n, "end-effector position (base frame, m)" if n.startswith("ee_") else
+                  "tip deflection of the link against its undeformed shape (base frame, m)")
+                 for n in position_names(robot)]
+    kinds = ("me", "cs") if kind == "both" else (kind,)
+    var = variables(eom, described, law, step_size, q0, qd0)
+    identifier = names.mangle(robot.name)
+    units = []
+    source = model_source(eom, position, var, GUID_SLOT, kinds, units, law)
+    guid = _guid(source, *units, repr(kinds))
+    source = source.replace(GUID_SLOT, guid)
+    sources = [f"{identifier}.c"] + [f"{identifier}_part{k + 1}.c" for k in range(len(units))]
+    xml = model_description(eom, var, identifier, guid, kinds, sources, step_size)
+    with tempfile.TemporaryDirectory(prefix="flexman-fmu-") as tmp:
+        tmp = Path(tmp)
+        files = {"flexman_fmi2.h": fmi2.DECLARATIONS, sources[0]: source}
+        files.update({name: unit for name, unit in zip(sources[1:], units)})
+        for name, text in files.items():
+            (tmp / name).write_text(text)
+        library = cbuild.compile_into([tmp / s for s in sources], tmp / f"{identifier}{suffix}",
+                                      [cbuild.compiler()] + FLAGS)
+        with staged() as out:
+            with zipfile.ZipFile(out.path(path), "w", zipfile.ZIP_DEFLATED) as z:
+                z.writestr("modelDescription.xml", xml)
+                z.write(library, f"binaries/{folder}/{identifier}{suffix}")
+                for name, text in files.items():
+                    z.writestr(f"sources/{name}", text)
+    return path
