@@ -181,14 +181,28 @@ def cmd_report(args) -> int:
         print(f"flexman: warning: the run stopped at t = {res.t_diverged:.6g} s; the report shows the samples "
               "before it; use a smaller --dt or a stiff method (--method Radau or BDF)", file=sys.stderr)
     equations = None if args.equations == "none" else args.equations
+    comparison, others = None, []
+    if args.compare:
+        from .showcase import path_errors, variants
+
+        if "controller" not in kwargs:
+            raise UsageError("--compare: needs --controller (the model's decoupling controller and its move)")
+        runs = variants(robot, kwargs["controller"], kwargs, args.t_final)
+        runs[0] = (runs[0][0], res, runs[0][2])  # the profile run is the one above
+        pages = {name: ("report.html" if k == 0 else f"report-{name.lower()}.html") for k, (name, _, _) in enumerate(runs)}
+        comparison = {"curves": path_errors(robot, runs), "pages": pages}
+        others = [(runs[k][1], out / pages[runs[k][0]], runs[k][0]) for k in range(1, len(runs))]
     with staged() as staging:  # the files replace the old ones together, or none does
         res.report(staging.path(out / "report.html"), magnify=args.magnify, equations=equations,
-                   note=_drive_note(kwargs))
+                   note=_drive_note(kwargs), comparison=comparison)
+        for other, page, name in others:
+            other.report(staging.path(page), magnify=args.magnify, equations=None,
+                         note=f"The same move, {name}: see report.html for the comparison.")
         plot_summary(res, staging.path(out / "summary.png"))
         res.plot(staging.path(out / "result.png"))
         res.save(staging.path(out / "result.npz"))
     page = out / "report.html"
-    files = [page, out / "summary.png", out / "result.png", out / "result.npz"]
+    files = [page, out / "summary.png", out / "result.png", out / "result.npz"] + [p for _, p, _ in others]
     status = 1 if res.diverged else 0
     if args.json:
         print_json({"model": robot.name, "report": str(page.resolve()), "files": [str(f) for f in files],
@@ -211,6 +225,8 @@ def register(sub) -> None:
     simulation_arguments(p)
     p.add_argument("--out", required=True, metavar="DIR", help="folder for report.html, summary.png, result.png and result.npz")
     p.add_argument("--magnify", type=float, metavar="K", help="draw deflections K times their size (default: automatic)")
+    p.add_argument("--compare", action="store_true",
+                   help="with --controller: the same move also input-shaped and optimally planned (fm.plan), side by side")
     p.add_argument("--equations", choices=("auto",) + FORMULATIONS + ("none",), default="auto",
                    help="formulation of the equations shown (default auto: newton_euler for rigid arms, book for "
                         "flexible ones; none leaves them out)")

@@ -30,7 +30,7 @@ FUNCTIONS = {
     "forward_dynamics": ("forward_dynamics", ("q", "qd", "tau")),
     "mass_matrix": ("mass_matrix", ("q",)),
     "bias_forces": ("bias_forces", ("q", "qd")),
-    "tip_position": ("tip_position", ("q",)),
+    "tip_position": ("position", ("q",)),  # the first 3 outputs of symbolic.kinematics.position_program
 }
 
 
@@ -74,5 +74,10 @@ def program_function(program, name, input_groups, param_values=None):
 def casadi_functions(eom, programs, which) -> dict:
     """{name: casadi.Function} for the entries ``which`` of :data:`FUNCTIONS` (``programs``:
     program name -> the EOM's straight-line program of that name)."""
-    return {name: program_function(programs[FUNCTIONS[name][0]], name, FUNCTIONS[name][1], eom.param_values)
-            for name in which}
+    out = {name: program_function(programs[FUNCTIONS[name][0]], name, FUNCTIONS[name][1], eom.param_values)
+           for name in which}
+    if "tip_position" in out:  # the end-effector's position only
+        ca, f = _casadi(), out["tip_position"]
+        q = ca.SX.sym("q", f.size1_in(0))
+        out["tip_position"] = ca.Function("tip_position", [q], [f(q)[:3]], ["q"], ["tip"])
+    return out

@@ -250,7 +250,7 @@ class EOM:
         (:mod:`flexman.codegen.casadi_export`); M is the traced program without the polynomial
         normal form (the same values, and no time spent reducing a program CasADi will differentiate)."""
         from ..codegen.casadi_export import FUNCTIONS, casadi_functions
-        from .jacobian import tip_position_program
+        from .kinematics import position_program
 
         which = tuple(FUNCTIONS) if which is None else tuple(which)
         unknown = [w for w in which if w not in FUNCTIONS]
@@ -259,8 +259,8 @@ class EOM:
         programs = {}
         for name in which:
             prog = FUNCTIONS[name][0]
-            if prog == "tip_position":
-                programs[prog] = tip_position_program(self)
+            if prog == "position":  # end-effector first, then the links' tip deflections
+                programs[prog] = position_program(self)
             elif prog == "mass_matrix":
                 programs[prog] = _program(self.tape, self._x, self._values, prog, self.robot)
             else:

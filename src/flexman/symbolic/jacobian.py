@@ -2,8 +2,6 @@
 from the same frame derivatives as :func:`flexman.dynamics.api.jacobian`."""
 from __future__ import annotations
 
-import numpy as np
-
 from ..dynamics import lagrange4 as l4
 from ..dynamics.structure import build
 from .program import Program
@@ -24,24 +22,3 @@ def jacobian_program(eom, link=-1, point=None) -> Program:
     J = l4.point_jacobian(model, x["q"], link % robot.n_joints, point)
     inputs = {"q": [f"q{k + 1}" for k in range(robot.nq)], "p": list(pvals)}
     return Program.from_tape("jacobian", tape, inputs, {"J": J}, doc={"J": "geometric Jacobian [v; w], 6 x nq"})
-
-
-def tip_position_program(eom, link=-1, point=None) -> Program:
-    """Position (3,) in the base frame of a point of a link (default: the last link's distal
-    frame origin), deflection included to first order as in ``robot.frame(q, link)``: the same
-    frames :func:`flexman.dynamics.lagrange4.frames` computes, traced."""
-    robot = eom.robot
-    tape = Tape(fold=eom.options["fold"], cse=eom.options["cse"])
-    x = coordinate_inputs(tape, robot.nq, robot.n_joints)
-    if eom.parameters == "symbolic":
-        from .params import symbolic_model
-
-        model, pvals, _ = symbolic_model(robot, tape)
-    else:
-        model, pvals = build(robot), {}
-    W = l4.frames(model, x["q"])[link % robot.n_joints]
-    p = [0.0, 0.0, 0.0] if point is None else [float(v) for v in point]
-    position = [W[k, 3] + sum(W[k, j] * p[j] for j in range(3) if p[j] != 0.0) for k in range(3)]
-    inputs = {"q": [f"q{k + 1}" for k in range(robot.nq)], "p": list(pvals)}
-    return Program.from_tape("tip_position", tape, inputs, {"tip": np.array(position + [None], dtype=object)[:-1]},
-                             doc={"tip": "position of the end-effector point in the base frame, 3"})

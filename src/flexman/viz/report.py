@@ -219,11 +219,39 @@ def _section(title: str, body: str, anchor: str) -> str:
     return f"<section id='{anchor}'><h2>{html.escape(title)}</h2>\n{body}\n</section>"
 
 
-def report_html(result, robot=None, title=None, magnify=None, equations="auto", note: str = "") -> str:
+def comparison_section(comparison) -> tuple:
+    """(section html, plotly figure) of ``comparison``: {"curves": {name: (t, error in m, end of
+    that move in s)}, "pages": {name: relative link to that run's own report}}: the end-effector's
+    distance from the rigid arm along each run's own command, for the same move made several ways."""
+    data, rows = [], []
+    for k, (name, (t, err, end)) in enumerate(comparison["curves"].items()):
+        t, err = np.asarray(t, dtype=float), np.asarray(err, dtype=float)
+        data.append(_trace(t, 1e3 * err, name=name, line={"color": COLOURS[k % len(COLOURS)]}))
+        during, after = err[t <= end], err[t >= end + 0.2]
+        link = comparison.get("pages", {}).get(name)
+        label = f"<a href='{html.escape(link)}'>{html.escape(name)}</a>" if link else html.escape(name)
+        rows.append([label, f"{end:.3g}", f"{1e3 * during.max():.4g}" if during.size else "-",
+                     f"{1e3 * after.max():.4g}" if after.size else "-"])
+    figure = {"data": data, "layout": {"margin": {"l": 60, "r": 10, "t": 30, "b": 40},
+                                       "title": {"text": "end-effector distance from the rigid arm on its command"},
+                                       "xaxis": {"title": {"text": "t [s]"}},
+                                       "yaxis": {"title": {"text": "mm"}, "type": "log"}}}
+    head = ("<tr><th>move</th><th>ends at (s)</th><th>largest error during the move (mm)</th>"
+            "<th>largest error from 0.2 s after its end (mm)</th></tr>")
+    table = "<table>" + head + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows) + "</table>"
+    body = ("<p class='muted'>The same move made three ways, each under decoupling + LQR control; the error is the "
+            "end-effector's distance from the rigid arm moved along that run's own joint command. Each name links to "
+            "that run's own report with its 3D animation.</p>" + table + "<div class='plot' id='plot-comparison'></div>")
+    return _section("The same move three ways", body, "comparison"), figure
+
+
+def report_html(result, robot=None, title=None, magnify=None, equations="auto", note: str = "",
+                comparison=None) -> str:
     """The report page as text (see the module docstring). ``equations``: the formulation whose
     symbolic equations are shown ("auto": Newton-Euler for a rigid arm, Book's recursion for a
     flexible one), or None to leave them out; ``magnify``: deflection factor in the
-    animation (None: automatic); ``note``: a line under the title (e.g. how the run was driven)."""
+    animation (None: automatic); ``note``: a line under the title (e.g. how the run was driven);
+    ``comparison``: the same move made other ways (see :func:`comparison_section`)."""
     robot = robot if robot is not None else getattr(result, "robot", None)
     if robot is None:
         raise ValueError("report: the result carries no robot; pass robot=")
@@ -256,6 +284,9 @@ def report_html(result, robot=None, title=None, magnify=None, equations="auto", 
         _section("Natural frequencies", summary.frequencies_html(robot, q[0]) + summary.convergence_html(robot),
                  "frequencies"),
     ]
+    if comparison:
+        section, figures["comparison"] = comparison_section(comparison)
+        sections.insert(0, section)
     if equations:
         from ..symbolic import derive
 

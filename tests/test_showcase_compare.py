@@ -1,0 +1,41 @@
+"""`flexman report --compare` (make run): the same move three ways in one report."""
+import re
+
+import numpy as np
+import pytest
+
+from flexman.cli import main
+from flexman.viz.report import comparison_section
+
+pytest.importorskip("casadi")
+
+
+def test_comparison_section_numbers():
+    t = np.linspace(0.0, 3.0, 301)
+    err = np.where(t <= 1.0, 0.05, np.where(t >= 1.2, 1e-4, 0.02))  # m
+    html, figure = comparison_section({"curves": {"a": (t, err, 1.0)}, "pages": {"a": "report-a.html"}})
+    cells = re.findall(r"<td>(.*?)</td>", html)
+    assert cells == ["<a href='report-a.html'>a</a>", "1", "50", "0.1"]
+    assert np.allclose(figure["data"][0]["y"], 1e3 * err)
+
+
+def test_compare_needs_the_controller(tmp_path, capsys):
+    assert main(["report", "flx_three_link_lqr", "--compare", "--t-final", "0.1", "--out", str(tmp_path / "o")]) == 2
+    assert "--compare: needs --controller" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_showcase_three_ways(tmp_path, capsys):
+    out = tmp_path / "show"
+    assert main(["report", "flx_three_link_lqr", "--controller", "--compare", "--t-final", "3.5", "--dt", "2e-3",
+                 "--out", str(out)]) == 0
+    page = (out / "report.html").read_text()
+    rows = {m[0]: (float(m[1]), float(m[2]), float(m[3])) for m in re.findall(
+        r"<tr><td>(?:<a [^>]*>)?([^<]+)(?:</a>)?</td><td>([\d.e+-]+)</td><td>([\d.e+-]+)</td><td>([\d.e+-]+)</td></tr>",
+        page)}
+    assert set(rows) == {"profile", "ZVD-shaped", "optimal"}
+    assert rows["profile"][2] > 10.0           # mm of ringing 0.2 s after the sinusoidal move
+    assert rows["optimal"][2] < 1.0            # the plan tracked with feed-forward + LQR
+    assert rows["optimal"][0] == pytest.approx(2.5)
+    for name in ("report-zvd-shaped.html", "report-optimal.html"):
+        assert "animation-data" in (out / name).read_text()
