@@ -38,7 +38,7 @@ def test_finite_elements_converge_from_above_to_the_closed_form():
 def test_three_link_one_mode_is_36_percent_high_and_the_notice_fires_once(monkeypatch):
     monkeypatch.delenv("FLEXMAN_NO_CONVERGENCE_NOTICE", raising=False)
     robot = fm.examples.load("flx_three_link")
-    study = convergence(robot)
+    study = fm.analysis.convergence(robot, q=None, modes=(1, 2, 3, 5), quantity="frequencies")
     assert study.counts == [1, 2, 3, 5]
     assert study.free[0, 0] == pytest.approx(35.5, abs=0.05) and study.free[-1, 0] == pytest.approx(26.1, abs=0.05)
     assert study.free_change[0, 0] == pytest.approx(0.36, abs=0.005)
@@ -95,11 +95,11 @@ def test_rk4_step_above_the_highest_mode_is_flagged_before_the_run():
     with pytest.warns(StepWarning, match=rf"largest stable step|needs dt <= 2\*sqrt\(2\)/w = {h:.3g} s"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            res = fm.simulate(robot, 0.3, dt=1.02 * h, q0=q0, progress=False, backend="numeric")
+            res = fm.simulate(robot, 0.1, dt=1.02 * h, q0=q0, progress=False, backend="numeric")
     assert res.diverged
     with warnings.catch_warnings():
         warnings.simplefilter("error", StepWarning)
-        res = fm.simulate(robot, 0.3, dt=0.98 * h, q0=q0, progress=False, backend="numeric")
+        res = fm.simulate(robot, 0.1, dt=0.98 * h, q0=q0, progress=False, backend="numeric")
     assert not res.diverged and np.abs(res.q[:, 1:]).max() < 1e-2
     assert largest_stable_step(fm.examples.load("puma560")) == np.inf  # rigid: no elastic mode
 
@@ -123,3 +123,12 @@ def test_report_shows_the_convergence_table():
     page = convergence_html(fm.examples.load("flx_three_link"))
     assert "Modal convergence" in page and "+36.0 %" in page and "need 3 modes" in page
     assert "taken as converged" in convergence_html(with_count(fm.examples.load("flx_flexible_pendulum"), 5))
+
+
+def test_statics_reports_how_its_newton_iteration_ended():
+    """The stop rule of statics' Newton iteration is reported with the result: the number of steps
+    and the unbalanced generalized force, tiny against the elastic forces it balances."""
+    robot = fm.examples.load("flx_three_link")
+    res = fm.analysis.statics(robot, [0.0, 0.3, -0.2], wrench=[0, 0, -10, 0, 0, 0])
+    elastic = np.abs(res.stiffness @ res.q_f).max()
+    assert 1 <= res.newton_steps <= 10 and res.residual <= 1e-9 * elastic

@@ -20,7 +20,7 @@ def _gravity(robot):
 def test_optimised_excitation_is_better_conditioned_and_within_limits(name):
     robot = fm.examples.load(name)
     limits = {"qd": 2.0, "qdd": 20.0, "tau": 3 * _gravity(robot).max() + 10.0}
-    traj = excitation(robot, 10.0, 4, limits=limits, starts=10, iterations=20)
+    traj = fm.analysis.excitation(robot, 10.0, 4, limits=limits, starts=10, iterations=20)
     assert isinstance(traj, FourierSeries)
     assert traj.condition * 3.0 <= traj.random_condition, (traj.condition, traj.random_condition)
     assert traj.condition == pytest.approx(condition(robot, traj), rel=1e-9)

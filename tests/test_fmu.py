@@ -16,6 +16,7 @@ from fmpy.validation import validate_fmu
 import flexman as fm
 from flexman import cli
 from flexman.analysis.tip import tip_offset
+from flexman.codegen.cbuild import compiler
 from flexman.control import PID, ComputedTorque, Decoupling
 from flexman.model.serialize import robot_from_dict, robot_to_dict
 from flexman.symbolic.params import parameter_values
@@ -108,6 +109,15 @@ def test_co_simulation_equals_simulate(exported, name):
     assert np.max(np.abs(q - ref.q)) < 1e-10
     assert np.max(np.abs(qd - ref.qd)) < 1e-9 * max(1.0, np.max(np.abs(ref.qd)))
     assert np.max(np.abs(ref.q[-1] - ref.q[0])) > 0.1  # the arm moved
+
+
+def test_co_simulation_takes_sub_steps_of_step_size(exported):
+    """A communication step of 2 ms with step_size 1 ms: two internal RK4 steps, so every other
+    sample of the 1 ms run."""
+    robot, path, ref = exported["dynaman_2r"]
+    q, _, res = fmpy_run(path, robot, "CoSimulation", dt=2 * DT)
+    assert len(res) == len(ref.t[::2])
+    assert np.max(np.abs(q - ref.q[::2])) < 1e-10
 
 
 @pytest.mark.parametrize("name", list(MODELS))
@@ -255,7 +265,7 @@ def test_sources_match_the_standard_headers(exported, tmp_path):
         listed = z.namelist()
     assert "binaries/linux64/flx_three_link.so" in listed and "modelDescription.xml" in listed
     sources = sorted((tmp_path / "sources").glob("*.c"))
-    proc = subprocess.run(["cc", "-fsyntax-only", "-Wall", "-Werror", "-DFMI2_STANDARD_HEADERS", f"-I{headers}",
+    proc = subprocess.run([compiler(), "-fsyntax-only", "-Wall", "-Werror", "-DFMI2_STANDARD_HEADERS", f"-I{headers}",
                            *map(str, sources)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
 
@@ -299,6 +309,8 @@ def test_refused_models_and_controllers(tmp_path):
     with pytest.raises(fm.ModelError, match="coulomb"):
         fm.derive(robot_from_dict(data)).fmu(tmp_path / "a.fmu")
     robot = fm.examples.load("dynaman_2r")
+    with pytest.raises(ValueError, match="kind: unknown 'fmi3'"):
+        fm.derive(robot).fmu(tmp_path / "a.fmu", kind="fmi3")
     with pytest.raises(fm.ModelError, match="evaluated in Python only"):
         fm.derive(robot).fmu(tmp_path / "a.fmu", controller=lambda t, q, qd: np.zeros(2))
     coupled = PID(robot, hold([0.0, 0.0]), [[10.0, 1.0], [1.0, 10.0]], 0.0, 1.0)

@@ -83,7 +83,7 @@ def test_codegen_bad_out(model, tmp_path, capsys, out, pattern):
 @pytest.mark.parametrize("argv,pattern", [
     (["--dt", "0"], "--dt: must be a finite number > 0 (got 0.0)"),
     (["--dt=-1e-3"], "--dt: must be a finite number > 0"),
-    (["--dt", "nan"], "--dt: must be a finite number > 0"),
+    (["--dt", "nan"], "argument --dt: expected a finite number, got 'nan'"),
     (["--t-final", "0"], "--t-final: must be a finite number > 0"),
     (["--out", ""], "--out: empty path"),
 ])

@@ -335,3 +335,98 @@ def test_a_tree_saved_as_urdf_reads_back_and_matches_pinocchio(tmp_path):
     qp = np.concatenate([[np.cos(v), np.sin(v)] if j.nq == 2 else [v] for j, v in zip(list(model.joints)[1:], q)])
     M = pin.crba(model, model.createData(), qp)  # (joints without limits are written continuous)
     np.testing.assert_allclose(robot.mass_matrix(q), np.triu(M) + np.triu(M, 1).T, atol=1e-10)
+
+
+def test_info_lists_parents_and_frames(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    robot = random_tree(3, n=4)
+    robot.frames = {"tool": (1, np.eye(4))}
+    path = fm.save(robot, tmp_path / "tree.yaml")
+    out = subprocess.run([sys.executable, "-m", "flexman.cli", "info", str(path), "--json"], capture_output=True,
+                         text=True, timeout=300)
+    data = json.loads(out.stdout)
+    assert [item["parent"] for item in data["links"]] == ["base" if p < 0 else p + 1 for p in robot.parents]
+    assert data["frames"] == {"tool": 2}
+
+
+SATELLITE = """<robot name="sat">
+ <link name="bus"><inertial><origin xyz="0.05 0 0"/><mass value="20"/>
+  <inertia ixx="2" iyy="2.5" izz="3" ixy="0.1" ixz="0" iyz="0"/></inertial></link>
+ <link name="boom"><inertial><origin xyz="0.5 0 0"/><mass value="1"/>
+  <inertia ixx="0.01" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+ <link name="hand"><inertial><origin xyz="0.1 0 0"/><mass value="0.5"/>
+  <inertia ixx="0.001" iyy="0.002" izz="0.002" ixy="0" ixz="0" iyz="0"/></inertial></link>
+ <link name="camera"/>
+ <joint name="j1" type="revolute"><parent link="bus"/><child link="boom"/><origin xyz="0.5 0 0.2"/>
+  <axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+ <joint name="j2" type="revolute"><parent link="boom"/><child link="hand"/><origin xyz="1.0 0 0"/>
+  <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+ <joint name="cam" type="fixed"><parent link="bus"/><child link="camera"/><origin xyz="0 0.3 0" rpy="0 0 1"/></joint>
+</robot>"""
+
+
+def test_floating_base_is_a_free_body_like_pinocchio(tmp_path):
+    """fm.load(urdf, floating=True): the root link flies on six coordinates (x, y, z, yaw, pitch,
+    roll), carrying its inertial and the frames fixed to it; Pinocchio reading the saved robot
+    (the six joints written out) gives the same M and b."""
+    path = tmp_path / "sat.urdf"
+    path.write_text(SATELLITE)
+    robot = fm.load(path, floating=True)
+    assert robot.nq == 8 and [link.name for link in robot.links][:6] == [
+        "bus_x", "bus_y", "bus_z", "bus_yaw", "bus_pitch", "bus"]
+    assert robot.links[5].body.mass == 20.0 and robot.frames["camera"][0] == 5
+    q = np.random.default_rng(1).uniform(-1, 1, robot.nq)
+    qd = np.random.default_rng(2).uniform(-1, 1, robot.nq)
+    T = robot.frame(q, "bus")  # the pose: Trans(x, y, z) Rz(yaw) Ry(pitch) Rx(roll)
+    from flexman.model.rotations import rpy_matrix
+
+    np.testing.assert_allclose(T[:3, 3], q[:3], atol=1e-14)
+    np.testing.assert_allclose(T[:3, :3], rpy_matrix([q[5], q[4], q[3]])[:3, :3], atol=1e-14)
+    saved = fm.save(robot, tmp_path / "free.urdf")
+    model = pin.buildModelFromUrdf(str(saved))
+    data = model.createData()
+    qp = np.concatenate([[np.cos(v), np.sin(v)] if j.nq == 2 else [v] for j, v in zip(list(model.joints)[1:], q)])
+    M = pin.crba(model, data, qp)
+    np.testing.assert_allclose(robot.mass_matrix(q), np.triu(M) + np.triu(M, 1).T, atol=1e-10)
+    np.testing.assert_allclose(robot.bias_forces(q, qd), pin.nonLinearEffects(model, data, qp, qd), atol=1e-10)
+    with pytest.raises(ModelError, match="floating=True frees the root link of a URDF"):
+        fm.load(fm.examples.path("puma560"), floating=True)
+
+
+def test_free_floating_flexible_arm_conserves_momentum(tmp_path):
+    """A satellite with a flexible boom in free flight (no gravity, no torques), RK4 at a small
+    step: linear momentum (the generalized momenta of x, y, z) and angular momentum about the
+    base origin (the momentum along a rigid rotation of everything about each axis) stay
+    constant to 1e-10, energy too."""
+    path = tmp_path / "sat.urdf"
+    path.write_text(SATELLITE)
+    overlay = {"gravity": [0, 0, 0], "links": {"boom": {
+        "beam": {"length": 1.0, "mass_per_length": 1.0, "EI": 200.0, "modes": {"y": 1, "z": 1}},
+        "mass": 0.2, "com": [1.0, 0, 0], "inertia": [1e-4, 1e-4, 1e-4]}}}
+    robot = fm.load(path, overlay=overlay, floating=True)
+    assert robot.nq == 10
+
+    def momenta(q, qd):
+        p = robot.mass_matrix(q) @ qd
+        yaw, pitch = q[3], q[4]  # spatial angular velocity = E (yaw', pitch', roll')'
+        E = np.array([[0, -np.sin(yaw), np.cos(yaw) * np.cos(pitch)],
+                      [0, np.cos(yaw), np.sin(yaw) * np.cos(pitch)], [1, 0, -np.sin(pitch)]])
+        angular = []
+        for e in np.eye(3):
+            v = np.zeros(robot.nq)
+            v[:3], v[3:6] = np.cross(e, q[:3]), np.linalg.solve(E, e)
+            angular.append(v @ p)
+        return p[:3], np.array(angular)
+
+    rng = np.random.default_rng(0)
+    q0, qd0 = rng.uniform(-0.5, 0.5, robot.nq), rng.uniform(-0.5, 0.5, robot.nq)
+    q0[8:] *= 0.01
+    res = fm.simulate(robot, 0.04, dt=2e-4, method="rk4", q0=q0, qd0=qd0)
+    (l0, a0), (l1, a1) = momenta(res.q[0], res.qd[0]), momenta(res.q[-1], res.qd[-1])
+    assert np.abs(res.q[-1] - res.q[0]).max() > 1e-3  # it moved
+    assert np.abs(l1 - l0).max() < 1e-10 * np.abs(l0).max()
+    assert np.abs(a1 - a0).max() < 1e-10 * np.abs(a0).max()
+    assert abs(res.energy[-1] - res.energy[0]) < 1e-10 * abs(res.energy[0])

@@ -169,7 +169,7 @@ BAD = {
     "no inertial": ('<robot name="r"><link name="b"/><link name="a"/>' + _joint("j1", "b", "a") + "</robot>",
                     'link name="a">: no <inertial>'),
     "floating": ('<robot name="r"><link name="b"/>' + GOOD_LINK.format(n="a") + _joint("j1", "b", "a", "floating")
-                 + "</robot>", "joint type 'floating' is not supported"),
+                 + "</robot>", "a floating joint is read as a free root link: remove the joint and load with floating=True"),
     "planar": ('<robot name="r"><link name="b"/>' + GOOD_LINK.format(n="a") + _joint("j1", "b", "a", "planar")
                + "</robot>", 'joint name="j1">: joint type \'planar\''),
     "bad number": ('<robot name="r"><link name="b"/>' + GOOD_LINK.format(n="a").replace('value="1"', 'value="x"')
@@ -264,7 +264,7 @@ def test_cli_reads_an_overlay_file_and_refuses_a_bad_urdf_in_one_line(tmp_path):
     assert info["nq"] == 5 and info["links"][1]["placement"]["xyz"] == [0.5, 0.0, 0.0]
     (tmp_path / "bad.urdf").write_text(BAD["floating"][0])
     out = subprocess.run(run + ["info", str(tmp_path / "bad.urdf")], capture_output=True, text=True)
-    assert out.returncode == 2 and "joint type 'floating' is not supported" in out.stderr
+    assert out.returncode == 2 and "a floating joint is read as a free root link" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
 
 

@@ -8,13 +8,13 @@ _connect()  # fill the model's engine slots with the higher layers (flexman.wiri
 from .version import __version__  # noqa: F401
 
 
-def load(path, overlay=None, args=None):
+def load(path, overlay=None, args=None, floating=False):
     """Load a robot from a YAML, TOML or JSON model file, a URDF or a xacro file (``args``: the
     xacro arguments; with an optional overlay that makes chosen links flexible) or a bundled
-    example name."""
+    example name. ``floating=True``: a URDF's root link flies (six base coordinates first)."""
     from .model.io import load as _load
 
-    return _load(path, overlay=overlay, bundled=bundled_examples(), args=args)
+    return _load(path, overlay=overlay, bundled=bundled_examples(), args=args, floating=floating)
 
 
 def save(robot, path):

@@ -3,6 +3,8 @@ statics under endpoint loads and beam strain, closed-loop studies, the identific
 from .beta_ode import (BetaResult, BetaTrajectory, GivenRootModes, SlidingLinkShapes, beta_ode,
                        clamped_mass_shapes, link_beta_ode, simulate_with_beta)
 from .closed_loop import closed_loop_eigenvalues, closed_loop_jacobian
+from .convergence import Convergence, ConvergenceNotice, convergence, convergence_notice
+from .excitation import excitation
 from .frequencies import linearize, natural_frequencies
 from .sensitivity import Sensitivity, sensitivity
 from .rigid_regressor import BaseParameters, base_parameters, regressor
@@ -41,4 +43,9 @@ __all__ = [
     "BaseParameters",
     "sensitivity",
     "Sensitivity",
+    "convergence",
+    "convergence_notice",
+    "Convergence",
+    "ConvergenceNotice",
+    "excitation",
 ]

@@ -44,7 +44,7 @@ from .signals import filtered_motion  # noqa: F401
 
 MIN_SAMPLES_PER_PARAMETER = 10   # samples kept after trimming, per base parameter
 FOLDS = 5                        # blocks of the built-in held-out check
-BIAS_SUBSAMPLE = 2000            # samples used to estimate the filter's bias
+BIAS_SUBSAMPLE = 2000            # samples (at most a quarter of them) used to estimate the filter's bias
 
 
 @dataclass
@@ -232,13 +232,13 @@ def identify(robot, t, q, tau, parameters=None, cutoff=None, order=4, armature=F
     keep = slice(trim, N - trim)
     flags = (armature, viscous, coulomb)
 
-    def regressor_of(qs, tt):
+    def derivatives(qs, tt):  # rates and accelerations of a filtered motion (central differences)
         qd = np.gradient(qs, tt, axis=0, edge_order=2)
         qdd = np.gradient(qd, tt, axis=0, edge_order=2)
         return qd, qdd
 
     qf = filt(q)
-    qd, qdd = regressor_of(qf, t)
+    qd, qdd = derivatives(qf, t)
     Y = rr.regressor(robot, qf[keep], qd[keep], qdd[keep], *flags)[..., base.independent]
     W = Y.reshape(-1, P)
     y = tau[keep].reshape(-1)
@@ -276,7 +276,7 @@ def _filter_bias(robot, t, q, tau, filt, keep, base, flags, w, n):
     """Bias of the estimate due to the filter, on a subsample: the filter's distortion of the
     motion is (to first order) doubled by filtering twice, so fit(once) - fit(twice) estimates it."""
     idx = np.arange(len(t))[keep]
-    sub = idx[::max(1, len(idx) // BIAS_SUBSAMPLE)]
+    sub = idx[::max(4, len(idx) // BIAS_SUBSAMPLE)]  # at most a quarter of the samples
     fits = []
     once = filt(q)
     for qs in (once, filt(once)):

@@ -217,6 +217,8 @@ class StaticsResult:
     gauges: list = field(default_factory=list)
     curvature: np.ndarray = None
     stiffness: np.ndarray = None
+    newton_steps: int = 0          # Newton steps taken (the stop rule: update below RTOL of the deflection)
+    residual: np.ndarray = None    # the unbalanced generalized force left on the flexible coordinates (...)
 
 
 def _check_order(order):
@@ -311,12 +313,12 @@ def _describe_sample(q_r, wrench, b):
 
 
 def _solve(robot, q, wrench, point, order):
-    """Newton on dPi/dq_f = 0 for every sample; returns (q, grad, hess, X) at the equilibrium."""
+    """Newton on dPi/dq_f = 0 for every sample; returns (q, grad, hess, X, steps) at the equilibrium."""
     F = robot.flex_index
-    for _ in range(MAX_ITERATIONS):
+    for steps in range(MAX_ITERATIONS):
         grad, hess, X = potential_derivatives(robot, q, wrench, point, order)
         if order == 0 or robot.nf == 0:
-            return q, grad, hess, X
+            return q, grad, hess, X, steps
         Hff = hess[:, F][:, :, F]
         try:
             step = -np.linalg.solve(Hff, grad[:, F, None])[..., 0]
@@ -326,7 +328,7 @@ def _solve(robot, q, wrench, point, order):
         q[:, F] += step
         size = np.abs(step).max(axis=-1)
         if np.all(size <= RTOL * np.abs(q[:, F]).max(axis=-1) + ATOL):
-            return (q,) + potential_derivatives(robot, q, wrench, point, order)
+            return (q,) + potential_derivatives(robot, q, wrench, point, order) + (steps + 1,)
     worst = int(np.argmax(size))
     raise BucklingError(
         f"statics: no equilibrium found in {MAX_ITERATIONS} Newton steps at "
@@ -370,7 +372,7 @@ def statics(robot, q_r, wrench=None, point=None, order=2, gauges=None, link=-1):
     w = np.broadcast_to(wrench, shape + (6,)).reshape(-1, 6).copy()
     q = np.zeros((len(qr), robot.nq))
     q[:, robot.joint_index] = qr
-    q, grad, hess, X = _solve(robot, q, w, point, order)
+    q, grad, hess, X, steps = _solve(robot, q, w, point, order)
     F = robot.flex_index
     Hff = hess[:, F][:, :, F]
     if robot.nf and order:
@@ -393,4 +395,5 @@ def statics(robot, q_r, wrench=None, point=None, order=2, gauges=None, link=-1):
         deflection=unflat(X.v[:, :3, 3] - X0.v[:, :3, 3]),
         deflection_local=unflat(np.einsum("bxy,bx->by", X0.v[:, :3, :3], X.v[:, :3, 3] - X0.v[:, :3, 3])),
         gauges=sites,
-        curvature=unflat(kappa), stiffness=unflat(Hff))
+        curvature=unflat(kappa), stiffness=unflat(Hff), newton_steps=steps,
+        residual=unflat(np.abs(grad[:, F]).max(axis=-1) if robot.nf else np.zeros(len(q))))

@@ -15,6 +15,7 @@ def _info_data(robot) -> dict:
         beam = link.beam
         links.append({
             "index": i + 1, "name": link.name, "joint": link.joint,
+            "parent": "base" if robot.parents[i] < 0 else robot.parents[i] + 1,  # the parent's '#
             "a": link.a, "alpha": link.alpha, "d": link.d, "theta": link.theta,
             "mass": link.body.mass,
             "hub_mass": link.hub.mass if link.hub is not None else 0.0,
@@ -32,6 +33,7 @@ def _info_data(robot) -> dict:
         "gravity": robot.gravity, "total_mass": robot.total_mass(),
         "payload_mass": robot.payload.mass if robot.payload is not None else 0.0,
         "links": links,
+        "frames": {name: ("base" if i < 0 else i + 1) for name, (i, _) in robot.frames.items()},
     }
 
 
@@ -54,14 +56,17 @@ def cmd_info(args) -> int:
         con.print(f"source: {source}", markup=False, highlight=False)
     con.print("coordinates: " + ", ".join(data["coordinate_names"]))
     con.print(f"total mass: {data['total_mass']:.6g} kg (payload {data['payload_mass']:.6g} kg)")
+    if data["frames"]:
+        con.print("frames: " + ", ".join(f"{k} (on {v})" for k, v in data["frames"].items()), markup=False)
     named = any(item["name"] for item in data["links"])
+    tree = not robot.is_serial
     table = Table(title=f"{robot.dh} DH table (m, deg, kg)")
-    columns = ["#"] + (["name"] if named else []) + ["joint", "a", "alpha", "d", "theta",
-                                                      "mass", "hub", "beam", "flex"]
+    columns = ["#"] + (["name"] if named else []) + (["parent"] if tree else []) + [
+        "joint", "a", "alpha", "d", "theta", "mass", "hub", "beam", "flex"]
     for col in columns:
         table.add_column(col, justify="left" if col in ("name", "joint") else "right")
     for item in data["links"]:
-        row = [str(item["index"])] + ([item["name"]] if named else [])
+        row = [str(item["index"])] + ([item["name"]] if named else []) + ([str(item["parent"])] if tree else [])
         row += [item["joint"], fmt(item["a"]), fmt(math.degrees(item["alpha"])), fmt(item["d"]),
                 fmt(math.degrees(item["theta"])), fmt(item["mass"]), fmt(item["hub_mass"]),
                 fmt(item["beam_mass"]), str(item["flexible_coordinates"])]

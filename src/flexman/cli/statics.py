@@ -62,7 +62,8 @@ def cmd_statics(args) -> int:
         rows = _statics_rows(res, forces)
         if args.json:
             print_json({"model": robot.name, "order": order, "q_r": q, "point": point,
-                         "gauges": [{"link": l, "x": x} for l, x in res.gauges], "results": rows})
+                         "gauges": [{"link": l, "x": x} for l, x in res.gauges], "results": rows,
+                         "newton_steps": res.newton_steps, "residual": float(np.max(res.residual))})
             return 0
         from rich.table import Table
 
@@ -77,6 +78,9 @@ def cmd_statics(args) -> int:
         if res.gauges:
             con.print("gauges: " + ", ".join(f"link {l} at {x:g} m" for l, x in res.gauges)
                       + "; curvature columns per gauge: (kappa_y, kappa_z) = (-w'', v'')")
+        if robot.nf and order:
+            con.print(f"equilibrium: {res.newton_steps} Newton steps, unbalanced generalized force "
+                      f"{np.max(res.residual):.3g} left on the flexible coordinates")
         return 0
     joint, start, stop = args.sweep
     try:

@@ -34,7 +34,7 @@ SOURCE = r"""
 #include <stdlib.h>
 #include <string.h>
 
-enum { FM_OK = 0, FM_SINGULAR = 1, FM_TORQUE = 2, FM_DIVERGED = 3 };
+enum { FM_OK = 0, FM_SINGULAR = 1, FM_TORQUE = 2, FM_DIVERGED = 3, FM_NOMEMORY = 4 };
 enum { FM_TRAJ_HOLD = 0, FM_TRAJ_REST_TO_REST = 1, FM_TRAJ_SPLINE = 2, FM_TRAJ_SPIN_UP = 3, FM_TRAJ_INPUT = 4 };
 enum { FM_PROFILE_SINUSOIDAL = 0, FM_PROFILE_QUINTIC = 1, FM_PROFILE_CUBIC = 2 };
 enum { FM_CTRL_NONE = 0, FM_CTRL_PID = 1, FM_CTRL_COMPUTED_TORQUE = 2, FM_CTRL_DECOUPLING = 3 };
@@ -397,16 +397,14 @@ int fm_rk4_run(const fm_plant *pl, const fm_control *c, int prescribed, const do
     fm_rhs f = prescribed ? fm_prescribed_rhs : fm_closed_loop_rhs;
     int nj = pl->nj;
     double *work = (double *)malloc(sizeof(double) * (fm_work_size(pl->nq, nj) + 6L * nx + nj));
-    if (!work) return FM_SINGULAR;
+    if (!work) { *n_out = 0; return FM_NOMEMORY; }
     double *k1 = work + fm_work_size(pl->nq, nj), *k2 = k1 + nx, *k3 = k2 + nx, *k4 = k3 + nx;
     double *y = k4 + nx, *x = y + nx, *tau = x + nx;
     int status = FM_OK;
-    long j = 0;
+    long j = 1;  /* samples written: the initial state is the first */
     memcpy(x, x0, sizeof(double) * nx);
     memcpy(X, x, sizeof(double) * nx);
-    j = 1;
-    long k = 0;
-    for (; k < n_t - 1; ++k) {
+    for (long k = 0; k < n_t - 1; ++k) {
         double tk = t[k], h = t[k + 1] - t[k];
         if ((status = f(pl, c, tk, x, k1, tau, work))) { *t_fault = tk; break; }
         if (k % every == 0) memcpy(TAU + (j - 1) * nj, tau, sizeof(double) * nj);
@@ -477,7 +475,7 @@ class Control(ctypes.Structure):
                 ("tau_const", _P), ("tau_samples", _P), ("t_samples", _P), ("n_samples", ctypes.c_long)]
 
 
-STATUS = {0: "ok", 1: "singular", 2: "torque", 3: "diverged"}
+STATUS = {0: "ok", 1: "singular", 2: "torque", 3: "diverged", 4: "no memory"}
 TRAJ_KINDS = {"hold": 0, "rest_to_rest": 1, "spline": 2, "spin_up": 3, "input": 4}
 PROFILES = {"sinusoidal": 0, "quintic": 1, "cubic": 2}
 CONTROLLER_KINDS = {None: 0, "pid": 1, "computed_torque": 2, "decoupling": 3}

@@ -114,7 +114,9 @@ def link_frame(robot, link) -> tuple:
         if link in robot.frames:
             return robot.frames[link]
         known = [n for n in names if n] + list(robot.frames)
-        raise ValueError(f"link: no link or frame is named {link!r}; known: {', '.join(known) or 'none (use a number)'}")
+        n = robot.n_joints
+        raise ValueError(f"link: expected a link number from {-n} to {n - 1} or the name of a link or frame; "
+                         f"no link or frame is named {link!r} (names: {', '.join(known) or 'none'})")
     return link_index(robot, link), None
 
 

@@ -118,7 +118,7 @@ def _parse(text: str, fmt: str):
     return parse(text, fmt)
 
 
-def load(path_or_name, overlay=None, bundled=None, args=None) -> Robot:
+def load(path_or_name, overlay=None, bundled=None, args=None, floating=False) -> Robot:
     """Load a robot from a model file (by extension), a URDF file or, failing that, a
     bundled example name.
 
@@ -130,6 +130,7 @@ def load(path_or_name, overlay=None, bundled=None, args=None) -> Robot:
     into beams (:mod:`flexman.model.urdf`). A model file with a top-level ``urdf:`` field
     is such an overlay; its URDF path is relative to the file. A ``.xacro`` file is expanded
     by the ``xacro`` package with ``args`` (its ``<xacro:arg>`` values) and read as a URDF.
+    ``floating=True`` makes a URDF's root link a free body (:mod:`flexman.model.floating`).
     """
     if not isinstance(path_or_name, (str, os.PathLike)):
         raise ModelError(f"expected a model file path or a bundled example name, got {type(path_or_name).__name__}")
@@ -145,11 +146,14 @@ def load(path_or_name, overlay=None, bundled=None, args=None) -> Robot:
     if path.suffix.lower() in (".urdf", ".xacro"):
         from .urdf import read_urdf, read_xacro
 
-        robot = (read_xacro(path, args, check=overlay is None) if path.suffix.lower() == ".xacro"
-                 else read_urdf(path, check=overlay is None))  # with an overlay: checked once it is applied
+        robot = (read_xacro(path, args, check=overlay is None, floating=floating) if path.suffix.lower() == ".xacro"
+                 else read_urdf(path, check=overlay is None, floating=floating))  # with an overlay: checked once it is applied
         return robot if overlay is None else _with_overlay(robot, overlay)
     if args is not None:
         raise ModelError(f"{path}: args are the arguments of a .xacro file; this is not one")
+    if floating:
+        raise ModelError(f"{path}: floating=True frees the root link of a URDF; a model file writes a floating "
+                         "base as its six links (docs/urdf.md)")
     if overlay is not None:
         raise ModelError(f"{path}: an overlay applies to a .urdf file only")
     data = read_data(path)

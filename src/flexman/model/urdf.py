@@ -23,6 +23,7 @@ import numpy as np
 from . import limits as size_limits
 from .checks import check_model
 from .errors import ModelError
+from .floating import floating_links
 from .names import printable
 from .rotations import matrix_rpy, rpy_matrix
 from .robot import Link, Placement, RigidBody, Robot, bound_text, bounds, meets_bound, unit_vector
@@ -212,24 +213,26 @@ def _mesh_notice(root, where: str) -> None:
                       "the inertials; the report draws links as lines", stacklevel=3)
 
 
-def robot_from_urdf(text: str, where: str = "URDF", check: bool = True) -> Robot:
+def robot_from_urdf(text: str, where: str = "URDF", check: bool = True, floating: bool = False) -> Robot:
     """A rigid :class:`Robot` from URDF text: a tree of revolute, continuous and prismatic joints;
     fixed joints merged into the moving body before them (their child's inertial added, their
     child link kept as a named frame, ``robot.frames``). The root link is the fixed base: its
-    inertial and those fixed to it do not move and are dropped.
+    inertial and those fixed to it do not move and are dropped. ``floating=True``: the root link
+    is a free body instead, six coordinates before the joints' (:mod:`.floating`), carrying its
+    inertial and those fixed to it.
 
     The robot gets the whole-model checks a model file gets
     (:func:`~flexman.model.checks.check_model`); ``check=False`` leaves them to the caller (an
     overlay still to be applied may give a massless link its mass). Names quoted in a message are
     escaped (a control character in a URDF name never reaches a terminal)."""
     try:
-        robot = _robot_from_urdf(text, where)
+        robot = _robot_from_urdf(text, where, floating)
     except ModelError as exc:
         raise ModelError(printable(str(exc), 2000)) from None
     return _checked(robot, where) if check else robot
 
 
-def _robot_from_urdf(text: str, where: str) -> Robot:
+def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
     root = _parse_xml(text, where)
     root_name, joints, links = _tree(root, where)
     _unique_identifiers(links, where)
@@ -237,6 +240,14 @@ def _robot_from_urdf(text: str, where: str) -> Robot:
     out = []  # (name, joint, placement, second moments, limits, damping, friction, parent)
     attached = {root_name: (-1, np.eye(4))}  # URDF link -> (flexman link it rides on, -1 base; transform)
     frames = {}
+    if floating:  # the root link flies: six links, the last carrying its inertial
+        body = _inertial(links[root_name], f"{where}: <link name=\"{root_name}\">")
+        for k, link in enumerate(floating_links(RigidBody(), urdf_identifier(root_name))):
+            out.append({"name": link.name, "joint": link.joint, "placement": link.placement, "limits": None,
+                        "J": body.pseudo_inertia() if body is not None and k == 5 else np.zeros((4, 4)),
+                        "viscous": 0.0, "coulomb": 0.0, "parent": k - 1, "strict": body is None or body.strict,
+                        "where": f"{where}: <link name=\"{root_name}\">"})
+        attached[root_name] = (5, np.eye(4))
     for j in joints:
         jname = j.get("name", "?")
         jw = f"<joint name=\"{jname}\">"
@@ -256,6 +267,9 @@ def _robot_from_urdf(text: str, where: str) -> Robot:
                 out[on]["J"] += _moved(body, origin)
                 out[on]["strict"] &= body.strict
             continue
+        if kind == "floating":
+            raise ModelError(f"{where}: {jw}: a floating joint is read as a free root link: remove the joint "
+                             f"and load with floating=True (the root link '{child}' then flies)")
         if kind not in MOVING:
             raise ModelError(f"{where}: {jw}: joint type '{kind}' is not supported; flexman reads "
                              "revolute, continuous, prismatic and fixed joints")
@@ -313,7 +327,7 @@ def _checked(robot: Robot, where: str) -> Robot:
     return robot
 
 
-def read_urdf(path, check: bool = True) -> Robot:
+def read_urdf(path, check: bool = True, floating: bool = False) -> Robot:
     """A rigid robot from a URDF file (``check``: see :func:`robot_from_urdf`)."""
     path = Path(path)
     try:
@@ -323,10 +337,10 @@ def read_urdf(path, check: bool = True) -> Robot:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ModelError(f"{path}: cannot read the file ({exc})") from None
-    return robot_from_urdf(text, str(path), check)
+    return robot_from_urdf(text, str(path), check, floating)
 
 
-def read_xacro(path, args=None, check: bool = True) -> Robot:
+def read_xacro(path, args=None, check: bool = True, floating: bool = False) -> Robot:
     """A rigid robot from a xacro file (``arm.urdf.xacro``), expanded by the ``xacro`` package with
     ``args`` ({name: value}, the file's ``<xacro:arg>`` values) and read as a URDF. xacro evaluates
     the file's ``${...}`` expressions (in its own restricted namespace): load files you trust.
@@ -352,7 +366,7 @@ def read_xacro(path, args=None, check: bool = True) -> Robot:
     except SystemExit:
         why = " ".join(noise.getvalue().split())[:300] or "xacro stopped"
         raise ModelError(f"{path}: xacro could not expand the file: {why}") from None
-    return robot_from_urdf(text, str(path), check)
+    return robot_from_urdf(text, str(path), check, floating)
 
 
 # ----- overlay: chosen links become beams ---------------------------------------------------------

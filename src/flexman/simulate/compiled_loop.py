@@ -91,6 +91,8 @@ class CompiledLoop:
                                      ctypes.byref(t_fault))
         wall = time.perf_counter() - start
         k = n_out.value
+        if status == 4:
+            raise MemoryError("the compiled loop could not allocate its work space")
         t_out, X, taus = t_grid[:k], X[:k], taus[:k]
         steps = n_t - 1 if status == 0 else k - 1
         info = _info(status, t_fault.value, steps)
