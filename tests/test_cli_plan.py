@@ -72,3 +72,12 @@ def test_plan_writes_trajectory_and_comparison(hub, tmp_path, capsys):
     assert data["q"].shape[1] == 2 and abs(data["q"][-1, 0] - 1.0) < 1e-9
     csv = np.loadtxt(out / "plan.csv", delimiter=",", skiprows=1)
     assert np.allclose(csv[:, 0], data["t"])
+
+
+def test_plan_section_round_trips(hub, tmp_path):
+    import flexman as fm
+
+    robot = fm.load(str(hub))
+    assert robot.plan_settings == {"goal": [1.0], "duration": 1.0, "knots": 30, "torque_limit": [20.0]}
+    fm.save(robot, tmp_path / "again.yaml")
+    assert fm.load(str(tmp_path / "again.yaml")).plan_settings == robot.plan_settings
