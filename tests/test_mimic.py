@@ -178,3 +178,25 @@ def test_panda_simulates_interpreted_conserving_energy():
     G, c = robot.mimic_map()
     np.testing.assert_allclose(robot.frame(res.q[-1], "panda_rightfinger"),
                                robot.full.frame(G @ res.q[-1] + c, "panda_rightfinger"), atol=1e-14)
+
+
+@pytest.mark.skipif(ROOT is None, reason="example-robot-data is not installed")
+def test_panda_report_draws_both_fingers(tmp_path):
+    """The 3D view draws every link, the following finger at q_full = G q + c; the report of a
+    short run is written (without an equations section: fm.derive refuses mimic joints)."""
+    from flexman.viz.arm import arm_lines
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        robot = fm.load(ROOT / "panda_description/urdf/panda.urdf")
+    q = np.array([0.1, -0.5, 0.2, -1.8, 0.1, 1.5, 0.3, 0.03])
+    lines = arm_lines(robot, q)
+    assert lines.joints.shape == (9, 3)
+    G, c = robot.mimic_map()
+    for k, name in ((7, "panda_leftfinger"), (8, "panda_rightfinger")):  # each finger's segment ends at its frame
+        end = robot.frame(q, name)[:3, 3]
+        assert np.min(np.linalg.norm(lines.rigid[~np.isnan(lines.rigid[:, 0])] - end, axis=1)) < 1e-12
+    res = fm.simulate(robot, t_final=0.02, dt=0.01, q0=q, backend="numeric")
+    path = res.report(tmp_path / "report.html")
+    text = Path(path).read_text()
+    assert "panda_rightfinger" in text and "Equations of motion" not in text
