@@ -109,6 +109,28 @@ def test_small_tree_with_a_mimic_joint_matches_reduced_pinocchio(tmp_path):
     np.testing.assert_allclose(robot.mass_matrix(qs)[2], robot.mass_matrix(qs[2]), atol=1e-14)
 
 
+def test_linearization_of_a_mimic_robot(tmp_path):
+    """K = G^T K_full G: the gradient of the reduced bias forces at rest (central differences);
+    the natural frequencies are those of (G^T M G, G^T K G)."""
+    from scipy.linalg import eigh
+
+    from flexman.analysis.frequencies import linearize
+
+    path = tmp_path / "tree.urdf"
+    path.write_text(tree_urdf())
+    robot = fm.load(path)
+    for link in robot.links:
+        link.viscous = link.coulomb = 0.0
+    q, h = np.array([0.3, -0.4, 0.2]), 1e-6
+    M, K = linearize(robot, q)
+    fd = np.stack([(robot.bias_forces(q + h * e, 0 * q) - robot.bias_forces(q - h * e, 0 * q)) / (2 * h)
+                   for e in np.eye(3)], axis=1)
+    np.testing.assert_allclose(K, fd, atol=1e-7 * np.abs(fd).max())
+    np.testing.assert_allclose(M, robot.mass_matrix(q), atol=1e-15)
+    lam = eigh(0.5 * (K + K.T), M, eigvals_only=True)
+    np.testing.assert_allclose(robot.natural_frequencies(q), np.sqrt(np.clip(lam, 0.0, None)), rtol=1e-10, atol=1e-6)
+
+
 @pytest.mark.parametrize("mimic, message", [
     ('<mimic joint="j9"/>', '<joint name="j3">/mimic: joint="j9": there is no joint of that name'),
     ('<mimic joint="j3"/>', '<joint name="j3">/mimic: joint="j3": a joint cannot follow itself'),
@@ -140,7 +162,7 @@ def test_what_works_per_link_refuses_in_one_line(tmp_path):
                  lambda: fm.save(robot, tmp_path / "x.urdf"),
                  lambda: fm.load(path, overlay={"links": {"l2": {"beam": {"length": 0.3, "mass_per_length": 1.0,
                                                                           "EI": 100.0}}}}),
-                 lambda: robot.natural_frequencies(np.zeros(3))):
+                 lambda: fm.analysis.statics(robot, np.zeros(3))):
         with pytest.raises(ModelError) as info:
             call()
         assert "mimic joints (l3)" in str(info.value) and "\n" not in str(info.value)
