@@ -104,6 +104,11 @@ def test_small_tree_with_a_mimic_joint_matches_reduced_pinocchio(tmp_path):
             np.testing.assert_allclose(T[:3, 3], data.oMi[jid].translation, atol=1e-12)
             J = pin.getJointJacobian(model, data, jid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED) @ G
             np.testing.assert_allclose(robot.jacobian(q, name), J, atol=1e-12)
+    # an external wrench enters as (J_full G)^T w
+    w = np.array([1.0, -2.0, 0.5, 0.1, 0.3, -0.2])
+    np.testing.assert_allclose(robot.inverse_dynamics(q, qd, qdd, f_ext=[("l3", [0.1, 0.0, 0.0], w)]),
+                               robot.inverse_dynamics(q, qd, qdd) - robot.jacobian(q, "l3", point=[0.1, 0.0, 0.0]).T @ w,
+                               atol=1e-12)
     # batches: the same numbers per state
     qs = rng.uniform(-1, 1, (4, 3))
     np.testing.assert_allclose(robot.mass_matrix(qs)[2], robot.mass_matrix(qs[2]), atol=1e-14)

@@ -761,7 +761,7 @@ class MimicRobot(Robot):
 
     def derived(self, what: str, build):
         if what in PER_LINK_MODELS:
-            raise ModelError(mimic_refusal(self, "this computation"))
+            raise ModelError(mimic_refusal(self, "this computation (it takes one coordinate per link)"))
         return super().derived(what, build)
 
 
