@@ -5,7 +5,8 @@ Run: .venv/bin/python bench/urdf_load.py
 Reads arms and hands of the example-robot-data package (test extra). Per robot: fm.load(path) and
 one robot.forward_dynamics(q, qd, tau) on fresh objects (the robot's numeric model is built in
 that first call), best of 3; module imports are done once beforehand and not counted. A URDF
-flexman refuses is listed with its one-line reason.
+flexman refuses is listed with its one-line reason. ``joints``: the coordinates; ``mimic``: joints
+following another (URDF <mimic>, not coordinates: the Panda's second finger).
 """
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ import flexman as fm
 
 ROBOTS = ["xarm_description/urdf/xarm7.urdf", "z1_description/urdf/z1.urdf",
           "ur_description/urdf/ur5_gripper.urdf", "kinova_description/robots/kinova.urdf",
-          "allegro_hand_description/urdf/allegro_right_hand.urdf", "panda_description/urdf/panda.urdf"]
+          "allegro_hand_description/urdf/allegro_right_hand.urdf", "panda_description/urdf/panda.urdf",
+          "pr2_description/urdf/pr2.urdf"]
 
 
 def robots_dir():
@@ -53,7 +55,7 @@ def main():
     root = robots_dir()
     warnings.simplefilter("ignore")  # meshes ignored, implausible inertials kept: noticed once each
     first_forward(root / ROBOTS[0])  # imports and first-use setup, not counted
-    print(f"{'robot':<58} {'joints':>6} {'flexman':>10} {'pinocchio':>10} {'ratio':>7}")
+    print(f"{'robot':<58} {'joints':>6} {'mimic':>5} {'flexman':>10} {'pinocchio':>10} {'ratio':>7}")
     for rel in ROBOTS:
         path = root / rel
         try:
@@ -69,7 +71,7 @@ def main():
             pin.aba(model, data, pin.neutral(model), np.zeros(model.nv), np.zeros(model.nv))
 
         ref = best(theirs)
-        print(f"{rel:<58} {robot.n_joints:>6} {ours * 1e3:>8.1f}ms {ref * 1e3:>8.2f}ms {ours / ref:>7.0f}")
+        print(f"{rel:<58} {robot.n_joints:>6} {len(getattr(robot, 'mimic', {})):>5} {ours * 1e3:>8.1f}ms {ref * 1e3:>8.2f}ms {ours / ref:>7.0f}")
     print("flexman: fm.load + first robot.forward_dynamics, interpreted; target for a 7-joint arm: < 1 s")
 
 

@@ -11,7 +11,8 @@ import numpy as np
 
 from .dynamics import dh
 from .dynamics.beam_tensors import rod_second_moments
-from .model.robot import RigidBody, Robot
+from .model.errors import ModelError
+from .model.robot import RigidBody, Robot, mimic_refusal
 from .model.rotations import matrix_rpy
 from .model.urdf import urdf_identifier
 
@@ -42,6 +43,8 @@ def robot_to_urdf(robot: Robot) -> str:
     """URDF text for the rigid part of a robot: beams become rigid rods, hubs and the payload
     join their link's inertial. Gravity, joint armature and the beams' flexibility are not
     expressible in URDF and are left out."""
+    if getattr(robot, "mimic", None):
+        raise ModelError(mimic_refusal(robot, "writing a URDF"))
     names = unique_link_names(robot)
     lines = ['<?xml version="1.0"?>', f'<robot name="{urdf_identifier(robot.name)}">', '  <link name="base_link"/>']
     parents, to_urdfs = robot.parents, []

@@ -18,6 +18,9 @@ def stiffness(robot, q, gravity=True):
     from ..dynamics.structure import numeric_model
 
     q = np.asarray(q, dtype=float)
+    if getattr(robot, "mimic", None):  # mimic joints: G^T K_full(G q + c) G
+        G, c = robot.mimic_map()
+        return G.T @ stiffness(robot.full, q @ G.T + c, gravity) @ G
     n = q.shape[-1]
     zero = np.zeros(n)
     out = np.zeros(q.shape + (n,))

@@ -32,12 +32,16 @@ import numpy as np
 from ..dynamics import lagrange4
 from ..dynamics.structure import build
 from ..model import inputs
+from ..model.errors import ModelError
+from ..model.robot import mimic_refusal
 
 INERTIAL = ("m", "MX", "MY", "MZ", "XX", "XY", "YY", "XZ", "YZ", "ZZ")  # Pinocchio's dynamic parameter order
 _INERTIA_ENTRIES = {"XX": (0, 0), "XY": (0, 1), "YY": (1, 1), "XZ": (0, 2), "YZ": (1, 2), "ZZ": (2, 2)}
 
 
 def check_rigid(robot, what="regressor"):
+    if getattr(robot, "mimic", None):
+        raise ModelError(mimic_refusal(robot, what))
     if not robot.is_rigid:
         raise ValueError(f"{what}: the robot has flexible links; the rigid identification regressor needs a rigid "
                          "arm (identify beam parameters with fm.identify(..., parameters=[...]))")

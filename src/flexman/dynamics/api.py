@@ -59,6 +59,32 @@ def _in_chunks(robot, fn, *arrays, composite=False):
     return tuple(outs) if isinstance(part, tuple) else outs[0]
 
 
+# ----- mimic joints: the full model's answers reduced by q_full = G q + c ---------------------
+def _mimic(robot):
+    """(G, c, the full robot) for a robot with mimic joints (model.robot.MimicRobot), else None."""
+    if not getattr(robot, "mimic", None):
+        return None
+    G, c = robot.mimic_map()
+    return G, c, robot.full
+
+
+def _expand(G, c, q=None, qd=None):
+    """q_full = G q + c (``qd``: the rates, G qd)."""
+    if q is not None:
+        return q @ G.T + c
+    return qd @ G.T
+
+
+def _reduce_vector(G, v):
+    """G^T v for v (..., n_full)."""
+    return v @ G
+
+
+def _reduce_matrix(G, M):
+    """G^T M G for M (..., n_full, n_full)."""
+    return np.swapaxes(G, 0, 1) @ M @ G
+
+
 def _wrench_forces(robot, q, f_ext):
     if f_ext is None or (isinstance(f_ext, (list, tuple)) and not f_ext):
         return 0.0
@@ -74,6 +100,12 @@ def _wrench_forces(robot, q, f_ext):
         i, pt = _on_link(robot, link, inputs.point(point))
         if i < 0:  # a frame on the base: the wrench does no work
             continue
+        if (m := _mimic(robot)) is not None:  # (J_full G)^T w
+            G, c, full = m
+            J = _in_chunks(full, lambda q: l4.point_jacobian(numeric_model(full), q, i, pt, second_order=None),
+                           _expand(G, c, q))
+            total = total + (np.swapaxes(J @ G, -1, -2) @ wrench[..., None])[..., 0]
+            continue
         J = _in_chunks(robot, lambda q: l4.point_jacobian(numeric_model(robot), q, i, pt, second_order=None), q)
         total = total + (np.swapaxes(J, -1, -2) @ wrench[..., None])[..., 0]
     return total
@@ -82,6 +114,10 @@ def _wrench_forces(robot, q, f_ext):
 def inverse_dynamics(robot, q, qd, qdd, f_ext=None):
     """Generalized forces [tau; residuals] = M qdd + b - J^T w."""
     q, qd, qdd = inputs.states(robot, q=q, qd=qd, qdd=qdd)
+    if (m := _mimic(robot)) is not None:
+        G, c, full = m
+        return _reduce_vector(G, inverse_dynamics(full, _expand(G, c, q), _expand(G, c, qd=qd),
+                                                  _expand(G, c, qd=qdd), f_ext=f_ext))
 
     def one_chunk(q, qd, qdd):
         if robot.is_rigid:
@@ -97,6 +133,9 @@ def mass_matrix(robot, q):
     """M(q) (..., nq, nq): composite rigid bodies for rigid arms (crba), their 4x4 analogue for
     flexible ones (lagrange4.mass_matrix)."""
     q = inputs.state(robot, q)
+    if (m := _mimic(robot)) is not None:
+        G, c, full = m
+        return _reduce_matrix(G, mass_matrix(full, _expand(G, c, q)))
     if robot.is_rigid:
         return _in_chunks(robot, lambda q: crba.mass_matrix(robot, q), q)
     return _in_chunks(robot, lambda q: _flexible_mass_and_bias(robot, q, None)[0], q, composite=True)
@@ -105,6 +144,9 @@ def mass_matrix(robot, q):
 def bias_forces(robot, q, qd):
     """b(q, qd): Coriolis/centrifugal, gravity, elastic K q_f, damping and joint friction."""
     q, qd = inputs.states(robot, q=q, qd=qd)
+    if (m := _mimic(robot)) is not None:
+        G, c, full = m
+        return _reduce_vector(G, bias_forces(full, _expand(G, c, q), _expand(G, c, qd=qd)))
     if robot.is_rigid:
         return _in_chunks(robot, lambda q, qd: rnea.inverse_dynamics(robot, q, qd, None), q, qd)
     return _in_chunks(robot, lambda q, qd: l4.inverse_dynamics(
@@ -115,6 +157,10 @@ def mass_matrix_and_bias(robot, q, qd):
     """(M, b) together; for flexible arms from one forward pass of the 4x4 recursion (see
     ``_flexible_mass_and_bias``)."""
     q, qd = inputs.states(robot, q=q, qd=qd)
+    if (m := _mimic(robot)) is not None:
+        G, c, full = m
+        M, b = mass_matrix_and_bias(full, _expand(G, c, q), _expand(G, c, qd=qd))
+        return _reduce_matrix(G, M), _reduce_vector(G, b)
     if robot.is_rigid:
         return _in_chunks(robot, lambda q, qd: (crba.mass_matrix(robot, q), rnea.inverse_dynamics(robot, q, qd, None)), q, qd)
     return _in_chunks(robot, lambda q, qd: _flexible_mass_and_bias(robot, q, qd), q, qd, composite=True)
@@ -181,10 +227,16 @@ def forward_dynamics(robot, q, qd, tau, f_ext=None):
 
 def kinetic_energy(robot, q, qd):
     q, qd = inputs.states(robot, q=q, qd=qd)
+    if (m := _mimic(robot)) is not None:
+        G, c, full = m
+        return kinetic_energy(full, _expand(G, c, q), _expand(G, c, qd=qd))
     return _in_chunks(robot, lambda q, qd: l4.kinetic_energy(numeric_model(robot), q, qd), q, qd)
 
 
 def potential_energy(robot, q):
+    if (m := _mimic(robot)) is not None:
+        G, c, full = m
+        return potential_energy(full, _expand(G, c, inputs.state(robot, q)))
     return _in_chunks(robot, lambda q: l4.potential_energy(numeric_model(robot), q), inputs.state(robot, q))
 
 
@@ -211,6 +263,9 @@ def frame(robot, q, link=-1, order=1):
     q = inputs.state(robot, q)
     if i < 0:  # fixed on the base
         return np.broadcast_to(T, q.shape[:-1] + (4, 4)).copy()
+    if (m := _mimic(robot)) is not None:
+        G, c, full = m
+        return frame(full, _expand(G, c, q), link, order=order)
     W = _in_chunks(robot, lambda q: l4.frames(numeric_model(robot), q, second_order=(order == 2))[i], q)
     return W if T is None else W @ T
 
@@ -230,4 +285,7 @@ def jacobian(robot, q, link=-1, point=None, order=1):
     i, point = _on_link(robot, link, inputs.point(point))
     if i < 0:  # fixed on the base
         return np.zeros(q.shape[:-1] + (6, robot.nq))
+    if (m := _mimic(robot)) is not None:  # J_full G
+        G, c, full = m
+        return jacobian(full, _expand(G, c, q), i, point, order=order) @ G
     return _in_chunks(robot, lambda q: l4.point_jacobian(numeric_model(robot), q, i, point, second_order=(order == 2)), q)

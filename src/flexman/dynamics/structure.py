@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model import tree
+from ..model.errors import ModelError
+from ..model.robot import mimic_refusal
 from . import dh
 from .beam_tensors import AXES, rod_second_moments, shape_sets
 from .beams import RevoluteBeam, SlidingBeam
@@ -114,6 +116,8 @@ def build(robot, beams=True) -> Model:
     """The numeric model (constants for the recursive algorithms), built afresh. ``beams=False``
     leaves out the flexible links' beam models (their tensors are most of the cost): bodies,
     joints and rods only, for code that reads those (``symbolic.params.parameter_values``)."""
+    if getattr(robot, "mimic", None):  # one coordinate per link: the reduced model lives in dynamics.api
+        raise ModelError(mimic_refusal(robot, "this computation"))
     links = []
     parents = robot.parents
     for i, link in enumerate(robot.links):

@@ -15,6 +15,8 @@ from .limits import MAX_CONDITION
 
 def coordinate_owner(robot, k: int) -> str:
     """'links[i]' (a joint coordinate) or 'links[i].beam' (a flexible one) for coordinate k."""
+    if getattr(robot, "mimic", None) and k < robot.n_joints:
+        return f"links[{robot.independent[k]}]"
     if k < robot.n_joints:
         return f"links[{k}]"
     for i in range(robot.n_joints):

@@ -661,3 +661,112 @@ def _link_key(l):
     return (l.joint, l.a, l.alpha, l.d, l.theta, _body_key(l.body), _body_key(l.hub), _beam_key(l.beam),
             l.armature, l.viscous, l.coulomb, None if l.limits is None else tuple(l.limits), l.name,
             None if pl is None else (_array_key(pl.xyz), _array_key(pl.rpy), _array_key(pl.axis)), l.parent)
+
+
+# ----- mimic joints ---------------------------------------------------------------------------
+#: derived constants built from a robot's links one coordinate per link (the numeric model, the
+#: rigid recursion's constants, generated code's parameters): a robot with mimic joints refuses them
+PER_LINK_MODELS = ("numeric_model", "rigid_constants", "parameter_values")
+
+
+@dataclass
+class MimicRobot(Robot):
+    """A rigid robot some of whose joints follow another (URDF ``<mimic>``):
+    ``q_full = G q + c``. ``links`` are all the links (one per joint, as in :class:`Robot`);
+    ``mimic`` maps a following link's name to (the name of the link it follows, multiplier,
+    offset). Its coordinates are the independent joints only, in link order: ``nq``,
+    ``n_joints`` and ``coordinate_names`` count them, and the numeric API
+    (:mod:`flexman.dynamics.api`) reduces: ``M = G^T M_full G``, ``b = G^T b_full(G q + c, G qd)``,
+    ``tau = G^T tau_full``, Jacobians ``J_full G``. ``robot.full`` is the robot with every joint
+    a coordinate of its own. What works link by link on the coordinates (derivation, generated
+    code, flexible overlays, saving) is refused in one line."""
+
+    mimic: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        super().__post_init__()
+        names = [link.name for link in self.links]
+        if not isinstance(self.mimic, dict):
+            raise ModelError("mimic: expected {link name: (followed link name, multiplier, offset)}")
+        for name, entry in self.mimic.items():
+            if name not in names:
+                raise ModelError(f"mimic: no link named '{name}'")
+            if not isinstance(entry, (tuple, list)) or len(entry) != 3:
+                raise ModelError(f"mimic.{name}: expected (followed link name, multiplier, offset)")
+            source, multiplier, offset = entry
+            if source == name:
+                raise ModelError(f"mimic.{name}: a joint cannot follow itself")
+            if source not in names:
+                raise ModelError(f"mimic.{name}: follows '{source}', which is no link of the robot")
+            if source in self.mimic:
+                raise ModelError(f"mimic.{name}: follows '{source}', which follows another joint itself")
+            for what, value in (("multiplier", multiplier), ("offset", offset)):
+                v = _real(value, f"mimic.{name}.{what}")
+                if not np.isfinite(v):
+                    raise ModelError(f"mimic.{name}.{what}: must be a finite number")
+        if not self.is_rigid:
+            raise ModelError("mimic: a robot with mimic joints must be rigid (flexible links are not supported on it yet)")
+        if len(self.mimic) >= len(self.links):
+            raise ModelError("mimic: every joint follows another; at least one must be a coordinate")
+
+    @property
+    def n_joints(self) -> int:
+        return len(self.links) - len(self.mimic)
+
+    @property
+    def independent(self) -> tuple:
+        """Indices (into ``links``) of the links whose joints are coordinates, in order."""
+        return tuple(i for i, link in enumerate(self.links) if link.name not in self.mimic)
+
+    @property
+    def coordinate_links(self) -> tuple:
+        """For each coordinate, the index of its link."""
+        return self.independent
+
+    def mimic_map(self):
+        """(G, c): ``q_full = G q + c`` (G: len(links) x nq)."""
+        key = self.content_key()
+        hit = self.__dict__.get("_mimic_map")
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        names = [link.name for link in self.links]
+        column = {i: k for k, i in enumerate(self.independent)}
+        G, c = np.zeros((len(self.links), self.n_joints)), np.zeros(len(self.links))
+        for i, name in enumerate(names):
+            if name in self.mimic:
+                source, multiplier, offset = self.mimic[name]
+                G[i, column[names.index(source)]] = float(multiplier)
+                c[i] = float(offset)
+            else:
+                G[i, column[i]] = 1.0
+        G.flags.writeable = c.flags.writeable = False
+        self.__dict__["_mimic_map"] = (key, (G, c))
+        return G, c
+
+    @property
+    def full(self) -> Robot:
+        """The same links with every joint a coordinate of its own (the links are shared)."""
+        key = self.content_key()
+        hit = self.__dict__.get("_full")
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        full = Robot(links=self.links, name=self.name, gravity=self.gravity, dh=self.dh, payload=self.payload)
+        full.frames = self.frames
+        self.__dict__["_full"] = (key, full)
+        return full
+
+    def content_key(self) -> tuple:
+        return super().content_key() + (("mimic",) + tuple(
+            (k, v[0], float(v[1]), float(v[2])) for k, v in sorted(self.mimic.items())),)
+
+    def derived(self, what: str, build):
+        if what in PER_LINK_MODELS:
+            raise ModelError(mimic_refusal(self, "this computation (it takes one coordinate per link)"))
+        return super().derived(what, build)
+
+
+def mimic_refusal(robot, what: str) -> str:
+    """The one sentence refusing ``what`` for a robot with mimic joints."""
+    names = ", ".join(sorted(robot.mimic))
+    return (f"{what} is not supported for a robot with mimic joints ({names}) yet; its mass matrix, bias forces, "
+            "inverse and forward dynamics, energies, frames, Jacobians and interpreted simulation are")

@@ -25,7 +25,7 @@ from .errors import ModelError
 from .gauges import check_gauges
 from .parse import EXPONENT_NUMBER, plain_copy
 from .robot import (DH_CONVENTIONS, JOINT_TYPES, SHAPE_KINDS, Beam, Link, Placement, RigidBody, Robot, bound_text,
-                    bounds, inertia_matrix, meets_bound)
+                    bounds, inertia_matrix, meets_bound, mimic_refusal)
 
 __all__ = ["robot_from_dict", "robot_to_dict", "check_fields", "join", "describe_value", "TOP_FIELDS",
            "STATICS_FIELDS", "LINK_FIELDS", "PLACEMENT_FIELDS", "DH_FIELDS", "BODY_FIELDS", "HUB_FIELDS",
@@ -487,6 +487,8 @@ def robot_to_dict(robot: Robot) -> dict:
 
     Optional fields are written only when they differ from their defaults, so files stay short.
     """
+    if getattr(robot, "mimic", None):
+        raise ModelError(mimic_refusal(robot, "writing a model file"))
     out = {"name": robot.name}
     if getattr(robot, "description", ""):
         out["description"] = robot.description

@@ -26,7 +26,7 @@ from .errors import ModelError
 from .floating import floating_links
 from .names import printable
 from .rotations import matrix_rpy, rpy_matrix
-from .robot import Link, Placement, RigidBody, Robot, bound_text, bounds, meets_bound, unit_vector
+from .robot import Link, MimicRobot, Placement, RigidBody, Robot, bound_text, mimic_refusal, bounds, meets_bound, unit_vector
 from .serialize import check_fields, join, robot_from_dict, robot_to_dict
 
 MAX_BYTES = 5_000_000
@@ -240,6 +240,8 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
     out = []  # (name, joint, placement, second moments, limits, damping, friction, parent)
     attached = {root_name: (-1, np.eye(4))}  # URDF link -> (flexman link it rides on, -1 base; transform)
     frames = {}
+    mimics = {}  # joint name -> (its <mimic> element, where)
+    moving = {}  # joint name -> flexman link name, for the movable joints
     if floating:  # the root link flies: six links, the last carrying its inertial
         body = _inertial(links[root_name], f"{where}: <link name=\"{root_name}\">")
         for k, link in enumerate(floating_links(RigidBody(), urdf_identifier(root_name))):
@@ -254,9 +256,8 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
         kind = j.get("type")
         child = j.find("child").get("link")
         lw = f"<link name=\"{child}\">"
-        if j.find("mimic") is not None:
-            raise ModelError(f"{where}: {jw}: <mimic> joints are not supported yet (each joint is a coordinate); "
-                             "make it a revolute or prismatic joint of its own")
+        if j.find("mimic") is not None and kind != "fixed":  # (a fixed joint has no coordinate: urdfdom ignores its mimic)
+            mimics[jname] = (j.find("mimic"), f"{where}: {jw}/mimic")
         on, carry = attached[j.find("parent").get("link")]
         origin = carry @ _origin(j, f"{where}: {jw}")
         body = _inertial(links[child], f"{where}: {lw}")
@@ -294,6 +295,7 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
         except ModelError as exc:
             raise ModelError(f"{where}: {jw}: {exc}") from None
         attached[child] = (len(out), np.eye(4))
+        moving[jname] = urdf_identifier(child)
         out.append({"name": urdf_identifier(child), "joint": MOVING[kind], "placement": placement,
                     "J": body.pseudo_inertia() if body is not None else np.zeros((4, 4)), "limits": limits,
                     "viscous": damping, "coulomb": friction, "parent": on, "where": f"{where}: {lw}",
@@ -304,8 +306,9 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
     for i in range(len(out) - 1, -1, -1):  # the mass each joint moves: its link's and its subtree's
         if out[i]["parent"] >= 0:
             carried[out[i]["parent"]] += carried[i]
+    followers = {moving[j] for j in mimics if j in moving}  # (a follower's mass is carried by the joint it follows)
     for d, mass in zip(out, carried):
-        if mass <= 0:
+        if mass <= 0 and d["name"] not in followers:
             raise ModelError(f"{d['where']}: no <inertial>, and nothing it carries has mass; give its <mass> and "
                              "<inertia> (a joint must move some mass)")
     robot_links = [
@@ -314,9 +317,38 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
              parent=None if d["parent"] == i - 1 else d["parent"])
         for i, d in enumerate(out)
     ]
-    robot = Robot(links=robot_links, name=urdf_identifier(root.get("name") or "robot"), frames=frames)
+    name = urdf_identifier(root.get("name") or "robot")
+    if mimics:
+        robot = MimicRobot(links=robot_links, name=name, frames=frames, mimic=_mimic_map(mimics, moving, joints))
+    else:
+        robot = Robot(links=robot_links, name=name, frames=frames)
     robot.controller, robot.description, robot.source = None, "", ""
     return robot
+
+
+def _mimic_map(mimics: dict, moving: dict, joints) -> dict:
+    """{following link: (followed link, multiplier, offset)} from the <mimic> elements, with one
+    line naming the joint for a mimic of a missing, fixed or mimic joint, or of itself."""
+    names = {j.get("name", "?") for j in joints}
+    out = {}
+    for jname, (elem, where) in mimics.items():
+        source = elem.get("joint")
+        if source is None:
+            raise ModelError(f"{where}: attribute 'joint' missing (the joint it follows)")
+        if source == jname:
+            raise ModelError(f"{where}: joint=\"{printable(source, 80)}\": a joint cannot follow itself")
+        if source not in names:
+            raise ModelError(f"{where}: joint=\"{printable(source, 80)}\": there is no joint of that name")
+        if source in mimics:
+            raise ModelError(f"{where}: joint=\"{printable(source, 80)}\" is a mimic joint itself; follow the joint "
+                             "it follows instead")
+        if source not in moving:
+            raise ModelError(f"{where}: joint=\"{printable(source, 80)}\" is not a revolute, continuous or prismatic "
+                             "joint (nothing to follow)")
+        multiplier = float(_floats(elem, "multiplier", 1, where, (1.0,))[0])
+        offset = float(_floats(elem, "offset", 1, where, (0.0,))[0])
+        out[moving[jname]] = (moving[source], multiplier, offset)
+    return out
 
 
 def _checked(robot: Robot, where: str) -> Robot:
@@ -375,6 +407,8 @@ def apply_overlay(robot: Robot, overlay: dict, where: str = "overlay") -> Robot:
     controller, and ``links: {link_name: {beam: ..., mass: ..., ...}}`` per link."""
     check_fields(overlay, "", ("urdf", "name", "description", "source", "gravity", "payload",
                                 "controller", "links"), "overlay")
+    if getattr(robot, "mimic", None):
+        raise ModelError(mimic_refusal(robot, "an overlay"))
     data = robot_to_dict(robot)
     for key in ("name", "description", "source", "gravity", "payload", "controller"):
         if key in overlay:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import inputs
+from ..model.errors import ModelError
+from ..model.robot import mimic_refusal
 from ..trajectory import rest_to_rest
 from .collocation import Problem, solve
 from .result import Plan, PlanningError
@@ -96,6 +98,8 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, kno
     Every plan starts and ends at rest: all rates and accelerations zero (so the flexible coordinates
     at their static deflection, zero without gravity). Failures are one-line :class:`PlanningError`.
     """
+    if getattr(robot, "mimic", None):
+        raise ModelError(mimic_refusal(robot, "plan"))
     n = robot.n_joints
     q_start = _joint_vector(q_start, n, "q_start")
     q_goal = _joint_vector(q_goal, n, "q_goal")

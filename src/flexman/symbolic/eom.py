@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import names
+from ..model.errors import ModelError
+from ..model.robot import mimic_refusal
 from ..dynamics.structure import build
 from . import recursions as tr
 from .program import Program
@@ -115,6 +117,8 @@ class EOM:
 
     def __init__(self, robot, formulation="newton_euler", parameters="numeric", fold=True, cse=True, external=None,
                  truncate=None, reduce_mass_matrix=True):
+        if getattr(robot, "mimic", None):
+            raise ModelError(mimic_refusal(robot, "fm.derive (the symbolic equations)"))
         self.robot, self.formulation, self.parameters = robot, formulation, parameters
         self.options = dict(fold=fold, cse=cse, external=external, reduce_mass_matrix=reduce_mass_matrix,
                             truncate=truncate)

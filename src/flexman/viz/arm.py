@@ -46,8 +46,12 @@ def _gap(batch):
 
 
 def arm_lines(robot, q, magnify=1.0, stations=STATIONS) -> ArmLines:
-    """The lines of the arm at configurations q (..., nq), flexible coordinates x ``magnify``."""
+    """The lines of the arm at configurations q (..., nq), flexible coordinates x ``magnify``.
+    A robot with mimic joints (rigid) is drawn link by link at ``q_full = G q + c``."""
     q = np.array(q, dtype=float)
+    if getattr(robot, "mimic", None):
+        G, c = robot.mimic_map()
+        q, robot = q @ G.T + c, robot.full
     q[..., robot.flex_index] *= magnify
     batch = q.shape[:-1]
     zero = np.zeros_like(q)
