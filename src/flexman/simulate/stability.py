@@ -47,8 +47,8 @@ def largest_stable_step(robot, locked=False) -> float:
 def check_step(robot, dt, method, prescribed=False) -> str:
     """Warn (:class:`StepWarning`) and return the message when a fixed RK4 step ``dt`` exceeds
     :func:`largest_stable_step`; '' otherwise. Inputs that are not a positive step are left to
-    the run's own checks."""
-    if method != "rk4" or robot.nf == 0:
+    the run's own checks (so is an argument that is not a robot: its message comes from there)."""
+    if method != "rk4" or not hasattr(robot, "derived") or getattr(robot, "nf", 0) == 0:
         return ""
     try:
         dt = float(dt)
