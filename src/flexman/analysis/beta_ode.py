@@ -32,7 +32,6 @@ import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
 from ..discretize import beta_rate, clamped_mass_roots
 from ..discretize.shapes import BendingModes
@@ -126,6 +125,8 @@ def beta_ode(length, times, n=2, mass_per_length=1.0, payload_mass=0.0, payload_
 
     l0 = float(length(times[0])[0])
     beta0 = clamped_mass_roots(n, *_loads(l0, mu, m_p, J_p, s_p))
+    from scipy.integrate import solve_ivp  # here: importing flexman.analysis must not cost a short run's time
+
     sol = solve_ivp(rhs, (times[0], times[-1]), beta0, method="DOP853", t_eval=times, rtol=rtol, atol=atol)
     if not sol.success:
         raise RuntimeError(f"beta_ode: integration failed: {sol.message}")

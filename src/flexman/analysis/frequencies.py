@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import eigh
 
 from ..model import inputs
 from ..model.checks import check_mass_matrix
@@ -30,6 +29,16 @@ def stiffness(robot, q, gravity=True):
         tau = lagrange4.inverse_dynamics(numeric_model(robot), qc, zero, zero, gravity=gravity, friction=False)
         out[..., :, k] = tau.imag / STEP
     return out
+
+
+def generalized_eigenvalues(K, M):
+    """Eigenvalues of K v = lam M v (K symmetric, M symmetric positive definite; ascending) by the
+    Cholesky factor M = L L^T: those of L^-1 K L^-T. NumPy alone: every fixed-step run checks its
+    step against the highest frequency, and importing scipy.linalg would cost more than a short
+    run. LinAlgError when M is not positive definite."""
+    L = np.linalg.cholesky(M)
+    A = np.linalg.solve(L, np.linalg.solve(L, K).T).T
+    return np.linalg.eigvalsh(0.5 * (A + A.T))
 
 
 def linearize(robot, q=None):
@@ -139,7 +148,7 @@ def natural_frequencies(robot, q=None, joints="free", qd=None):
         return np.zeros(0)
     K = 0.5 * (K + K.T)  # symmetric at equilibrium; the antisymmetric part is a non-equilibrium artefact
     try:
-        lam = eigh(K, 0.5 * (M + M.T), eigvals_only=True)
+        lam = generalized_eigenvalues(K, 0.5 * (M + M.T))
     except np.linalg.LinAlgError:  # M not positive definite: say which coordinate moves no mass
         check_mass_matrix(robot, None if q is None else np.asarray(q, dtype=float))
         raise ModelError(f"natural frequencies: the mass matrix of the {'flexible' if joints == 'locked' else 'free'} "
