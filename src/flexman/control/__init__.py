@@ -92,12 +92,22 @@ class Controller:
 
     def using(self, model):
         """This controller evaluating its model terms with ``model`` (a simulation passes the
-        compiled model it runs on): a copy, the caller's controller is left as it is."""
-        if model is None or model is self.model:
+        compiled model it runs on): a copy, the caller's controller is left as it is. Only when
+        ``model`` is of the controller's own robot (same content): a controller designed on
+        another model (a mismodelled plant) keeps its own."""
+        if model is None or model is self.model or not self.designed_on(model):
             return self
         twin = copy.copy(self)
         twin.model = model
         return twin
+
+    def designed_on(self, model) -> bool:
+        """True when ``model`` (a robot or its compiled model) is this controller's robot."""
+        mine, theirs = (getattr(r, "robot", r) for r in (self.robot, model))
+        if mine is theirs:
+            return True
+        key = getattr(mine, "content_key", None)
+        return key is not None and hasattr(theirs, "content_key") and key() == theirs.content_key()
 
     def saturate(self, tau):
         """``tau`` clipped to +-``tau_max`` (unchanged without limits)."""
