@@ -302,8 +302,10 @@ def test_a_controller_designed_on_another_model_keeps_it(compiled_backend, arm):
     for link in data["links"][1:]:
         link["beam"]["EI"] = [3.0 * e for e in link["beam"]["EI"]]
     stiff = robot_from_dict(data)
+    from flexman.codegen.modelcache import compiled_model
+
     dec = Decoupling(stiff, MOVE, gp=100.0, gv=20.0)
-    assert dec.using(fm.codegen.modelcache.compiled_model(arm)) is dec
+    assert dec.using(compiled_model(arm)) is dec
     res = fm.simulate(arm, 0.05, controller=dec, progress=False, backend="compiled")
     assert res.stats["loop"] == "python" and "another robot" in res.stats["loop_reason"]
     ref = fm.simulate(arm, 0.05, controller=dec, progress=False, backend="numeric")
