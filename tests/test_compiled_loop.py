@@ -293,3 +293,20 @@ def test_run_energy_from_the_compiled_mass_matrix(compiled_backend, arm):
     rng = np.random.default_rng(2)
     q, qd = 0.3 * rng.standard_normal((30, arm.nq)), rng.standard_normal((30, arm.nq))
     same(energy(arm, compiled_model(arm), q, qd), arm.kinetic_energy(q, qd) + arm.potential_energy(q), 1e-13)
+
+
+def test_a_controller_designed_on_another_model_keeps_it(compiled_backend, arm):
+    """Decoupling designed on a stiffer model than the plant: both loops use the controller's
+    own model (the Python loop; the compiled one declines), as before compiled models existed."""
+    data = robot_to_dict(arm)
+    for link in data["links"][1:]:
+        link["beam"]["EI"] = [3.0 * e for e in link["beam"]["EI"]]
+    stiff = robot_from_dict(data)
+    from flexman.codegen.modelcache import compiled_model
+
+    dec = Decoupling(stiff, MOVE, gp=100.0, gv=20.0)
+    assert dec.using(compiled_model(arm)) is dec
+    res = fm.simulate(arm, 0.05, controller=dec, progress=False, backend="compiled")
+    assert res.stats["loop"] == "python" and "another robot" in res.stats["loop_reason"]
+    ref = fm.simulate(arm, 0.05, controller=dec, progress=False, backend="numeric")
+    same(res.q, ref.q, 1e-9)

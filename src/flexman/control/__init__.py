@@ -90,26 +90,24 @@ class Controller:
             self.model = model_terms(self.robot)
         return self.model
 
-    def models(self, robot) -> bool:
-        """True when this controller's own model is ``robot`` (the same object or the same content):
-        only then may it evaluate its terms with the model a simulation of ``robot`` runs on. A
-        controller designed on another model (a mis-modelled plant, a stiffness overestimate) keeps
-        its own."""
-        own = getattr(self, "robot", None)
-        if own is robot:
-            return True
-        keys = [getattr(r, "content_key", None) for r in (own, robot)]
-        return None not in keys and keys[0]() == keys[1]()
-
-    def using(self, model, robot=None):
+    def using(self, model):
         """This controller evaluating its model terms with ``model`` (a simulation passes the
-        compiled model it runs on, and the ``robot`` simulated): a copy, the caller's controller is
-        left as it is. Unchanged when the controller models another robot than ``robot``."""
-        if model is None or model is self.model or (robot is not None and not self.models(robot)):
+        compiled model it runs on): a copy, the caller's controller is left as it is. Only when
+        ``model`` is of the controller's own robot (same content): a controller designed on
+        another model (a mismodelled plant) keeps its own."""
+        if model is None or model is self.model or not self.designed_on(model):
             return self
         twin = copy.copy(self)
         twin.model = model
         return twin
+
+    def designed_on(self, model) -> bool:
+        """True when ``model`` (a robot or its compiled model) is this controller's robot."""
+        mine, theirs = (getattr(r, "robot", r) for r in (self.robot, model))
+        if mine is theirs:
+            return True
+        key = getattr(mine, "content_key", None)
+        return key is not None and hasattr(theirs, "content_key") and key() == theirs.content_key()
 
     def saturate(self, tau):
         """``tau`` clipped to +-``tau_max`` (unchanged without limits)."""

@@ -104,7 +104,7 @@ def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, cont
     grid = output_times(float(t_final), float(dt))
     model = evaluator(robot, backend, work=B * (len(grid) - 1))
     params, fd = _dynamics(model, robot, robots, B)
-    controller = controller.using(model, robot) if hasattr(controller, "using") else controller  # M, b from the model
+    controller = controller.using(model) if hasattr(controller, "using") else controller  # M, b from the model
     n_z, z0, ctrl_torque, ctrl_deriv = controller_parts(controller, nj)
     applied = _applied(torque, B, nj)
     if torque is not None and not callable(torque) and np.ndim(torque) == 2:  # (B, n_joints): not in C

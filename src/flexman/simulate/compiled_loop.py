@@ -193,8 +193,8 @@ def _describe(model, method, nj, controller, torque, t_grid, prescribed, keep):
     spec = controller.loop_spec() if hasattr(controller, "loop_spec") else None
     if spec is None:
         return f"the controller ({type(controller).__name__}) is written in Python"
-    if getattr(controller, "model", None) is not model:
-        return "the controller is designed on another model than the robot simulated (its own M and b)"
+    if spec["kind"] != "pid" and not controller.designed_on(model):
+        return "the controller's model is another robot than the one simulated (its M and b are its own)"
     traj = trajectory_struct(spec["traj"], nj, keep)
     if traj is None:
         return "the controller's reference trajectory is a Python function (not a built-in trajectory)"

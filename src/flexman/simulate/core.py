@@ -50,7 +50,7 @@ def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=No
     method, q0, qd0, t_grid, applied, _ = prepare(robot, t_final, dt, method, q0, qd0, torque, controller)
     nq, nj = robot.nq, robot.n_joints
     model = evaluator(robot, backend, work=len(t_grid) - 1)
-    bound = controller.using(model, robot) if hasattr(controller, "using") else controller  # its M, b from the model
+    bound = controller.using(model) if hasattr(controller, "using") else controller  # its M, b from the model
     n_z, z0, ctrl_torque, ctrl_deriv = controller_parts(bound, nj)
     compiled, why = plan(model, method, nj, bound, torque, t_grid, loop=loop)
 
