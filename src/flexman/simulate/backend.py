@@ -80,6 +80,13 @@ def worth_compiling(robot, work):
                    f"{run:.2g} s interpreted (backend='compiled' compiles and caches it)")
 
 
+def fixed_step_work(method, steps):
+    """The steps a run will take when it is known beforehand (``steps`` for fixed-step RK4), else
+    None: an adaptive method may take many steps per output (a fast mode, a growing solution), so
+    its cost cannot be weighed against a build and the model is compiled as for any long run."""
+    return steps if str(method).lower() == "rk4" else None
+
+
 def evaluator(robot, backend=None, formulation="newton_euler", quiet=False, work=None):
     """The object whose ``forward_dynamics`` (and the rest of the numeric API) a simulation
     calls: ``robot`` itself (numeric), or its compiled model. A compiled model or any other

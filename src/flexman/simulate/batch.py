@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model import inputs
-from .backend import evaluator
+from .backend import evaluator, fixed_step_work
 from .compiled_loop import plan
 from .run import Progress, controller_parts, output_times
 
@@ -102,7 +102,7 @@ def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, cont
     if robots is not None and len(robots) == 1 and B > 1:
         robots = robots * B
     grid = output_times(float(t_final), float(dt))
-    model = evaluator(robot, backend, work=B * (len(grid) - 1))
+    model = evaluator(robot, backend, work=fixed_step_work(method, B * (len(grid) - 1)))
     params, fd = _dynamics(model, robot, robots, B)
     controller = controller.using(model) if hasattr(controller, "using") else controller  # M, b from the model
     n_z, z0, ctrl_torque, ctrl_deriv = controller_parts(controller, nj)

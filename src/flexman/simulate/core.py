@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backend import evaluator
+from .backend import evaluator, fixed_step_work
 from .compiled_loop import first_torque, plan
 from .result import Result
 from .run import Progress, energy, check_start, controller_parts, integrate, prepare, show_progress
@@ -49,7 +49,7 @@ def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=No
                                    max_step, backend, loop)
     method, q0, qd0, t_grid, applied, _ = prepare(robot, t_final, dt, method, q0, qd0, torque, controller)
     nq, nj = robot.nq, robot.n_joints
-    model = evaluator(robot, backend, work=len(t_grid) - 1)
+    model = evaluator(robot, backend, work=fixed_step_work(method, len(t_grid) - 1))
     bound = controller.using(model) if hasattr(controller, "using") else controller  # its M, b from the model
     n_z, z0, ctrl_torque, ctrl_deriv = controller_parts(bound, nj)
     compiled, why = plan(model, method, nj, bound, torque, t_grid, loop=loop)

@@ -22,7 +22,7 @@ import numpy as np
 from ..model import inputs
 from ..model.errors import SingularMatrixError
 from ..model.limits import MAX_JOINT_ACCELERATION, MAX_JOINT_POSITION, MAX_JOINT_RATE
-from .backend import evaluator
+from .backend import evaluator, fixed_step_work
 from .compiled_loop import plan, trajectory_struct
 from .result import Result
 from .run import Progress, energy, check_start, integrate, prepare, show_progress
@@ -162,7 +162,7 @@ def simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, 
         if np.any(given[:nj] != 0.0) and np.any(gap > 1e-9 * (1.0 + np.abs(value))):
             raise ValueError(f"{name}: its joint entries {given[:nj].tolist()} differ from the prescribed motion at "
                              f"t = 0 ({value.tolist()}); leave them 0 (the prescription sets them) or match them")
-    model = evaluator(robot, backend, work=len(t_grid) - 1)
+    model = evaluator(robot, backend, work=fixed_step_work(method, len(t_grid) - 1))
     compiled, why = plan(model, method, nj, prescribed=prescribed, loop=loop)
     solve = split_dynamics(model, nj)
     latest = {}
