@@ -17,6 +17,14 @@ def _figure(n_rows: int):
     return fig, axes[:, 0]
 
 
+def save_figure(fig, path, dpi=100) -> Path:
+    """Write ``fig`` to ``path`` (format from its extension), creating the folder; returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    return path
+
+
 def _lines(ax, t, y, labels, ylabel: str) -> None:
     y = np.asarray(y, dtype=float).reshape(len(t), -1)
     for k in range(y.shape[1]):
@@ -48,9 +56,7 @@ def plot_result(result, path=None, robot=None):
         axes[0].set_title(robot.name)
     fig.tight_layout()
     if path is not None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=100)
+        save_figure(fig, path)
     return fig
 
 

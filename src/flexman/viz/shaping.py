@@ -1,9 +1,9 @@
 """The robustness curve of input shapers: residual vibration against frequency error."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
+
+from .plots import save_figure
 
 
 def plot_robustness(data, path=None, tolerance=None, title=None):
@@ -32,7 +32,5 @@ def plot_robustness(data, path=None, tolerance=None, title=None):
         ax.set_title(title)
     fig.tight_layout()
     if path is not None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=100)
+        save_figure(fig, path)
     return fig
