@@ -154,23 +154,27 @@ def _joint_weights(W, y, n, weights=None):
     return 1.0 / sigma
 
 
-def _solve(W, y, w, n):
-    """(beta, rank, singular values) of the row-weighted problem with scaled columns."""
+def _weighted(W, y, w, n):
+    """The row-weighted problem with scaled columns, built once per fit: (Ws, yw, rows, scale)
+    with rows the weight of each row and ``Ws = W * rows / scale``."""
     rows = np.tile(w, W.shape[0] // n)
     Ws, scale = _scaled(W * rows[:, None])
-    beta_s, _, rank, sv = np.linalg.lstsq(Ws, y * rows, rcond=None)
+    return Ws, y * rows, rows, scale
+
+
+def _solve(Ws, yw, scale):
+    """(beta, rank, singular values) of a problem from :func:`_weighted`."""
+    beta_s, _, rank, sv = np.linalg.lstsq(Ws, yw, rcond=None)
     return beta_s / scale, rank, sv
 
 
-def _segment_covariance(W, y, beta, w, n, segments):
+def _segment_covariance(Ws, yw, beta, scale, n, segments):
     """Cluster-robust (sandwich) covariance of a weighted least-squares estimate over contiguous
     segments of samples: ``B^-1 (sum_k g_k g_k^T) B^-1 K/(K-1)``, ``B = W_w^T W_w``,
     ``g_k = W_w,k^T r_k``. Valid when the residuals of different segments are independent,
     whatever their correlation and level inside a segment."""
-    rows = np.tile(w, W.shape[0] // n)
-    Ws, scale = _scaled(W * rows[:, None])
-    r = y * rows - Ws @ (beta * scale)
-    samples = W.shape[0] // n
+    r = yw - Ws @ (beta * scale)
+    samples = Ws.shape[0] // n
     edges = np.linspace(0, samples, segments + 1).astype(int) * n
     G = np.stack([Ws[a:b].T @ r[a:b] for a, b in zip(edges[:-1], edges[1:])])
     inv = np.linalg.pinv(Ws.T @ Ws)
@@ -219,7 +223,7 @@ def identify(robot, t, q, tau, parameters=None, cutoff=None, order=4, armature=F
         cutoff = signals.choose_cutoff(t, q, tau)
     cutoff, order = signals.check_filter(t, cutoff, order)
     if trim is None:
-        trim = max(10, N // 20, signals.settling_samples(t, cutoff))
+        trim = _default_trim(t, cutoff)
     elif isinstance(trim, bool) or not float(trim).is_integer() or trim < 0:
         raise ValueError(f"trim: samples dropped at each end must be a whole number >= 0 (got {trim!r})")
     trim = int(trim)
@@ -231,19 +235,14 @@ def identify(robot, t, q, tau, parameters=None, cutoff=None, order=4, armature=F
     filt = signals.lowpass(t, cutoff, order)
     keep = slice(trim, N - trim)
     flags = (armature, viscous, coulomb)
-
-    def derivatives(qs, tt):  # rates and accelerations of a filtered motion (central differences)
-        qd = np.gradient(qs, tt, axis=0, edge_order=2)
-        qdd = np.gradient(qd, tt, axis=0, edge_order=2)
-        return qd, qdd
-
     qf = filt(q)
-    qd, qdd = derivatives(qf, t)
+    qd, qdd = signals.derivatives(qf, t)
     Y = rr.regressor(robot, qf[keep], qd[keep], qdd[keep], *flags)[..., base.independent]
     W = Y.reshape(-1, P)
     y = tau[keep].reshape(-1)
     w = _joint_weights(W, y, n, weights)
-    beta, rank, sv = _solve(W, y, w, n)
+    Ws, yw, rows, scale = _weighted(W, y, w, n)
+    beta, rank, sv = _solve(Ws, yw, scale)
     if rank < P:
         weak = _weakest(W, base.base_names)
         raise ValueError(f"data: the motion does not excite every identifiable combination (rank {rank} of "
@@ -255,7 +254,7 @@ def identify(robot, t, q, tau, parameters=None, cutoff=None, order=4, armature=F
     elif isinstance(segments, bool) or not float(segments).is_integer() or not 2 <= segments <= kept:
         raise ValueError(f"segments: expected a whole number from 2 to the {kept} samples kept (got {segments!r})")
     segments = int(segments)
-    cov = _segment_covariance(W, y, beta, w, n, segments)
+    cov = _segment_covariance(Ws, yw, beta, scale, n, segments)
     bias = _filter_bias(robot, t, q, tau, filt, keep, base, flags, w, n)
     cov = cov + np.outer(bias, bias)
     method = (f"from {segments} independent segments of the record (cluster-robust sandwich: regressor noise and "
@@ -265,11 +264,16 @@ def identify(robot, t, q, tau, parameters=None, cutoff=None, order=4, armature=F
         notes.append(f"the motion excites the parameters unevenly (condition number {cond:.3g}); "
                      "an optimised excitation (fm.analysis.excitation) helps")
     if validation is None:
-        check = _held_out(W, y, w, n, tau[keep], filt(tau)[keep])
+        check = _held_out(Ws, yw, rows, n, filt(tau)[keep])
     else:
         check = _validate(robot, validation, base, beta, flags, cutoff, order)
     return Identification(base.base_names, beta, np.sqrt(np.diag(cov)), cov, sigma, kept, cond, base, notes,
                           cutoff, from_data, method, check)
+
+
+def _default_trim(t, cutoff):
+    """Samples dropped at each end of a record: 5 % of them, at least 10 and the filter's settling."""
+    return max(10, len(t) // 20, signals.settling_samples(t, cutoff))
 
 
 def _filter_bias(robot, t, q, tau, filt, keep, base, flags, w, n):
@@ -280,10 +284,10 @@ def _filter_bias(robot, t, q, tau, filt, keep, base, flags, w, n):
     fits = []
     once = filt(q)
     for qs in (once, filt(once)):
-        qd = np.gradient(qs, t, axis=0, edge_order=2)
-        qdd = np.gradient(qd, t, axis=0, edge_order=2)
+        qd, qdd = signals.derivatives(qs, t)
         Y = rr.regressor(robot, qs[sub], qd[sub], qdd[sub], *flags)[..., base.independent]
-        fits.append(_solve(Y.reshape(-1, Y.shape[-1]), tau[sub].reshape(-1), w, n)[0])
+        Ws, yw, _, scale = _weighted(Y.reshape(-1, Y.shape[-1]), tau[sub].reshape(-1), w, n)
+        fits.append(_solve(Ws, yw, scale)[0])
     return fits[0] - fits[1]
 
 
@@ -292,14 +296,11 @@ def _relative(err, ref):
     return np.sqrt((err ** 2).mean(axis=0)), np.sqrt((err ** 2).mean(axis=0)) / np.where(rms > 0, rms, 1.0)
 
 
-def _held_out(W, y, w, n, tau, tau_filtered):
+def _held_out(Ws, yw, rows, n, tau_filtered):
     """Each of FOLDS contiguous blocks predicted by the parameters fitted on the others, compared
     with the filtered measured torque (the measurement noise filtered out). The fits use the
-    normal equations of the scaled, weighted problem, summed per block and reused."""
-    samples = W.shape[0] // n
-    rows = np.tile(w, samples)
-    Ws, scale = _scaled(W * rows[:, None])
-    yw = y * rows
+    normal equations of the scaled, weighted problem (:func:`_weighted`), summed per block and reused."""
+    samples = Ws.shape[0] // n
     edges = np.linspace(0, samples, FOLDS + 1).astype(int) * n
     A = [Ws[a:b].T @ Ws[a:b] for a, b in zip(edges[:-1], edges[1:])]
     g = [Ws[a:b].T @ yw[a:b] for a, b in zip(edges[:-1], edges[1:])]
@@ -324,11 +325,10 @@ def _validate(robot, validation, base, beta, flags, cutoff, order):
     except ValueError as exc:
         raise ValueError(f"validation: {exc}") from None
     filt = signals.lowpass(tv, cutoff, order)
-    trim = max(10, len(tv) // 20, signals.settling_samples(tv, cutoff))
+    trim = _default_trim(tv, cutoff)
     keep = slice(trim, len(tv) - trim)
     qf = filt(qv)
-    qd = np.gradient(qf, tv, axis=0, edge_order=2)
-    qdd = np.gradient(qd, tv, axis=0, edge_order=2)
+    qd, qdd = signals.derivatives(qf, tv)
     Y = rr.regressor(robot, qf[keep], qd[keep], qdd[keep], *flags)[..., base.independent]
     ref = filt(tauv)[keep]
     rms, rel = _relative(Y @ beta - ref, ref)
@@ -336,9 +336,7 @@ def _validate(robot, validation, base, beta, flags, cutoff, order):
 
 
 def _weakest(W, names):
-    scale = np.linalg.norm(W, axis=0)
-    scale[scale == 0] = 1.0
-    _, _, vt = np.linalg.svd(W / scale, full_matrices=False)
+    _, _, vt = np.linalg.svd(_scaled(W)[0], full_matrices=False)
     v = vt[-1]
     idx = np.argsort(-np.abs(v))[:3]
     return ", ".join(names[i] for i in idx if abs(v[i]) > 0.1)

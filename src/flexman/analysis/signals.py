@@ -143,6 +143,13 @@ def lowpass(t, cutoff, order):
     return filt
 
 
+def derivatives(x, t):
+    """(rates, accelerations) of samples x (N, ...) taken at times t: central differences
+    (second order at the ends too)."""
+    xd = np.gradient(x, t, axis=0, edge_order=2)
+    return xd, np.gradient(xd, t, axis=0, edge_order=2)
+
+
 def filtered_motion(t, q, cutoff=None, order=4):
     """(q, qd, qdd, filter) from samples q (N, n): zero-phase Butterworth at ``cutoff`` Hz (default
     from the data's spectrum of q alone, see :func:`motion_band`), then central differences.
@@ -153,6 +160,4 @@ def filtered_motion(t, q, cutoff=None, order=4):
     cutoff, order = check_filter(t, cutoff, order)
     filt = lowpass(t, cutoff, order)
     qf = filt(q)
-    qd = np.gradient(qf, t, axis=0, edge_order=2)
-    qdd = np.gradient(qd, t, axis=0, edge_order=2)
-    return qf, qd, qdd, filt
+    return (qf,) + derivatives(qf, t) + (filt,)
