@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis.closed_loop import closed_loop_jacobian, reference_state
-from ..analysis.frequencies import linearize
+from ..analysis.frequencies import generalized_eigenvalues, linearize
 from ..model import engine
 from ..simulate.run import controller_parts
 from ..trajectory import Trajectory
@@ -190,9 +190,7 @@ def _locked_joint_modes(robot, q, eps=1e-6):
     Db = robot.bias_forces(np.broadcast_to(q, steps.shape), steps)[..., f]
     C = (Db[:n] - Db[n:]).T / (2.0 * eps)
     if not np.any(np.abs(C) > 1e-12 * max(1.0, np.abs(K).max())):
-        from scipy.linalg import eigh
-
-        w2 = eigh(K, 0.5 * (M + M.T), eigvals_only=True)
+        w2 = generalized_eigenvalues(K, 0.5 * (M + M.T))
         return np.sqrt(np.clip(w2, 0.0, None)), np.zeros(n)
     A = np.block([[np.zeros((n, n)), np.eye(n)], [-np.linalg.solve(M, K), -np.linalg.solve(M, C)]])
     return _oscillatory(np.linalg.eigvals(A))
