@@ -15,7 +15,6 @@ measured against it.
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 import os
 import warnings
@@ -23,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..model import limits
+from . import physical
 from .frequencies import natural_frequencies
 
 DEFAULT_MODES = (1, 2, 3, 5)
@@ -159,16 +160,22 @@ class Convergence:
         return fig
 
 
+def _beams(robot) -> list:
+    """The links whose beams have flexible coordinates."""
+    return [link for link in robot.links if link.beam is not None and link.beam.nf > 0]
+
+
+def _count(beam) -> int:
+    """A beam's own count: its finite elements, or its most modes in one direction."""
+    return beam.elements if beam.shapes == "finite_elements" else max(beam.modes.values())
+
+
 def with_count(robot, count):
     """A copy of ``robot`` with every beam at ``count`` modes per modelled direction (or
     ``count`` finite elements)."""
-    out = copy.deepcopy(robot)
-    out.clear_derived()
-    out.__dict__.pop("flex_layout", None)  # the coordinate layout follows the new counts
-    for link in out.links:
+    out = physical.with_values(robot, {})  # a copy whose derived constants and coordinate layout are rebuilt
+    for link in _beams(out):
         beam = link.beam
-        if beam is None or beam.nf == 0:
-            continue
         if beam.shapes == "finite_elements":
             link.beam = dataclasses.replace(beam, elements=int(count))
         else:
@@ -195,7 +202,7 @@ def convergence(robot, q=None, modes=DEFAULT_MODES, quantity="frequencies") -> C
     ``modes`` (modes per direction, or finite elements); see the module docstring."""
     if quantity != "frequencies":
         raise ValueError(f"quantity: only 'frequencies' is studied (got {quantity!r})")
-    beams = [link for link in robot.links if link.beam is not None and link.beam.nf > 0]
+    beams = _beams(robot)
     if not beams:
         raise ValueError(f"{robot.name}: the model has no flexible beams, so there are no modes whose number could "
                          "converge; convergence applies to models with beams")
@@ -206,8 +213,6 @@ def convergence(robot, q=None, modes=DEFAULT_MODES, quantity="frequencies") -> C
     if not counts or counts[0] < 1:
         raise ValueError(f"modes: expected counts >= 1 (got {modes!r:.60})")
     polynomial = any(link.beam.shapes == "polynomial" for link in beams)
-    from ..model import limits
-
     most = limits.MAX_POLYNOMIAL_MODES if polynomial else min(limits.MAX_MODES, limits.MAX_ELEMENTS)
     if counts[-1] > most:
         raise ValueError(f"modes: {counts[-1]} per beam is more than the {most} these beams support")
@@ -228,8 +233,7 @@ def convergence(robot, q=None, modes=DEFAULT_MODES, quantity="frequencies") -> C
         return out
 
     names = [link.name or f"link{robot.links.index(link) + 1}" for link in beams]
-    own_counts = {n: (l.beam.elements if l.beam.shapes == "finite_elements" else max(l.beam.modes.values()))
-                  for n, l in zip(names, beams)}
+    own_counts = {n: _count(link.beam) for n, link in zip(names, beams)}
     return Convergence(robot.name, counts, stack(0), stack(1), own, names, own_counts)
 
 
@@ -237,8 +241,7 @@ def notice_study(robot):
     """The study a notice (and the report) needs, or None when the beams already have the finest
     default count: the model's own count against the finest first (one extra model, the common,
     converged case), the full study only when that is far off."""
-    own = max(max(link.beam.elements if link.beam.shapes == "finite_elements" else max(link.beam.modes.values())
-                  for link in robot.links if link.beam is not None and link.beam.nf > 0), 1)
+    own = max(max(_count(link.beam) for link in _beams(robot)), 1)
     finest = DEFAULT_MODES[-1]
     if own >= finest:
         return None
