@@ -31,13 +31,12 @@ def _header(path, fh):
             raise ValueError(f"{path}: column '{h}' appears twice (columns {seen[h] + 1} and {k + 1}); "
                              "each column must have its own name")
         seen[h] = k
-    return header, len(line)
+    return header
 
 
-def _first_problem(path, ncols, skip):
+def _first_problem(path, ncols):
     """The first unreadable row, found by a line-by-line scan (error path only)."""
     with open(path, newline="", encoding="utf-8-sig", errors="replace") as fh:
-        fh.seek(0)
         fh.readline()
         for r, line in enumerate(fh, start=2):
             if len(line) > limits.MAX_CSV_LINE:
@@ -70,7 +69,7 @@ def read_table(path) -> tuple[list, np.ndarray]:
         raise ValueError(f"{path}: {size / 1e9:.3g} GB is more than the {limits.MAX_CSV_BYTES / 1e9:g} GB a "
                          "measurement file may have; cut the record or resample it")
     with open(path, "rb") as fh:
-        header, _ = _header(path, fh)
+        header = _header(path, fh)
     names = [f"c{k}" for k in range(len(header))]
     read = pcsv.ReadOptions(skip_rows=1, column_names=names, block_size=limits.MAX_CSV_LINE)
     convert = pcsv.ConvertOptions(column_types={c: pa.float64() for c in names})
@@ -86,7 +85,7 @@ def read_table(path) -> tuple[list, np.ndarray]:
                                                for k in range(len(names))]) if batch.num_rows else
                               np.zeros((0, len(names))))
     except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeDecodeError) as exc:
-        problem = _first_problem(path, len(header), 1) or f"unreadable ({str(exc).splitlines()[0][:80]})"
+        problem = _first_problem(path, len(header)) or f"unreadable ({str(exc).splitlines()[0][:80]})"
         raise ValueError(f"{path}: {problem}") from None
     data = np.concatenate(blocks) if blocks else np.zeros((0, len(header)))
     if np.isnan(data).any():  # an empty cell reads as null
