@@ -32,6 +32,7 @@ import numpy as np
 from ..dynamics import dh
 from ..dynamics.ops import skew
 from ..dynamics.structure import numeric_model
+from ..model import inputs
 from ..model.gauges import beam_length, check_gauges
 from ..model.limits import MAX_FORCE, MAX_LENGTH
 
@@ -266,8 +267,6 @@ def _check_point(robot, point, link=-1):
     """(link index, 4x4 frame on it, arc length or None) of the loaded point: on ``link`` (a number,
     a link's name or a named frame, whose transform then places the point), None (the distal frame
     origin), a 3-vector in that frame, or an arc length along the link's beam (float)."""
-    from ..model import inputs
-
     last, T = inputs.link_frame(robot, link)
     if last < 0:
         raise ValueError(f"link: {link!r} is fixed to the base; a wrench there does no work on the arm")
