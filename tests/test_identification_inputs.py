@@ -10,16 +10,7 @@ import flexman as fm
 from flexman import cli
 from flexman.analysis import measurements
 
-
-def _motion(robot, T=3.0, dt=2e-3):
-    """Exact samples of a three-harmonic motion of every joint and the torques it needs."""
-    t = np.arange(0, T + dt / 2, dt)
-    w = 2 * np.pi * np.array([0.4, 0.9, 1.5])
-    amp = np.linspace(0.3, 0.6, robot.n_joints)[:, None] * np.array([1.0, 0.5, 0.3])
-    q = (amp * np.sin(w * t[:, None, None])).sum(-1)
-    qd = (amp * w * np.cos(w * t[:, None, None])).sum(-1)
-    qdd = (-amp * w ** 2 * np.sin(w * t[:, None, None])).sum(-1)
-    return t, q, robot.inverse_dynamics(q, qd, qdd)
+from test_cli_design import _measurements  # exact samples of a three-harmonic motion and its torques
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +20,7 @@ def arm():
 
 @pytest.fixture(scope="module")
 def data(arm):
-    return _motion(arm)
+    return _measurements(arm)
 
 
 def _one_line(exc):
