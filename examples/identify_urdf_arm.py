@@ -13,6 +13,7 @@ import pinocchio as pin
 
 import flexman as fm
 from flexman.analysis import rigid_regressor as rr
+from flexman.trajectory import FourierSeries
 
 URDF = """<?xml version="1.0"?>
 <robot name="arm4">
@@ -39,14 +40,11 @@ PERIOD, HARMONICS, FS, DURATION = 10.0, 4, 1000.0, 20.0
 
 
 def fourier(rng, amplitude):
+    """A random zero-mean excitation, q = sum A sin + B cos with amplitudes falling as 1/l
+    (``FourierSeries`` takes the coefficients of qd: a = A w, b = -B w)."""
     w = 2 * np.pi * np.arange(1, HARMONICS + 1) / PERIOD
     A, B = rng.uniform(-1, 1, (2, 4, HARMONICS)) * amplitude[:, None] / np.arange(1, HARMONICS + 1)
-
-    def ref(t):
-        t = np.asarray(t, float)[..., None, None]
-        s, c = np.sin(w * t), np.cos(w * t)
-        return (A * s + B * c).sum(-1), (w * (A * c - B * s)).sum(-1), (-w ** 2 * (A * s + B * c)).sum(-1)
-    return ref
+    return FourierSeries(PERIOD, np.zeros(4), A * w, -B * w)
 
 
 def torques(model, q, qd, qdd):

@@ -11,6 +11,7 @@ import pytest
 
 import flexman as fm
 from flexman.analysis import rigid_regressor as rr
+from flexman.trajectory import FourierSeries
 
 pin = pytest.importorskip("pinocchio")
 from test_urdf import _to_pin, random_urdf  # noqa: E402
@@ -19,15 +20,11 @@ FS, DURATION, PERIOD, HARMONICS = 1000.0, 20.0, 10.0, 4
 
 
 def _fourier(rng, n, amplitude=0.5):
-    """A random finite Fourier series (q, qd, qdd as functions of t), amplitudes falling as 1/l."""
+    """A random zero-mean finite Fourier series, q = sum A sin + B cos with amplitudes falling as
+    1/l (``FourierSeries`` takes the coefficients of qd: a = A w, b = -B w)."""
     w = 2 * np.pi * np.arange(1, HARMONICS + 1) / PERIOD
     A, B = rng.uniform(-1, 1, (2, n, HARMONICS)) * amplitude / np.arange(1, HARMONICS + 1)
-
-    def ref(t):
-        t = np.asarray(t, float)[..., None, None]
-        s, c = np.sin(w * t), np.cos(w * t)
-        return (A * s + B * c).sum(-1), (w * (A * c - B * s)).sum(-1), (-w ** 2 * (A * s + B * c)).sum(-1)
-    return ref
+    return FourierSeries(PERIOD, np.zeros(n), A * w, -B * w)
 
 
 def _pinocchio_torques(model, q, qd, qdd):
