@@ -91,7 +91,8 @@ class _Design:
         self.B = _basis(period, harmonics, self.t)
 
     def kinematic(self, x):
-        """(q0, a, b) with each joint at the largest amplitude its q, qd, qdd limits allow."""
+        """(scale, mid, centre) per joint: the factor that brings the shape to the largest amplitude
+        its q, qd, qdd limits allow, the middle of its range and the middle of the shape's q."""
         Bq, Bv, Ba = self.B
         sq, sv, sa = x @ Bq.T, x @ Bv.T, x @ Ba.T  # (n, samples)
         span = self.L["q"][:, 1] - self.L["q"][:, 0]
@@ -186,7 +187,8 @@ def excitation(robot, period, harmonics, limits=None, seed=0, starts=20, iterati
         return flat[:n * 2 * H].reshape(n, 2 * H), 1.0 / (1.0 + np.exp(-flat[n * 2 * H:]))
 
     def cost(flat):
-        traj = design.series(*split(flat)[:1], 1.0, split(flat)[1])
+        x, amplitude = split(flat)
+        traj = design.series(x, 1.0, amplitude)
         q, qd, qdd = traj(design.t)
         Y = rr.regressor(robot, q, qd, qdd)[..., base.independent]
         sv = np.linalg.svd(Y.reshape(-1, P), compute_uv=False)
@@ -203,8 +205,8 @@ def excitation(robot, period, harmonics, limits=None, seed=0, starts=20, iterati
     costs = [cost(np.concatenate([x.ravel(), full])) for x in tries]
     best = np.concatenate([tries[int(np.argmin(costs))].ravel(), full])
     sol = minimize(cost, best, method="L-BFGS-B", options={"maxiter": int(iterations), "eps": 1e-4})
-    traj = _fit_torque(design, *split(sol.x if sol.fun < min(costs) else best)[:1], L, fine,
-                       split(sol.x if sol.fun < min(costs) else best)[1])
+    x, amplitude = split(sol.x if sol.fun < min(costs) else best)
+    traj = _fit_torque(design, x, L, fine, amplitude)
     traj.condition = condition(robot, traj, 10 * samples, base)
     rand = [condition(robot, _fit_torque(design, xr, L, fine), 10 * samples, base) for xr in tries[:5]]
     traj.random_condition = float(np.median(rand))
