@@ -40,7 +40,7 @@ from . import physical
 from . import rigid_regressor as rr
 from . import signals
 from .measurements import read_measurements  # noqa: F401  (the CSV reader, here since the first release)
-from .signals import filtered_motion  # noqa: F401
+from .signals import filtered_motion
 
 MIN_SAMPLES_PER_PARAMETER = 10   # samples kept after trimming, per base parameter
 FOLDS = 5                        # blocks of the built-in held-out check

@@ -63,7 +63,7 @@ def _show(robot, args, s, q) -> int:
 def cmd_identify(args) -> int:
     """Identify parameters from a CSV of measured t, q, tau (and tip offsets for beam parameters)."""
     from .. import identify
-    from ..analysis.identification import read_measurements
+    from ..analysis.measurements import read_measurements
 
     robot = load_model(args.model)
     data = read_measurements(args.data, robot)
