@@ -7,10 +7,9 @@ import numpy as np
 import pytest
 
 import flexman as fm
-from flexman import cli
 from flexman.analysis import measurements
 
-from test_cli_design import _measurements  # exact samples of a three-harmonic motion and its torques
+from test_cli_design import _measurements, _run, _write_csv
 
 
 @pytest.fixture(scope="module")
@@ -60,21 +59,10 @@ def test_filter_settings(arm, data, options, pattern):
     _one_line(exc)
 
 
-def _csv(path, header, rows):
-    path.write_text(",".join(header) + "\n" + "\n".join(",".join(f"{v:.17g}" for v in r) for r in rows) + "\n")
-    return path
-
-
-def _cli(capsys, *argv):
-    code = cli.main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 def test_csv_hostile_files(tmp_path, capsys, data):
     t, q, tau = data
     cases = {}
-    cases["dup.csv"] = (_csv(tmp_path / "dup.csv", ["t", "q1", "q2", "tau1", "tau2", "q1"],
+    cases["dup.csv"] = (_write_csv(tmp_path / "dup.csv", ["t", "q1", "q2", "tau1", "tau2", "q1"],
                              np.column_stack([t, q, tau, q[:, 0]])), r"column 'q1' appears twice \(columns 2 and 6\)")
     huge = tmp_path / "huge.csv"
     huge.write_text("t,q1,q2,tau1,tau2\n0,1,2,3," + "9" * (3 << 20) + "\n")
@@ -89,7 +77,7 @@ def test_csv_hostile_files(tmp_path, capsys, data):
     empty.write_text("")
     cases["empty.csv"] = (empty, r"empty file")
     for name, (path, pattern) in cases.items():
-        code, _, err = _cli(capsys, "identify", "dynaman_2r", str(path))
+        code, _, err = _run(capsys, "identify", "dynaman_2r", str(path))
         assert code == 2, (name, err)
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, (name, err)
         assert err.startswith("flexman: error: ") and name in err, (name, err)
@@ -100,7 +88,7 @@ def test_csv_hostile_files(tmp_path, capsys, data):
 
 def test_csv_row_limit_is_named(tmp_path, monkeypatch, data):
     t, q, tau = data
-    path = _csv(tmp_path / "d.csv", ["t", "q1", "q2", "tau1", "tau2"], np.column_stack([t, q, tau]))
+    path = _write_csv(tmp_path / "d.csv", ["t", "q1", "q2", "tau1", "tau2"], np.column_stack([t, q, tau]))
     monkeypatch.setattr(measurements.limits, "MAX_MEASUREMENT_ROWS", 100)
     with pytest.raises(ValueError, match=r"more than 100 rows; a measurement file may have at most that many"):
         measurements.read_table(path)
@@ -111,7 +99,7 @@ def test_csv_is_read_into_float_arrays(tmp_path, data):
     float array, columns in the header's order."""
     t, q, tau = data
     rows = np.column_stack([t, q, tau])
-    path = _csv(tmp_path / "d.csv", ["t", "q1", "q2", "tau1", "tau2"], rows)
+    path = _write_csv(tmp_path / "d.csv", ["t", "q1", "q2", "tau1", "tau2"], rows)
     header, arr = measurements.read_table(path)
     assert header == ["t", "q1", "q2", "tau1", "tau2"] and arr.dtype == float
     np.testing.assert_array_equal(arr, rows)
@@ -119,13 +107,13 @@ def test_csv_is_read_into_float_arrays(tmp_path, data):
 
 def test_cli_identify_reports_cutoff_and_held_out_check(tmp_path, capsys, data):
     t, q, tau = data
-    path = _csv(tmp_path / "d.csv", ["t", "q1", "q2", "tau1", "tau2"], np.column_stack([t, q, tau]))
-    code, out, err = _cli(capsys, "identify", "dynaman_2r", str(path), "--json")
+    path = _write_csv(tmp_path / "d.csv", ["t", "q1", "q2", "tau1", "tau2"], np.column_stack([t, q, tau]))
+    code, out, err = _run(capsys, "identify", "dynaman_2r", str(path), "--json")
     assert code == 0, err
     import json
 
     result = json.loads(out)
     assert result["cutoff_from_data"] and 0 < result["cutoff_hz"] < 125
     assert len(result["validation"]["rms"]) == 2 and "segments" in result["std_method"]
-    code, out, err = _cli(capsys, "identify", "dynaman_2r", str(path), "--validation", str(path), "--cutoff", "20")
+    code, out, err = _run(capsys, "identify", "dynaman_2r", str(path), "--validation", str(path), "--cutoff", "20")
     assert code == 0 and "filter cutoff: 20 Hz (given)" in out and "held-out check (a separate record" in out
