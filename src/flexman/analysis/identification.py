@@ -255,7 +255,7 @@ def identify(robot, t, q, tau, parameters=None, cutoff=None, order=4, armature=F
         raise ValueError(f"segments: expected a whole number from 2 to the {kept} samples kept (got {segments!r})")
     segments = int(segments)
     cov = _segment_covariance(Ws, yw, beta, scale, n, segments)
-    bias = _filter_bias(robot, t, q, tau, filt, keep, base, flags, w, n)
+    bias = _filter_bias(robot, t, qf, tau, filt, keep, base, flags, w, n)
     cov = cov + np.outer(bias, bias)
     method = (f"from {segments} independent segments of the record (cluster-robust sandwich: regressor noise and "
               f"coloured residuals included), plus the filter's bias estimated by filtering twice")
@@ -276,14 +276,14 @@ def _default_trim(t, cutoff):
     return max(10, len(t) // 20, signals.settling_samples(t, cutoff))
 
 
-def _filter_bias(robot, t, q, tau, filt, keep, base, flags, w, n):
+def _filter_bias(robot, t, qf, tau, filt, keep, base, flags, w, n):
     """Bias of the estimate due to the filter, on a subsample: the filter's distortion of the
-    motion is (to first order) doubled by filtering twice, so fit(once) - fit(twice) estimates it."""
+    motion is (to first order) doubled by filtering twice, so fit(once) - fit(twice) estimates it.
+    ``qf``: the motion filtered once (as the fit used it)."""
     idx = np.arange(len(t))[keep]
     sub = idx[::max(4, len(idx) // BIAS_SUBSAMPLE)]  # at most a quarter of the samples
     fits = []
-    once = filt(q)
-    for qs in (once, filt(once)):
+    for qs in (qf, filt(qf)):
         qd, qdd = signals.derivatives(qs, t)
         Y = rr.regressor(robot, qs[sub], qd[sub], qdd[sub], *flags)[..., base.independent]
         Ws, yw, _, scale = _weighted(Y.reshape(-1, Y.shape[-1]), tau[sub].reshape(-1), w, n)
