@@ -40,6 +40,7 @@ _INERTIA_ENTRIES = {"XX": (0, 0), "XY": (0, 1), "YY": (1, 1), "XZ": (0, 2), "YZ"
 
 
 def check_rigid(robot, what="regressor"):
+    """Refuse, naming ``what``, an arm the rigid regressor does not describe (flexible links, mimic joints)."""
     if getattr(robot, "mimic", None):
         raise ModelError(mimic_refusal(robot, what))
     if not robot.is_rigid:
