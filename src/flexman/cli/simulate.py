@@ -9,10 +9,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import (FORMULATIONS, UsageError, console, fmt, load_model, print_json, simulation_arguments, subcommand,
-                     vector)
+from .common import FORMULATIONS, UsageError, console, fmt, load_model, print_json, subcommand, vector
 from ..model.errors import ModelError
 from ..outputs import output_folder, staged
+from ..simulate import METHODS
+from ..simulate.backend import BACKENDS
+
 
 def _total_energy(energy) -> np.ndarray:
     """Total energy per sample (the parts of each sample summed)."""
@@ -213,6 +215,24 @@ def cmd_report(args) -> int:
         print(f"wrote {path}")
     print(f"report: {page.resolve()}  (open it in a browser; it works offline)")
     return status
+
+
+def simulation_arguments(p) -> None:
+    """The options of a run, shared by `simulate` and `report`."""
+    p.add_argument("--t-final", type=float, default=1.0, metavar="T", help="end time in s (default 1)")
+    p.add_argument("--dt", type=float, help="output (and rk4) step in s")
+    p.add_argument("--method", choices=METHODS, default="rk4", help="integrator (default rk4)")
+    p.add_argument("--rtol", type=float, help="relative tolerance (adaptive methods)")
+    p.add_argument("--atol", type=float, help="absolute tolerance (adaptive methods)")
+    p.add_argument("--q0", type=float, nargs="+", metavar="Q", help="initial joint (or all) coordinates")
+    p.add_argument("--torque", type=float, nargs="+", metavar="TAU", help="constant joint torques")
+    p.add_argument("--controller", nargs="?", const="model", metavar="YAML",
+                   help="joint controller: the model file's controller section (no value) or a YAML file")
+    p.add_argument("--prescribed", action="store_true",
+                   help="the joints follow the model file's manoeuvre exactly; the flexible coordinates respond "
+                        "and the torques needed are recorded")
+    p.add_argument("--backend", choices=BACKENDS, default=None,
+                   help="auto (default: compiled C when a compiler is available, cached), compiled or numeric")
 
 
 def register(sub) -> None:
