@@ -171,7 +171,7 @@ def cmd_report(args) -> int:
     key curves), result.png (every time history) and result.npz into --out."""
     robot = load_model(args.model)
     kwargs = _simulation_options(args, robot)
-    if args.magnify is not None and not (math.isfinite(args.magnify) and args.magnify >= 0):
+    if args.magnify is not None and not args.magnify >= 0:  # finite: the parser refuses nan and inf
         raise UsageError(f"--magnify: must be a number >= 0 (got {args.magnify})")
     out = output_folder(args.out)  # before the run
     from ..simulate import simulate
