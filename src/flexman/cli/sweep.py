@@ -7,6 +7,7 @@ from .common import UsageError, console, load_model, print_json, subcommand
 from ..model.names import printable
 from ..outputs import output_file
 
+
 def cmd_sweep(args) -> int:
     """Run a parameter sweep (Dask) from a YAML specification; one Parquet file of figures."""
     from ..sweeps import SweepError, load_spec, plot, sweep
