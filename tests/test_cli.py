@@ -219,6 +219,14 @@ def test_simulate_weighs_the_build_as_simulate_does(model, capsys, monkeypatch, 
     capsys.readouterr()
 
 
+def test_simulate_refuses_a_run_too_long_before_building_the_model(model, capsys, monkeypatch):
+    from flexman.simulate import backend
+
+    monkeypatch.setattr(backend, "evaluator", lambda *a, **k: pytest.fail("built before the run size was checked"))
+    assert cli.main(["simulate", str(model), "--dt", "1e-12", "--t-final", "1", "--backend", "auto"]) == 2
+    assert "dt: 1e+12 output samples; the limit is 1e+07" in capsys.readouterr().err
+
+
 def test_frequencies(tmp_path, capsys):
     pytest.importorskip("flexman.analysis.frequencies")
     path = fm.save(flexible_arm(), tmp_path / "arm.json")

@@ -1,7 +1,6 @@
 """`flexman simulate` and `flexman report`: a run of a model, its files and its HTML report."""
 from __future__ import annotations
 
-import math
 import sys
 import time
 import warnings
@@ -94,9 +93,10 @@ def cmd_simulate(args) -> int:
     kwargs = _simulation_options(args, robot)
     from ..simulate import simulate
     from ..simulate.backend import evaluator, fixed_step_work
+    from ..simulate.run import output_times
 
     out = None if args.out is None else output_folder(args.out)  # a folder we cannot write fails now, not after the run
-    steps = math.ceil(args.t_final / kwargs.get("dt", 1e-3) - 1e-9)
+    steps = len(output_times(args.t_final, kwargs.get("dt", 1e-3))) - 1  # the run's grid: a run too long is refused here
     # compiled (or loaded from the cache) before the clock starts, weighed as simulate() weighs it
     evaluator(robot, args.backend, work=fixed_step_work(args.method, steps))
 
