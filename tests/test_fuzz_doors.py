@@ -123,7 +123,10 @@ def test_beam_axis_gives_a_rotation_for_every_direction(axis, near):
 
 
 OVERLAY_VALUES = st.one_of(st.sampled_from([0, 1, -1, 1e9, 1e-300, "1e9", "x", None, True, [1, 2], {"a": 1}]),
-                           st.floats(allow_nan=True, allow_infinity=True))
+                           st.floats(allow_nan=True, allow_infinity=True),
+                           # values the fields may take, so that overlays load too and their dynamics are checked
+                           st.floats(0.01, 10.0), st.sampled_from([[0, 0, 1], [1, 1, 0], [-1, 1e-9, 0], {"y": 2, "z": 0},
+                                                                   {"y": 1, "z": 1, "torsion": 1}]))
 URDF_TWO = ('<robot name="r"><link name="b"/>'
             '<link name="a"><inertial><origin xyz="0.1 0 0"/><mass value="1"/><inertia ixx="0.01" iyy="0.02" izz="0.02"/>'
             '</inertial></link><link name="c"><inertial><origin xyz="0.1 0 0"/><mass value="1"/>'
