@@ -204,6 +204,29 @@ def test_simulate_text_and_torque(model, capsys):
     assert "pendulum" in out and "q1=" in out and "energy" in out
 
 
+@pytest.mark.parametrize("method,work", [("rk4", 5), ("DOP853", None)])
+def test_simulate_weighs_the_build_as_simulate_does(model, capsys, monkeypatch, method, work):
+    """The model is built before the clock starts, weighed against the run's steps only for a
+    fixed-step run (an adaptive method's steps are unknown: simulate() then compiles anyway, so a
+    weighing here would say 'interpreted' and compile inside the timed run)."""
+    from flexman.simulate import backend
+
+    seen = []
+    monkeypatch.setattr(backend, "evaluator", lambda robot, choice, work=None: seen.append(work) or robot)
+    assert cli.main(["simulate", str(model), "--t-final", "0.05", "--dt", "0.01", "--method", method,
+                     "--backend", "numeric", "--json"]) == 0
+    assert seen == [work]
+    capsys.readouterr()
+
+
+def test_simulate_refuses_a_run_too_long_before_building_the_model(model, capsys, monkeypatch):
+    from flexman.simulate import backend
+
+    monkeypatch.setattr(backend, "evaluator", lambda *a, **k: pytest.fail("built before the run size was checked"))
+    assert cli.main(["simulate", str(model), "--dt", "1e-12", "--t-final", "1", "--backend", "auto"]) == 2
+    assert "dt: 1e+12 output samples; the limit is 1e+07" in capsys.readouterr().err
+
+
 def test_frequencies(tmp_path, capsys):
     pytest.importorskip("flexman.analysis.frequencies")
     path = fm.save(flexible_arm(), tmp_path / "arm.json")

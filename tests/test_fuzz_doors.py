@@ -123,7 +123,10 @@ def test_beam_axis_gives_a_rotation_for_every_direction(axis, near):
 
 
 OVERLAY_VALUES = st.one_of(st.sampled_from([0, 1, -1, 1e9, 1e-300, "1e9", "x", None, True, [1, 2], {"a": 1}]),
-                           st.floats(allow_nan=True, allow_infinity=True))
+                           st.floats(allow_nan=True, allow_infinity=True),
+                           # values the fields may take, so that overlays load too and their dynamics are checked
+                           st.floats(0.01, 10.0), st.sampled_from([[0, 0, 1], [1, 1, 0], [-1, 1e-9, 0], {"y": 2, "z": 0},
+                                                                   {"y": 1, "z": 1, "torsion": 1}]))
 URDF_TWO = ('<robot name="r"><link name="b"/>'
             '<link name="a"><inertial><origin xyz="0.1 0 0"/><mass value="1"/><inertia ixx="0.01" iyy="0.02" izz="0.02"/>'
             '</inertial></link><link name="c"><inertial><origin xyz="0.1 0 0"/><mass value="1"/>'
@@ -181,6 +184,7 @@ def test_command_line_refuses_non_numbers_in_one_line(option, text):
     with pytest.raises(cli.UsageError) as info:
         cli.build_parser().parse_args(["simulate", "m", option, text])
     one_line(str(info.value))
+    assert str(info.value).startswith(f"argument {option}: "), str(info.value)  # names the option
 
 
 # ----- sweep specifications ---------------------------------------------------------------------
@@ -189,14 +193,24 @@ SPEC_VALUES = st.one_of(st.lists(st.one_of(FLOATS, st.sampled_from([math.nan, ma
                         st.fixed_dictionaries({"min": st.one_of(FLOATS, st.just(math.nan)),
                                                "max": st.one_of(FLOATS, st.just(math.inf))}),
                         st.sampled_from([None, 1, "x", [], {}]))
+SPEC_NAMES = st.sampled_from(["links.0.beam.EI", "payload.mass", "a", "b", "c", "d", "e"])
+HOSTILE_SPECS = st.tuples(st.dictionaries(SPEC_NAMES, SPEC_VALUES, max_size=7),
+                          st.sampled_from(["grid", "latin_hypercube", "monte_carlo", "nope"]),
+                          st.one_of(st.none(), st.sampled_from([1, 10, 1e5, 1e6, 1e12, math.inf, math.nan, -3, 2.5,
+                                                                True])))
+# specifications that give points (or meet the limit): the hostile ones alone almost never do
+VALID_SPECS = st.tuples(st.dictionaries(SPEC_NAMES, st.one_of(st.lists(FLOATS, min_size=1, max_size=6),
+                                                              st.tuples(FLOATS, FLOATS).map(
+                                                                  lambda ab: {"min": min(ab), "max": max(ab)})),
+                                        min_size=1, max_size=7),
+                        st.sampled_from(["grid", "latin_hypercube", "monte_carlo"]),
+                        st.sampled_from([1, 10, 1e3, 1e5, 2e5]))
 
 
 @FUZZ
-@given(st.dictionaries(st.sampled_from(["links.0.beam.EI", "payload.mass", "a", "b", "c", "d", "e"]), SPEC_VALUES,
-                       max_size=7),
-       st.sampled_from(["grid", "latin_hypercube", "monte_carlo", "nope"]),
-       st.one_of(st.none(), st.sampled_from([1, 10, 1e5, 1e6, 1e12, math.inf, math.nan, -3, 2.5, True])))
-def test_sweep_specs_give_points_within_the_limit_or_one_line(parameters, sampling, samples):
+@given(st.one_of(HOSTILE_SPECS, VALID_SPECS))
+def test_sweep_specs_give_points_within_the_limit_or_one_line(spec):
+    parameters, sampling, samples = spec
     start = time.perf_counter()
     try:
         pts = sweeps.points(parameters, sampling, samples)
@@ -204,8 +218,15 @@ def test_sweep_specs_give_points_within_the_limit_or_one_line(parameters, sampli
         one_line(str(exc))
     else:
         assert 1 <= len(pts) <= 100_000
+        assert len(pts) == (math.prod(len(v) for v in parameters.values()) if sampling == "grid" else samples)
         assert all(set(p) == set(parameters) for p in pts)
         assert all(math.isfinite(v) for p in pts for x in p.values() for v in (x if isinstance(x, list) else [x]))
+        for name, spec in parameters.items():  # every value is one of its list or within its range
+            if isinstance(spec, dict):
+                slack = 1e-12 * (abs(spec["min"]) + abs(spec["max"]))
+                assert all(spec["min"] - slack <= p[name] <= spec["max"] + slack for p in pts), name
+            else:
+                assert all(p[name] in spec for p in pts), name
     assert time.perf_counter() - start < SECONDS
 
 

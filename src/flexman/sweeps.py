@@ -24,8 +24,8 @@ import copy
 import hashlib
 import itertools
 import json
-import os
 import math
+import os
 import time
 import warnings
 from pathlib import Path
@@ -262,8 +262,9 @@ def sweep(robot, parameters, run=None, scheduler=None, sampling="grid", samples=
           figures=FIGURES, out="sweep.parquet", n_workers=None, progress=None, settle_fraction=0.02):
     """Run a sweep over ``parameters`` of ``robot`` (see the module docstring) and return a
     :class:`SweepResult`. ``run``: simulation settings {t_final, dt, method, controller ("model"
-    or a controller spec), torque, q0, rtol, atol, backend}. ``scheduler``: None (a LocalCluster
-    of ``n_workers`` processes), a scheduler address ("tcp://host:8786") or a ``distributed.Client``."""
+    or a controller spec), torque, q0, rtol, atol, backend, time_limit (wall seconds per point)}.
+    ``scheduler``: None (a LocalCluster of ``n_workers`` processes), a scheduler address
+    ("tcp://host:8786") or a ``distributed.Client``."""
     from .model.serialize import robot_to_dict
 
     run = dict(run or {})
@@ -295,7 +296,7 @@ def sweep(robot, parameters, run=None, scheduler=None, sampling="grid", samples=
         if not same:
             raise SweepError(f"out: {parts} holds the parts of another sweep; remove it or choose another out")
     else:
-        stamp.write_text(json.dumps({"id": ident, "points": len(pts)}))
+        write_text(stamp, json.dumps({"id": ident, "points": len(pts)}))  # a torn stamp would block the resume
     done = {int(p.stem.split("_")[1]) for p in parts.glob("point_*.json")}
     todo = [k for k in range(len(pts)) if k not in done]
     if todo:

@@ -113,7 +113,7 @@ def cmd_cache(args) -> int:
 
 
 def register(sub) -> None:
-    """Add ``flexman cache`` to the parser (``subcommand``: cli._subcommand)."""
+    """Add ``flexman cache`` to the ``flexman`` parser."""
     p = subcommand(sub, "cache", cmd_cache, "list, prune or clear the compiled models kept on disk", model=False)
     p.add_argument("--clear", action="store_true", help="remove every entry")
     p.add_argument("--max-size", type=parse_size, metavar="SIZE",

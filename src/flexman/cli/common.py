@@ -1,5 +1,5 @@
 """Helpers shared by the ``flexman`` command modules: the one-line usage error and the parser that
-raises it, the options every command or every run shares, loading a model, compact numbers, JSON
+raises it, the options every command shares, loading a model, compact numbers, JSON
 output and the console tables are printed on."""
 from __future__ import annotations
 
@@ -72,8 +72,6 @@ def vector(values, n_allowed, what: str):
     return arr
 
 
-SIM_METHODS = ("rk4", "RK45", "DOP853", "Radau", "BDF", "LSODA")
-BACKENDS = ("auto", "compiled", "numeric")
 FORMULATIONS = ("book", "newton_euler", "denoc", "lagrange")
 
 
@@ -137,22 +135,3 @@ def subcommand(sub, name: str, func, help: str, model: bool = True, optional_mod
     parser.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
     parser.set_defaults(func=func)
     return parser
-
-
-def simulation_arguments(p) -> None:
-    """The options of a run, shared by `simulate` and `report`."""
-    p.add_argument("--t-final", type=float, default=1.0, metavar="T", help="end time in s (default 1)")
-    p.add_argument("--dt", type=float, help="output (and rk4) step in s")
-    p.add_argument("--method", choices=SIM_METHODS, default="rk4", help="integrator (default rk4)")
-    p.add_argument("--rtol", type=float, help="relative tolerance (adaptive methods)")
-    p.add_argument("--atol", type=float, help="absolute tolerance (adaptive methods)")
-    p.add_argument("--q0", type=float, nargs="+", metavar="Q", help="initial joint (or all) coordinates")
-    p.add_argument("--torque", type=float, nargs="+", metavar="TAU", help="constant joint torques")
-    p.add_argument("--controller", nargs="?", const="model", metavar="YAML",
-                   help="joint controller: the model file's controller section (no value) or a YAML file")
-    p.add_argument("--prescribed", action="store_true",
-                   help="the joints follow the model file's manoeuvre exactly; the flexible coordinates respond "
-                        "and the torques needed are recorded")
-    p.add_argument("--backend", choices=BACKENDS, default=None,
-                   help="auto (default: compiled C when a compiler is available, cached), compiled or numeric")
-

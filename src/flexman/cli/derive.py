@@ -1,7 +1,6 @@
 """`flexman derive`, `codegen`, `analyze`, `closure`: the equations and the code made from them."""
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
@@ -175,9 +174,9 @@ def cmd_closure(args) -> int:
     from ..closure import closure_run
 
     robot = load_model(args.model)
-    if not args.t_final > 0 or not math.isfinite(args.t_final):
+    if not args.t_final > 0:  # finite: the parser refuses nan and inf
         raise UsageError(f"--t-final: must be a finite number > 0 (got {args.t_final})")
-    if args.dt is not None and not (args.dt > 0 and math.isfinite(args.dt)):
+    if args.dt is not None and not args.dt > 0:
         raise UsageError(f"--dt: must be a finite number > 0 (got {args.dt})")
     out = None if args.out is None else output_folder(args.out)
     report = closure_run(robot, args.t_final, dt=1e-3 if args.dt is None else args.dt, out=out)

@@ -9,7 +9,9 @@ from .common import UsageError, console, fmt, load_model, print_json, subcommand
 from ..model.errors import ModelError
 from ..outputs import output_file, write_text
 
+
 def _info_data(robot) -> dict:
+    """What `info` shows, as plain data: the --json output and the rows of the tables."""
     links = []
     for i, link in enumerate(robot.links):
         beam = link.beam

@@ -1,7 +1,6 @@
 """`flexman simulate` and `flexman report`: a run of a model, its files and its HTML report."""
 from __future__ import annotations
 
-import math
 import sys
 import time
 import warnings
@@ -9,10 +8,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import (FORMULATIONS, UsageError, console, fmt, load_model, print_json, simulation_arguments, subcommand,
-                     vector)
+from .common import FORMULATIONS, UsageError, console, fmt, load_model, print_json, subcommand, vector
 from ..model.errors import ModelError
 from ..outputs import output_folder, staged
+from ..simulate import METHODS
+from ..simulate.backend import BACKENDS
+
 
 def _total_energy(energy) -> np.ndarray:
     """Total energy per sample (the parts of each sample summed)."""
@@ -91,11 +92,13 @@ def cmd_simulate(args) -> int:
     robot = load_model(args.model)
     kwargs = _simulation_options(args, robot)
     from ..simulate import simulate
-    from ..simulate.backend import evaluator
+    from ..simulate.backend import evaluator, fixed_step_work
+    from ..simulate.run import output_times
 
     out = None if args.out is None else output_folder(args.out)  # a folder we cannot write fails now, not after the run
-    steps = math.ceil(args.t_final / kwargs.get("dt", 1e-3) - 1e-9)
-    evaluator(robot, args.backend, work=steps)  # compiled (or loaded from the cache) before the clock starts
+    steps = len(output_times(args.t_final, kwargs.get("dt", 1e-3))) - 1  # the run's grid: a run too long is refused here
+    # compiled (or loaded from the cache) before the clock starts, weighed as simulate() weighs it
+    evaluator(robot, args.backend, work=fixed_step_work(args.method, steps))
 
     start = time.perf_counter()
     with np.errstate(all="ignore"), warnings.catch_warnings():  # divergence is reported below, once
@@ -168,7 +171,7 @@ def cmd_report(args) -> int:
     key curves), result.png (every time history) and result.npz into --out."""
     robot = load_model(args.model)
     kwargs = _simulation_options(args, robot)
-    if args.magnify is not None and not (math.isfinite(args.magnify) and args.magnify >= 0):
+    if args.magnify is not None and not args.magnify >= 0:  # finite: the parser refuses nan and inf
         raise UsageError(f"--magnify: must be a number >= 0 (got {args.magnify})")
     out = output_folder(args.out)  # before the run
     from ..simulate import simulate
@@ -212,6 +215,24 @@ def cmd_report(args) -> int:
         print(f"wrote {path}")
     print(f"report: {page.resolve()}  (open it in a browser; it works offline)")
     return status
+
+
+def simulation_arguments(p) -> None:
+    """The options of a run, shared by `simulate` and `report`."""
+    p.add_argument("--t-final", type=float, default=1.0, metavar="T", help="end time in s (default 1)")
+    p.add_argument("--dt", type=float, help="output (and rk4) step in s")
+    p.add_argument("--method", choices=METHODS, default="rk4", help="integrator (default rk4)")
+    p.add_argument("--rtol", type=float, help="relative tolerance (adaptive methods)")
+    p.add_argument("--atol", type=float, help="absolute tolerance (adaptive methods)")
+    p.add_argument("--q0", type=float, nargs="+", metavar="Q", help="initial joint (or all) coordinates")
+    p.add_argument("--torque", type=float, nargs="+", metavar="TAU", help="constant joint torques")
+    p.add_argument("--controller", nargs="?", const="model", metavar="YAML",
+                   help="joint controller: the model file's controller section (no value) or a YAML file")
+    p.add_argument("--prescribed", action="store_true",
+                   help="the joints follow the model file's manoeuvre exactly; the flexible coordinates respond "
+                        "and the torques needed are recorded")
+    p.add_argument("--backend", choices=BACKENDS, default=None,
+                   help="auto (default: compiled C when a compiler is available, cached), compiled or numeric")
 
 
 def register(sub) -> None:

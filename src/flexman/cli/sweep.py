@@ -7,9 +7,10 @@ from .common import UsageError, console, load_model, print_json, subcommand
 from ..model.names import printable
 from ..outputs import output_file
 
+
 def cmd_sweep(args) -> int:
     """Run a parameter sweep (Dask) from a YAML specification; one Parquet file of figures."""
-    from ..sweeps import SweepError, load_spec, plot, sweep
+    from ..sweeps import FIGURES, SweepError, load_spec, plot, sweep
 
     robot = load_model(args.model)
     try:
@@ -23,8 +24,7 @@ def cmd_sweep(args) -> int:
     try:
         res = sweep(robot, spec["parameters"], run=spec.get("run"), scheduler=args.scheduler,
                     sampling=spec.get("sampling", "grid"), samples=spec.get("samples"), seed=spec.get("seed", 0),
-                    figures=spec.get("figures", None) or ("peak_tip_deflection", "settling_time", "torque_peaks",
-                                                           "lowest_frequency"),
+                    figures=spec.get("figures", None) or FIGURES,
                     out=out, n_workers=args.workers, settle_fraction=spec.get("settle_fraction", 0.02))
     except SweepError as exc:
         raise UsageError(str(exc)) from None
