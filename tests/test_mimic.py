@@ -4,7 +4,6 @@ refusals of what works one coordinate per link, and the Panda (two fingers, one 
 other) simulated interpreted."""
 from __future__ import annotations
 
-import sys
 import warnings
 from pathlib import Path
 
@@ -13,6 +12,8 @@ import pytest
 
 import flexman as fm
 from flexman import ModelError
+from urdf_helpers import ROBOTS as ROOT
+from urdf_helpers import pin_q, pinocchio_reduced
 
 pin = pytest.importorskip("pinocchio")
 
@@ -41,32 +42,6 @@ def tree_urdf(mimic='<mimic joint="j2" multiplier="-0.5" offset="0.1"/>'):
     return f'<?xml version="1.0"?><robot name="tree"><link name="base"/>{links}{joints}</robot>'
 
 
-def pinocchio_reduced(path):
-    """Pinocchio's full model (mimic elements unread) and (free joint names, G, c), q_full = G q + c."""
-    import defusedxml.ElementTree as ET
-
-    model = pin.buildModelFromUrdf(str(path))
-    names = [model.names[j] for j in range(1, model.njoints)]
-    follows = {j.get("name"): (j.find("mimic").get("joint"), float(j.find("mimic").get("multiplier", 1)),
-                               float(j.find("mimic").get("offset", 0)))
-               for j in ET.parse(path).getroot().findall("joint") if j.find("mimic") is not None and j.get("type") != "fixed"}
-    free = [n for n in names if n not in follows]
-    G, c = np.zeros((len(names), len(free))), np.zeros(len(names))
-    for i, n in enumerate(names):
-        if n in follows:
-            G[i, free.index(follows[n][0])], c[i] = follows[n][1], follows[n][2]
-        else:
-            G[i, free.index(n)] = 1.0
-    return model, free, G, c
-
-
-def _pin_q(model, q):
-    out = []
-    for joint, qi in zip(list(model.joints)[1:], q):
-        out += [np.cos(qi), np.sin(qi)] if joint.nq == 2 else [qi]
-    return np.array(out)
-
-
 def test_small_tree_with_a_mimic_joint_matches_reduced_pinocchio(tmp_path):
     path = tmp_path / "tree.urdf"
     path.write_text(tree_urdf())
@@ -82,7 +57,7 @@ def test_small_tree_with_a_mimic_joint_matches_reduced_pinocchio(tmp_path):
     for _ in range(3):
         q, qd, qdd = (rng.uniform(-1.0, 1.0, 3) for _ in range(3))
         Q = G @ q + c
-        qp = _pin_q(model, Q)
+        qp = pin_q(model, Q)
         M = pin.crba(model, data, qp)
         M = np.triu(M) + np.triu(M, 1).T
         refs = (G.T @ M @ G, G.T @ pin.nonLinearEffects(model, data, qp, G @ qd),
@@ -173,17 +148,6 @@ def test_what_works_per_link_refuses_in_one_line(tmp_path):
         assert "mimic joints (l3)" in str(info.value) and "\n" not in str(info.value)
     with pytest.raises(ValueError, match="mimic joints"):
         fm.simulate(robot, t_final=0.01, dt=0.005, backend="compiled")
-
-
-def _robots_dir():
-    for entry in sys.path:
-        folder = Path(entry) / "cmeel.prefix" / "share" / "example-robot-data" / "robots"
-        if folder.is_dir():
-            return folder
-    return None
-
-
-ROOT = _robots_dir()
 
 
 @pytest.mark.skipif(ROOT is None, reason="example-robot-data is not installed")
