@@ -89,6 +89,22 @@ def test_small_tree_with_a_mimic_joint_matches_reduced_pinocchio(tmp_path):
     np.testing.assert_allclose(robot.mass_matrix(qs)[2], robot.mass_matrix(qs[2]), atol=1e-14)
 
 
+def test_link_numbers_index_every_link_the_followers_included(tmp_path):
+    """A link number counts ``robot.links`` (4 here, 3 coordinates), for frames and Jacobians
+    alike: -1 is the last link (the follower l3, depth-first after l2's branch), 3 is accepted."""
+    path = tmp_path / "tree.urdf"
+    path.write_text(tree_urdf())
+    robot = fm.load(path)
+    assert [link.name for link in robot.links] == ["l1", "l2", "l4", "l3"]
+    q = np.array([0.3, -0.4, 0.2])
+    for number, name in ((-1, "l3"), (3, "l3"), (-2, "l4"), (2, "l4"), (-4, "l1")):
+        np.testing.assert_array_equal(robot.frame(q, number), robot.frame(q, name))
+        np.testing.assert_array_equal(robot.jacobian(q, number), robot.jacobian(q, name))
+    np.testing.assert_array_equal(robot.jacobian(q), robot.jacobian(q, "l3"))
+    with pytest.raises(ValueError, match="out of range for 4 links"):
+        robot.frame(q, 4)
+
+
 def test_linearization_of_a_mimic_robot(tmp_path):
     """K = G^T K_full G: the gradient of the reduced bias forces at rest (central differences);
     the natural frequencies are those of (G^T M G, G^T K G)."""

@@ -263,9 +263,9 @@ def frame(robot, q, link=-1, order=1):
     q = inputs.state(robot, q)
     if i < 0:  # fixed on the base
         return np.broadcast_to(T, q.shape[:-1] + (4, 4)).copy()
-    if (m := _mimic(robot)) is not None:
-        G, c, full = m
-        return frame(full, _expand(G, c, q), link, order=order)
+    if (m := _mimic(robot)) is not None:  # the full robot's frame at G q + c
+        G, c, robot = m
+        q = _expand(G, c, q)
     W = _in_chunks(robot, lambda q: l4.frames(numeric_model(robot), q, second_order=(order == 2))[i], q)
     return W if T is None else W @ T
 
