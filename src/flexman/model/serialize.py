@@ -482,6 +482,14 @@ def _beam_dict(beam: Beam) -> dict:
     return out
 
 
+def _link_ref(names, i):
+    """How a file names link i (a parent, a frame's link): 'base' for -1, else its name where that
+    is unique, else its index."""
+    if i < 0:
+        return "base"
+    return names[i] if names[i] and names.count(names[i]) == 1 else i
+
+
 def robot_to_dict(robot: Robot) -> dict:
     """Plain data for a robot, in the model-file schema (angles in radians).
 
@@ -500,9 +508,8 @@ def robot_to_dict(robot: Robot) -> dict:
     names = [link.name for link in robot.links]
     for link in robot.links:
         item = {"name": link.name} if link.name else {}
-        if link.parent is not None:  # written only for a tree: by name where the name is unique
-            p = link.parent
-            item["parent"] = "base" if p < 0 else (names[p] if names[p] and names.count(names[p]) == 1 else p)
+        if link.parent is not None:  # written only for a tree
+            item["parent"] = _link_ref(names, link.parent)
         item["joint"] = link.joint
         if link.placement is not None:
             pl = link.placement
@@ -527,8 +534,7 @@ def robot_to_dict(robot: Robot) -> dict:
     if robot.frames:
         from .rotations import matrix_rpy
 
-        out["frames"] = {name: {"link": "base" if i < 0 else (names[i] if names[i] and names.count(names[i]) == 1 else i),
-                                "xyz": _floats(T[:3, 3]), "rpy": _floats(matrix_rpy(T[:3, :3]))}
+        out["frames"] = {name: {"link": _link_ref(names, i), "xyz": _floats(T[:3, 3]), "rpy": _floats(matrix_rpy(T[:3, :3]))}
                          for name, (i, T) in robot.frames.items()}
     if getattr(robot, "controller", None) is not None:
         out["controller"] = copy.deepcopy(robot.controller)
