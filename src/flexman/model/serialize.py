@@ -51,8 +51,6 @@ MODE_FIELDS = ("y", "z", "torsion")
 INERTIA_HINT = "give [Ixx, Iyy, Izz, Ixy, Iyz, Ixz], a 3x3 matrix or 3 principal values"
 ANGLE_HINT = "a number in radians, {deg: 90} or \"90 deg\""
 
-# The spelling the YAML reader makes a float (parse.EXPONENT_NUMBER), accepted as text from Python too.
-_EXP_NUMBER = EXPONENT_NUMBER
 _ANGLE_TEXT = re.compile(r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(deg|degrees|rad|radians)")
 
 
@@ -102,7 +100,7 @@ def _number(value, where: str, *, rule=None, what="a finite number") -> float:
     """A finite float, optionally meeting a lower bound ``rule`` = (bound, strict), see
     :data:`~flexman.model.robot.LOWER_BOUNDS`. Booleans and text are refused."""
     bound = f" {bound_text(rule)}" if rule is not None else ""
-    if isinstance(value, str) and _EXP_NUMBER.fullmatch(value.strip()):
+    if isinstance(value, str) and EXPONENT_NUMBER.fullmatch(value.strip()):  # as the YAML reader does
         value = float(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ModelError(f"{where}: must be {what}{bound} (got {describe_value(value)})")
