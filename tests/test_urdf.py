@@ -189,6 +189,25 @@ def test_bad_urdf_gives_one_line_naming_the_element(tmp_path, case):
     assert expected in message and "\n" not in message
 
 
+def test_implausible_inertial_is_kept_as_written_with_a_warning():
+    """Principal moments (0.1, 0.1, 0.5) break the triangle inequality: read as written, as
+    Pinocchio does, with one warning naming the link; a well-formed inertia beside it is not
+    flagged."""
+    from flexman.model.urdf import robot_from_urdf
+
+    odd = GOOD_LINK.format(n="a").replace('izz="0.1"', 'izz="0.5"')
+    text = '<robot name="r"><link name="b"/>' + odd + GOOD_LINK.format(n="c") + _joint("j1", "b", "a") + (
+        _joint("j2", "a", "c") + "</robot>")
+    with pytest.warns(UserWarning) as record:
+        robot = robot_from_urdf(text)
+    assert len(record) == 1
+    assert str(record[0].message) == ('URDF: <link name="a">/inertial: inertia: principal moments [0.1 0.1 0.5] violate the '
+                                      "triangle inequality (I1 + I2 >= I3); kept as written (a model file written from it "
+                                      "will be refused)")
+    assert [link.body.strict for link in robot.links] == [False, True]
+    np.testing.assert_allclose(robot.links[0].body.inertia, np.diag([0.1, 0.1, 0.5]), rtol=1e-14)
+
+
 OVERLAY = """
 name: two_flexible
 gravity: [0, 0, -9.81]

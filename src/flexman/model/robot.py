@@ -125,18 +125,22 @@ def inertia_matrix(value, where: str, strict: bool = True) -> np.ndarray:
     within(mat, where, lim.MAX_INERTIA, " kg m^2")
     if not np.allclose(mat, mat.T, atol=1e-12 * max(1.0, np.abs(mat).max())):
         raise ModelError(f"{where}: inertia matrix must be symmetric")
-    if not strict:
-        return mat
+    if strict and (problem := inertia_problem(mat, where)):
+        raise ModelError(problem)
+    return mat
+
+
+def inertia_problem(mat, where: str) -> str | None:
+    """Why a finite symmetric inertia matrix is no real mass distribution (not positive
+    semi-definite, or principal moments breaking the triangle inequality), or None."""
     eig = np.linalg.eigvalsh(mat)
     tol = 1e-9 * max(1e-12, np.abs(eig).max())
     if eig.min() < -tol:
-        raise ModelError(f"{where}: inertia must be positive semi-definite (eigenvalues {eig})")
+        return f"{where}: inertia must be positive semi-definite (eigenvalues {eig})"
     a, b, c = eig
     if a + b < c - tol or a + c < b - tol or b + c < a - tol:
-        raise ModelError(
-            f"{where}: principal moments {eig} violate the triangle inequality (I1 + I2 >= I3)"
-        )
-    return mat
+        return f"{where}: principal moments {eig} violate the triangle inequality (I1 + I2 >= I3)"
+    return None
 
 
 @dataclass
