@@ -21,6 +21,7 @@ from flexman.model.io import dumps
 from flexman.model.parse import parse
 from flexman.model.serialize import robot_to_dict
 from flexman.model.urdf import _beam_turn, apply_overlay, robot_from_urdf
+from urdf_helpers import AXIS_URDF
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 OUTPUTS = str(Path(SRC) / "flexman" / "outputs.py")
@@ -99,16 +100,6 @@ def test_control_characters_in_urdf_names_are_escaped(tmp_path, capsys):
 
 
 # ----- overlay beam.axis: an exact rotation near -x -------------------------------------------------
-AXIS_URDF = """<robot name="r"><link name="b"/>
-<link name="a"><inertial><origin xyz="0.05 -0.02 -0.2" rpy="0.3 -0.2 0.1"/><mass value="1.5"/>
-  <inertia ixx="0.03" iyy="0.025" izz="0.02" ixy="0.001" ixz="-0.002" iyz="0.003"/></inertial></link>
-<link name="c"><inertial><origin xyz="0.1 0.02 0.03"/><mass value="0.8"/>
-  <inertia ixx="0.01" iyy="0.02" izz="0.015"/></inertial></link>
-<joint name="j1" type="revolute"><parent link="b"/><child link="a"/><origin xyz="0.1 0 0.3" rpy="0.2 0.4 -0.3"/>
-  <axis xyz="0 1 0"/></joint>
-<joint name="j2" type="revolute"><parent link="a"/><child link="c"/><origin xyz="0.03 0.01 -0.4" rpy="-0.5 0.1 0.7"/>
-  <axis xyz="1 0 1"/></joint>
-</robot>"""
 
 
 @pytest.mark.parametrize("axis", [[-1.0, 1e-9, 0.0], [-1.0, 0.0, -3e-7], [-1.0, 1e-5, 2e-5], [-1.0, 1e-15, 1e-15],

@@ -4,7 +4,6 @@ refusals of what works one coordinate per link, and the Panda (two fingers, one 
 other) simulated interpreted."""
 from __future__ import annotations
 
-import sys
 import warnings
 from pathlib import Path
 
@@ -13,6 +12,8 @@ import pytest
 
 import flexman as fm
 from flexman import ModelError
+from urdf_helpers import ROBOTS as ROOT
+from urdf_helpers import pin_q, pinocchio_reduced
 
 pin = pytest.importorskip("pinocchio")
 
@@ -41,32 +42,6 @@ def tree_urdf(mimic='<mimic joint="j2" multiplier="-0.5" offset="0.1"/>'):
     return f'<?xml version="1.0"?><robot name="tree"><link name="base"/>{links}{joints}</robot>'
 
 
-def pinocchio_reduced(path):
-    """Pinocchio's full model (mimic elements unread) and (free joint names, G, c), q_full = G q + c."""
-    import defusedxml.ElementTree as ET
-
-    model = pin.buildModelFromUrdf(str(path))
-    names = [model.names[j] for j in range(1, model.njoints)]
-    follows = {j.get("name"): (j.find("mimic").get("joint"), float(j.find("mimic").get("multiplier", 1)),
-                               float(j.find("mimic").get("offset", 0)))
-               for j in ET.parse(path).getroot().findall("joint") if j.find("mimic") is not None and j.get("type") != "fixed"}
-    free = [n for n in names if n not in follows]
-    G, c = np.zeros((len(names), len(free))), np.zeros(len(names))
-    for i, n in enumerate(names):
-        if n in follows:
-            G[i, free.index(follows[n][0])], c[i] = follows[n][1], follows[n][2]
-        else:
-            G[i, free.index(n)] = 1.0
-    return model, free, G, c
-
-
-def _pin_q(model, q):
-    out = []
-    for joint, qi in zip(list(model.joints)[1:], q):
-        out += [np.cos(qi), np.sin(qi)] if joint.nq == 2 else [qi]
-    return np.array(out)
-
-
 def test_small_tree_with_a_mimic_joint_matches_reduced_pinocchio(tmp_path):
     path = tmp_path / "tree.urdf"
     path.write_text(tree_urdf())
@@ -82,7 +57,7 @@ def test_small_tree_with_a_mimic_joint_matches_reduced_pinocchio(tmp_path):
     for _ in range(3):
         q, qd, qdd = (rng.uniform(-1.0, 1.0, 3) for _ in range(3))
         Q = G @ q + c
-        qp = _pin_q(model, Q)
+        qp = pin_q(model, Q)
         M = pin.crba(model, data, qp)
         M = np.triu(M) + np.triu(M, 1).T
         refs = (G.T @ M @ G, G.T @ pin.nonLinearEffects(model, data, qp, G @ qd),
@@ -94,7 +69,7 @@ def test_small_tree_with_a_mimic_joint_matches_reduced_pinocchio(tmp_path):
         tau = robot.inverse_dynamics(q, qd, qdd)
         np.testing.assert_allclose(robot.forward_dynamics(q, qd, tau), qdd, atol=1e-9)
         assert robot.kinetic_energy(q, qd) == pytest.approx(0.5 * qd @ robot.mass_matrix(q) @ qd, rel=1e-12)
-        assert robot.kinetic_energy(q, qd) == pytest.approx(robot.full.kinetic_energy(Q, G @ qd), rel=1e-14)
+        assert robot.kinetic_energy(q, qd) == pytest.approx(0.5 * (G @ qd) @ M @ (G @ qd), rel=1e-12)  # Pinocchio's M
         # frames and Jacobians of every link, the follower's included: Pinocchio's joint frames, J_full G
         pin.computeJointJacobians(model, data, qp)
         for name, joint in (("l1", "j1"), ("l2", "j2"), ("l3", "j3"), ("l4", "j4")):
@@ -112,6 +87,22 @@ def test_small_tree_with_a_mimic_joint_matches_reduced_pinocchio(tmp_path):
     # batches: the same numbers per state
     qs = rng.uniform(-1, 1, (4, 3))
     np.testing.assert_allclose(robot.mass_matrix(qs)[2], robot.mass_matrix(qs[2]), atol=1e-14)
+
+
+def test_link_numbers_index_every_link_the_followers_included(tmp_path):
+    """A link number counts ``robot.links`` (4 here, 3 coordinates), for frames and Jacobians
+    alike: -1 is the last link (the follower l3, depth-first after l2's branch), 3 is accepted."""
+    path = tmp_path / "tree.urdf"
+    path.write_text(tree_urdf())
+    robot = fm.load(path)
+    assert [link.name for link in robot.links] == ["l1", "l2", "l4", "l3"]
+    q = np.array([0.3, -0.4, 0.2])
+    for number, name in ((-1, "l3"), (3, "l3"), (-2, "l4"), (2, "l4"), (-4, "l1")):
+        np.testing.assert_array_equal(robot.frame(q, number), robot.frame(q, name))
+        np.testing.assert_array_equal(robot.jacobian(q, number), robot.jacobian(q, name))
+    np.testing.assert_array_equal(robot.jacobian(q), robot.jacobian(q, "l3"))
+    with pytest.raises(ValueError, match="out of range for 4 links"):
+        robot.frame(q, 4)
 
 
 def test_linearization_of_a_mimic_robot(tmp_path):
@@ -175,17 +166,6 @@ def test_what_works_per_link_refuses_in_one_line(tmp_path):
         fm.simulate(robot, t_final=0.01, dt=0.005, backend="compiled")
 
 
-def _robots_dir():
-    for entry in sys.path:
-        folder = Path(entry) / "cmeel.prefix" / "share" / "example-robot-data" / "robots"
-        if folder.is_dir():
-            return folder
-    return None
-
-
-ROOT = _robots_dir()
-
-
 @pytest.mark.skipif(ROOT is None, reason="example-robot-data is not installed")
 def test_panda_simulates_interpreted_conserving_energy():
     """Panda with its two fingers (panda_finger_joint2 follows joint1): 8 coordinates; free
@@ -201,10 +181,15 @@ def test_panda_simulates_interpreted_conserving_energy():
     assert res.q.shape == (51, 8) and np.all(np.isfinite(res.q))
     energy = [robot.kinetic_energy(q, qd) + robot.potential_energy(q) for q, qd in zip(res.q, res.qd)]
     assert np.ptp(energy) < 1e-8 * max(1.0, abs(energy[0]))
-    # both fingers at the same opening: the follower's frame is where the full model puts it
-    G, c = robot.mimic_map()
-    np.testing.assert_allclose(robot.frame(res.q[-1], "panda_rightfinger"),
-                               robot.full.frame(G @ res.q[-1] + c, "panda_rightfinger"), atol=1e-14)
+    # both fingers at the same opening: the follower's frame is where Pinocchio's full model puts
+    # it at q_full = G q + c (G, c read from the file here)
+    model, _, G, c = pinocchio_reduced(ROOT / "panda_description/urdf/panda.urdf")
+    data = model.createData()
+    pin.framesForwardKinematics(model, data, pin_q(model, G @ res.q[-1] + c))
+    ref = data.oMf[model.getFrameId("panda_rightfinger")]
+    T = robot.frame(res.q[-1], "panda_rightfinger")
+    np.testing.assert_allclose(T[:3, :3], ref.rotation, atol=1e-14)
+    np.testing.assert_allclose(T[:3, 3], ref.translation, atol=1e-14)
 
 
 @pytest.mark.skipif(ROOT is None, reason="example-robot-data is not installed")

@@ -9,6 +9,7 @@ import pytest
 import flexman as fm
 from flexman import Link, ModelError, RigidBody, Robot
 from flexman.model import Placement
+from urdf_helpers import pin_q
 
 pin = pytest.importorskip("pinocchio")
 
@@ -332,7 +333,7 @@ def test_a_tree_saved_as_urdf_reads_back_and_matches_pinocchio(tmp_path):
     np.testing.assert_allclose(back.mass_matrix(q), robot.mass_matrix(q), atol=1e-10)
     np.testing.assert_allclose(back.frame(q, "tool"), robot.frame(q, "tool"), atol=1e-12)
     model = pin.buildModelFromUrdf(str(path))
-    qp = np.concatenate([[np.cos(v), np.sin(v)] if j.nq == 2 else [v] for j, v in zip(list(model.joints)[1:], q)])
+    qp = pin_q(model, q)
     M = pin.crba(model, model.createData(), qp)  # (joints without limits are written continuous)
     np.testing.assert_allclose(robot.mass_matrix(q), np.triu(M) + np.triu(M, 1).T, atol=1e-10)
 
@@ -388,7 +389,7 @@ def test_floating_base_is_a_free_body_like_pinocchio(tmp_path):
     saved = fm.save(robot, tmp_path / "free.urdf")
     model = pin.buildModelFromUrdf(str(saved))
     data = model.createData()
-    qp = np.concatenate([[np.cos(v), np.sin(v)] if j.nq == 2 else [v] for j, v in zip(list(model.joints)[1:], q)])
+    qp = pin_q(model, q)
     M = pin.crba(model, data, qp)
     np.testing.assert_allclose(robot.mass_matrix(q), np.triu(M) + np.triu(M, 1).T, atol=1e-10)
     np.testing.assert_allclose(robot.bias_forces(q, qd), pin.nonLinearEffects(model, data, qp, qd), atol=1e-10)

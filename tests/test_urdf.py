@@ -10,6 +10,7 @@ import pytest
 
 import flexman as fm
 from flexman.model import ModelError
+from urdf_helpers import AXIS_URDF
 
 pin = pytest.importorskip("pinocchio")
 
@@ -188,6 +189,25 @@ def test_bad_urdf_gives_one_line_naming_the_element(tmp_path, case):
     assert expected in message and "\n" not in message
 
 
+def test_implausible_inertial_is_kept_as_written_with_a_warning():
+    """Principal moments (0.1, 0.1, 0.5) break the triangle inequality: read as written, as
+    Pinocchio does, with one warning naming the link; a well-formed inertia beside it is not
+    flagged."""
+    from flexman.model.urdf import robot_from_urdf
+
+    odd = GOOD_LINK.format(n="a").replace('izz="0.1"', 'izz="0.5"')
+    text = '<robot name="r"><link name="b"/>' + odd + GOOD_LINK.format(n="c") + _joint("j1", "b", "a") + (
+        _joint("j2", "a", "c") + "</robot>")
+    with pytest.warns(UserWarning) as record:
+        robot = robot_from_urdf(text)
+    assert len(record) == 1
+    assert str(record[0].message) == ('URDF: <link name="a">/inertial: inertia: principal moments [0.1 0.1 0.5] violate the '
+                                      "triangle inequality (I1 + I2 >= I3); kept as written (a model file written from it "
+                                      "will be refused)")
+    assert [link.body.strict for link in robot.links] == [False, True]
+    np.testing.assert_allclose(robot.links[0].body.inertia, np.diag([0.1, 0.1, 0.5]), rtol=1e-14)
+
+
 OVERLAY = """
 name: two_flexible
 gravity: [0, 0, -9.81]
@@ -297,16 +317,6 @@ def test_flexible_ur5_like_is_the_urdf_with_two_beams():
 
 
 # ----- overlay beam.axis: the beam along any direction of the link frame --------------------------
-AXIS_URDF = """<robot name="r"><link name="b"/>
-<link name="a"><inertial><origin xyz="0.05 -0.02 -0.2" rpy="0.3 -0.2 0.1"/><mass value="1.5"/>
-  <inertia ixx="0.03" iyy="0.025" izz="0.02" ixy="0.001" ixz="-0.002" iyz="0.003"/></inertial></link>
-<link name="c"><inertial><origin xyz="0.1 0.02 0.03" rpy="0 0 0"/><mass value="0.8"/>
-  <inertia ixx="0.01" iyy="0.02" izz="0.015"/></inertial></link>
-<joint name="j1" type="revolute"><parent link="b"/><child link="a"/><origin xyz="0.1 0 0.3" rpy="0.2 0.4 -0.3"/>
-  <axis xyz="0 1 0"/></joint>
-<joint name="j2" type="revolute"><parent link="a"/><child link="c"/><origin xyz="0.03 0.01 -0.4" rpy="-0.5 0.1 0.7"/>
-  <axis xyz="1 0 1"/></joint>
-</robot>"""
 
 
 def _axis_overlay(beam, **link):

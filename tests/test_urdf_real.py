@@ -4,28 +4,19 @@ the same files (mass matrix, bias forces, inverse dynamics; joint damping and fr
 on our side, Pinocchio's dynamics have none)."""
 from __future__ import annotations
 
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import flexman as fm
 from flexman import ModelError
+from urdf_helpers import ROBOTS as ROOT
+from urdf_helpers import pin_q, pinocchio_reduced
 
 pin = pytest.importorskip("pinocchio")
 
 
-def _robots_dir():
-    for entry in sys.path:
-        folder = Path(entry) / "cmeel.prefix" / "share" / "example-robot-data" / "robots"
-        if folder.is_dir():
-            return folder
-    return None
-
-
-ROOT = _robots_dir()
 FILES = sorted(str(p.relative_to(ROOT)) for p in ROOT.rglob("*.urdf")) if ROOT else []
 
 # What flexman refuses, with the reason (one line naming the element): some files describe a
@@ -58,13 +49,6 @@ def _load(rel):
         return fm.load(ROOT / rel)
 
 
-def _pin_q(model, q):
-    out = []
-    for joint, qi in zip(list(model.joints)[1:], q):
-        out += [np.cos(qi), np.sin(qi)] if joint.nq == 2 else [qi]  # continuous joints: (cos, sin)
-    return np.array(out)
-
-
 @pytest.mark.skipif(not FILES, reason="example-robot-data is not installed")
 @pytest.mark.parametrize("rel", READ)
 def test_real_urdf_matches_pinocchio(rel):
@@ -77,34 +61,12 @@ def test_real_urdf_matches_pinocchio(rel):
     rng = np.random.default_rng(len(rel))
     q, qd, qdd = (rng.uniform(-1.0, 1.0, robot.nq) for _ in range(3))
     data = model.createData()
-    qp = _pin_q(model, q)
+    qp = pin_q(model, q)
     M = pin.crba(model, data, qp)
     M = np.triu(M) + np.triu(M, 1).T
     for ours, ref in ((robot.mass_matrix(q), M), (robot.bias_forces(q, qd), pin.nonLinearEffects(model, data, qp, qd)),
                       (robot.inverse_dynamics(q, qd, qdd), pin.rnea(model, data, qp, qd, qdd))):
         assert np.abs(ours - ref).max() <= 1e-10 * max(1.0, np.abs(ref).max())
-
-
-def pinocchio_reduced(path):
-    """Pinocchio's model of the file with every joint a coordinate (its mimic elements unread), and
-    (names of the independent joints, G, c) with q_full = G q + c, built here from the XML."""
-    import defusedxml.ElementTree as ET
-
-    model = pin.buildModelFromUrdf(str(path))
-    names = [model.names[j] for j in range(1, model.njoints)]
-    follows = {}
-    for joint in ET.parse(path).getroot().findall("joint"):
-        m = joint.find("mimic")
-        if m is not None and joint.get("type") != "fixed":
-            follows[joint.get("name")] = (m.get("joint"), float(m.get("multiplier", 1)), float(m.get("offset", 0)))
-    free = [n for n in names if n not in follows]
-    G, c = np.zeros((len(names), len(free))), np.zeros(len(names))
-    for i, n in enumerate(names):
-        if n in follows:
-            G[i, free.index(follows[n][0])], c[i] = follows[n][1], follows[n][2]
-        else:
-            G[i, free.index(n)] = 1.0
-    return model, free, G, c
 
 
 @pytest.mark.skipif(not FILES, reason="example-robot-data is not installed")
@@ -123,7 +85,7 @@ def test_mimic_urdf_matches_reduced_pinocchio(rel):
     rng = np.random.default_rng(len(rel))
     q, qd, qdd = (rng.uniform(-1.0, 1.0, robot.nq) for _ in range(3))
     data = model.createData()
-    qp = _pin_q(model, G @ q + c)
+    qp = pin_q(model, G @ q + c)
     M = pin.crba(model, data, qp)
     M = np.triu(M) + np.triu(M, 1).T
     refs = (G.T @ M @ G, G.T @ pin.nonLinearEffects(model, data, qp, G @ qd), G.T @ pin.rnea(model, data, qp, G @ qd, G @ qdd))

@@ -91,6 +91,8 @@ def _wrench_forces(robot, q, f_ext):
     if not isinstance(f_ext, (list, tuple)):
         raise ValueError("f_ext: expected a list of (link, point, wrench) entries")
     total = 0.0
+    m = _mimic(robot)  # with mimic joints: (J_full G)^T w, J_full at G q + c
+    on, q_on = (robot, q) if m is None else (m[2], _expand(m[0], m[1], q))
     for k, entry in enumerate(f_ext):
         if not isinstance(entry, (list, tuple)) or len(entry) != 3:
             raise ValueError(f"f_ext[{k}]: expected (link, point, wrench), got {entry!r:.60}")
@@ -100,13 +102,9 @@ def _wrench_forces(robot, q, f_ext):
         i, pt = _on_link(robot, link, inputs.point(point))
         if i < 0:  # a frame on the base: the wrench does no work
             continue
-        if (m := _mimic(robot)) is not None:  # (J_full G)^T w
-            G, c, full = m
-            J = _in_chunks(full, lambda q: l4.point_jacobian(numeric_model(full), q, i, pt, second_order=None),
-                           _expand(G, c, q))
-            total = total + (np.swapaxes(J @ G, -1, -2) @ wrench[..., None])[..., 0]
-            continue
-        J = _in_chunks(robot, lambda q: l4.point_jacobian(numeric_model(robot), q, i, pt, second_order=None), q)
+        J = _in_chunks(on, lambda q: l4.point_jacobian(numeric_model(on), q, i, pt, second_order=None), q_on)
+        if m is not None:
+            J = J @ m[0]
         total = total + (np.swapaxes(J, -1, -2) @ wrench[..., None])[..., 0]
     return total
 
@@ -263,9 +261,9 @@ def frame(robot, q, link=-1, order=1):
     q = inputs.state(robot, q)
     if i < 0:  # fixed on the base
         return np.broadcast_to(T, q.shape[:-1] + (4, 4)).copy()
-    if (m := _mimic(robot)) is not None:
-        G, c, full = m
-        return frame(full, _expand(G, c, q), link, order=order)
+    if (m := _mimic(robot)) is not None:  # the full robot's frame at G q + c
+        G, c, robot = m
+        q = _expand(G, c, q)
     W = _in_chunks(robot, lambda q: l4.frames(numeric_model(robot), q, second_order=(order == 2))[i], q)
     return W if T is None else W @ T
 

@@ -149,16 +149,17 @@ def mass_and_bias(model, q, qd):
     return mass_matrix(model, q, recs), backward(model, recs, qd, qdd)
 
 
-def composite_moments(links, recs, moments):
+def composite_moments(model, recs, moments):
     """(Ct, Ch): per link, the second moments of everything beyond its tip on its distal frame
     W_i, and of everything from its undeformed frame Wh_i on (body on Wh, the beam's kinetic
     moments ``moments[i][0]``, ``D Ct D^T``), by one backward pass."""
+    links, children = model.links, model.children
     n = len(links)
     Ct, Ch = [None] * n, [None] * n
     for i in range(n - 1, -1, -1):
         lk, rec = links[i], recs[i]
         C = lk.body_tip
-        for c in (j for j in range(i + 1, n) if links[j].parent == i):  # the children, in order
+        for c in children[i]:
             A = recs[c]["A"]
             C = C + A @ Ch[c] @ _T(A)
         Ct[i] = C
@@ -197,7 +198,7 @@ def mass_matrix(model, q, recs=None):
     coords = [[i] + list(range(lk.flex.start, lk.flex.stop)) if lk.beam is not None else [i]
               for i, lk in enumerate(links)]
     moments = [None if lk.beam is None else lk.beam.inertia_moments(recs[i]["p"]) for i, lk in enumerate(links)]
-    Ct, Ch = composite_moments(links, recs, moments)
+    Ct, Ch = composite_moments(model, recs, moments)
     T = [None if lk.beam is None else lk.beam.tip_partials(recs[i]["p"], lk.beam.stiffening) for i, lk in enumerate(links)]
     WT = [None if lk.beam is None else recs[i]["Wh"][..., None, :, :] @ T[i] for i, lk in enumerate(links)]
 

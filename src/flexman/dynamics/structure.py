@@ -9,6 +9,7 @@ by its point map and tip transform (:mod:`.beam_tensors`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -45,14 +46,11 @@ class Model:
     n_joints: int
     gravity: np.ndarray
 
-    @property
+    @cached_property
     def children(self) -> list:
-        """For each link, the indices of its children in order (a serial arm: [i + 1])."""
-        out = [[] for _ in self.links]
-        for i, lk in enumerate(self.links):
-            if lk.parent >= 0:
-                out[lk.parent].append(i)
-        return out
+        """For each link, the indices of its children in order (a serial arm: [i + 1]); worked out
+        once per model, not at every evaluation."""
+        return tree.children_of([lk.parent for lk in self.links])
 
 
 def second_moments_at_rest(robot, i):

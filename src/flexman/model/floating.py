@@ -14,7 +14,6 @@ from .robot import Link, Placement, RigidBody
 
 AXES = (("x", "prismatic", (1.0, 0.0, 0.0)), ("y", "prismatic", (0.0, 1.0, 0.0)), ("z", "prismatic", (0.0, 0.0, 1.0)),
         ("yaw", "revolute", (0.0, 0.0, 1.0)), ("pitch", "revolute", (0.0, 1.0, 0.0)), ("roll", "revolute", (1.0, 0.0, 0.0)))
-COORDINATES = tuple(name for name, _, _ in AXES)
 
 
 def floating_links(body: RigidBody, name: str = "base") -> list:

@@ -94,8 +94,9 @@ def states(robot, **named) -> list:
 
 
 def link_index(robot, link) -> int:
-    """A link number in [-n, n) (negative counts from the end), as a Python int."""
-    n = robot.n_joints
+    """A link number in [-n, n) (negative counts from the end), as a Python int: an index into
+    ``robot.links`` (a robot with mimic joints has more links than coordinates)."""
+    n = len(robot.links)
     if isinstance(link, bool) or not isinstance(link, (numbers.Integral,)):
         raise ValueError(f"link: expected a link number from {-n} to {n - 1}, got {link!r}")
     if not -n <= int(link) < n:
@@ -114,7 +115,7 @@ def link_frame(robot, link) -> tuple:
         if link in robot.frames:
             return robot.frames[link]
         known = [n for n in names if n] + list(robot.frames)
-        n = robot.n_joints
+        n = len(names)
         raise ValueError(f"link: expected a link number from {-n} to {n - 1} or the name of a link or frame; "
                          f"no link or frame is named {link!r} (names: {', '.join(known) or 'none'})")
     return link_index(robot, link), None

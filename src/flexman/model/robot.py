@@ -125,18 +125,22 @@ def inertia_matrix(value, where: str, strict: bool = True) -> np.ndarray:
     within(mat, where, lim.MAX_INERTIA, " kg m^2")
     if not np.allclose(mat, mat.T, atol=1e-12 * max(1.0, np.abs(mat).max())):
         raise ModelError(f"{where}: inertia matrix must be symmetric")
-    if not strict:
-        return mat
+    if strict and (problem := inertia_problem(mat, where)):
+        raise ModelError(problem)
+    return mat
+
+
+def inertia_problem(mat, where: str) -> str | None:
+    """Why a finite symmetric inertia matrix is no real mass distribution (not positive
+    semi-definite, or principal moments breaking the triangle inequality), or None."""
     eig = np.linalg.eigvalsh(mat)
     tol = 1e-9 * max(1e-12, np.abs(eig).max())
     if eig.min() < -tol:
-        raise ModelError(f"{where}: inertia must be positive semi-definite (eigenvalues {eig})")
+        return f"{where}: inertia must be positive semi-definite (eigenvalues {eig})"
     a, b, c = eig
     if a + b < c - tol or a + c < b - tol or b + c < a - tol:
-        raise ModelError(
-            f"{where}: principal moments {eig} violate the triangle inequality (I1 + I2 >= I3)"
-        )
-    return mat
+        return f"{where}: principal moments {eig} violate the triangle inequality (I1 + I2 >= I3)"
+    return None
 
 
 @dataclass
@@ -718,42 +722,14 @@ class MimicRobot(Robot):
         """Indices (into ``links``) of the links whose joints are coordinates, in order."""
         return tuple(i for i, link in enumerate(self.links) if link.name not in self.mimic)
 
-    @property
-    def coordinate_links(self) -> tuple:
-        """For each coordinate, the index of its link."""
-        return self.independent
-
     def mimic_map(self):
-        """(G, c): ``q_full = G q + c`` (G: len(links) x nq)."""
-        key = self.content_key()
-        hit = self.__dict__.get("_mimic_map")
-        if hit is not None and hit[0] == key:
-            return hit[1]
-        names = [link.name for link in self.links]
-        column = {i: k for k, i in enumerate(self.independent)}
-        G, c = np.zeros((len(self.links), self.n_joints)), np.zeros(len(self.links))
-        for i, name in enumerate(names):
-            if name in self.mimic:
-                source, multiplier, offset = self.mimic[name]
-                G[i, column[names.index(source)]] = float(multiplier)
-                c[i] = float(offset)
-            else:
-                G[i, column[i]] = 1.0
-        G.flags.writeable = c.flags.writeable = False
-        self.__dict__["_mimic_map"] = (key, (G, c))
-        return G, c
+        """(G, c): ``q_full = G q + c`` (G: len(links) x nq), built once per content (:meth:`derived`)."""
+        return self.derived("mimic_map", _build_mimic_map)
 
     @property
     def full(self) -> Robot:
         """The same links with every joint a coordinate of its own (the links are shared)."""
-        key = self.content_key()
-        hit = self.__dict__.get("_full")
-        if hit is not None and hit[0] == key:
-            return hit[1]
-        full = Robot(links=self.links, name=self.name, gravity=self.gravity, dh=self.dh, payload=self.payload)
-        full.frames = self.frames
-        self.__dict__["_full"] = (key, full)
-        return full
+        return self.derived("full", _build_full)
 
     def content_key(self) -> tuple:
         return super().content_key() + (("mimic",) + tuple(
@@ -763,6 +739,27 @@ class MimicRobot(Robot):
         if what in PER_LINK_MODELS:
             raise ModelError(mimic_refusal(self, "this computation (it takes one coordinate per link)"))
         return super().derived(what, build)
+
+
+def _build_mimic_map(robot):
+    names = [link.name for link in robot.links]
+    column = {i: k for k, i in enumerate(robot.independent)}
+    G, c = np.zeros((len(robot.links), robot.n_joints)), np.zeros(len(robot.links))
+    for i, name in enumerate(names):
+        if name in robot.mimic:
+            source, multiplier, offset = robot.mimic[name]
+            G[i, column[names.index(source)]] = float(multiplier)
+            c[i] = float(offset)
+        else:
+            G[i, column[i]] = 1.0
+    G.flags.writeable = c.flags.writeable = False
+    return G, c
+
+
+def _build_full(robot):
+    full = Robot(links=robot.links, name=robot.name, gravity=robot.gravity, dh=robot.dh, payload=robot.payload)
+    full.frames = robot.frames
+    return full
 
 
 def mimic_refusal(robot, what: str) -> str:

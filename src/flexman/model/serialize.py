@@ -51,8 +51,6 @@ MODE_FIELDS = ("y", "z", "torsion")
 INERTIA_HINT = "give [Ixx, Iyy, Izz, Ixy, Iyz, Ixz], a 3x3 matrix or 3 principal values"
 ANGLE_HINT = "a number in radians, {deg: 90} or \"90 deg\""
 
-# The spelling the YAML reader makes a float (parse.EXPONENT_NUMBER), accepted as text from Python too.
-_EXP_NUMBER = EXPONENT_NUMBER
 _ANGLE_TEXT = re.compile(r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(deg|degrees|rad|radians)")
 
 
@@ -102,7 +100,7 @@ def _number(value, where: str, *, rule=None, what="a finite number") -> float:
     """A finite float, optionally meeting a lower bound ``rule`` = (bound, strict), see
     :data:`~flexman.model.robot.LOWER_BOUNDS`. Booleans and text are refused."""
     bound = f" {bound_text(rule)}" if rule is not None else ""
-    if isinstance(value, str) and _EXP_NUMBER.fullmatch(value.strip()):
+    if isinstance(value, str) and EXPONENT_NUMBER.fullmatch(value.strip()):  # as the YAML reader does
         value = float(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ModelError(f"{where}: must be {what}{bound} (got {describe_value(value)})")
@@ -482,6 +480,14 @@ def _beam_dict(beam: Beam) -> dict:
     return out
 
 
+def _link_ref(names, i):
+    """How a file names link i (a parent, a frame's link): 'base' for -1, else its name where that
+    is unique, else its index."""
+    if i < 0:
+        return "base"
+    return names[i] if names[i] and names.count(names[i]) == 1 else i
+
+
 def robot_to_dict(robot: Robot) -> dict:
     """Plain data for a robot, in the model-file schema (angles in radians).
 
@@ -500,9 +506,8 @@ def robot_to_dict(robot: Robot) -> dict:
     names = [link.name for link in robot.links]
     for link in robot.links:
         item = {"name": link.name} if link.name else {}
-        if link.parent is not None:  # written only for a tree: by name where the name is unique
-            p = link.parent
-            item["parent"] = "base" if p < 0 else (names[p] if names[p] and names.count(names[p]) == 1 else p)
+        if link.parent is not None:  # written only for a tree
+            item["parent"] = _link_ref(names, link.parent)
         item["joint"] = link.joint
         if link.placement is not None:
             pl = link.placement
@@ -527,8 +532,7 @@ def robot_to_dict(robot: Robot) -> dict:
     if robot.frames:
         from .rotations import matrix_rpy
 
-        out["frames"] = {name: {"link": "base" if i < 0 else (names[i] if names[i] and names.count(names[i]) == 1 else i),
-                                "xyz": _floats(T[:3, 3]), "rpy": _floats(matrix_rpy(T[:3, :3]))}
+        out["frames"] = {name: {"link": _link_ref(names, i), "xyz": _floats(T[:3, 3]), "rpy": _floats(matrix_rpy(T[:3, :3]))}
                          for name, (i, T) in robot.frames.items()}
     if getattr(robot, "controller", None) is not None:
         out["controller"] = copy.deepcopy(robot.controller)

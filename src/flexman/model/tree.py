@@ -109,29 +109,10 @@ def children_of(parents) -> list:
     return out
 
 
-def ancestors(parents, i) -> list:
-    """Link i's ancestors, nearest first (the links whose joints move it)."""
-    out = []
-    j = parents[i]
-    while j != BASE:
-        out.append(j)
-        j = parents[j]
-    return out
-
-
 def subtree_end(parents, i) -> int:
-    """One past the last index of link i's subtree: its descendants are i+1 .. end-1 (depth-first order)."""
+    """One past the last index of link i's subtree: its descendants are i+1 .. end-1 (depth-first
+    order keeps a subtree contiguous, and the first link after it hangs from a link before i)."""
     end = i + 1
-    while end < len(parents) and parents[end] >= i and _descends(parents, end, i):
+    while end < len(parents) and parents[end] >= i:
         end += 1
     return end
-
-
-def _descends(parents, j, i) -> bool:
-    while j > i:
-        j = parents[j]
-    return j == i
-
-
-def is_serial(parents) -> bool:
-    return all(p == i - 1 for i, p in enumerate(parents))

@@ -26,7 +26,8 @@ from .errors import ModelError
 from .floating import floating_links
 from .names import printable
 from .rotations import matrix_rpy, rpy_matrix
-from .robot import Link, MimicRobot, Placement, RigidBody, Robot, bound_text, mimic_refusal, bounds, meets_bound, unit_vector
+from .robot import (Link, MimicRobot, Placement, RigidBody, Robot, bound_text, bounds, inertia_problem, meets_bound,
+                    mimic_refusal, unit_vector)
 from .serialize import check_fields, join, robot_from_dict, robot_to_dict
 
 MAX_BYTES = 5_000_000
@@ -116,21 +117,16 @@ def _inertial(link_elem, where: str) -> RigidBody | None:
                    [vals["ixz"], vals["iyz"], vals["izz"]]])
     R = T[:3, :3]
     try:
-        return RigidBody(mass, T[:3, 3], R @ Ic @ R.T)
+        body = RigidBody(mass, T[:3, 3], R @ Ic @ R.T, strict=False)
     except ModelError as exc:
-        if not _physical_only(exc):
-            raise ModelError(f"{w}: {exc}") from None
-        reason = str(exc)
-    import warnings  # Pinocchio reads such inertials as written; so do we, saying so
+        raise ModelError(f"{w}: {exc}") from None
+    problem = inertia_problem(body.inertia, "inertia")
+    body.strict = problem is None
+    if problem:  # Pinocchio reads such inertials as written; so do we, saying so
+        import warnings
 
-    warnings.warn(f"{w}: {reason}; kept as written (a model file written from it will be refused)", stacklevel=4)
-    return RigidBody(mass, T[:3, 3], R @ Ic @ R.T, strict=False)
-
-
-def _physical_only(exc) -> bool:
-    """Whether an inertia error is only a physical implausibility (kept, with a warning)."""
-    text = str(exc)
-    return "triangle inequality" in text or "positive semi-definite" in text
+        warnings.warn(f"{w}: {problem}; kept as written (a model file written from it will be refused)", stacklevel=4)
+    return body
 
 
 def urdf_identifier(name: str) -> str:

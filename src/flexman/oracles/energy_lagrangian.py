@@ -51,12 +51,12 @@ class EnergyLagrangian:
     def _clouds(self, q):
         """Mass points (weights, positions) and rigid (J, W) pairs at configuration q."""
         robot, model = self.robot, self.model
-        W = np.eye(4, dtype=complex)
+        parents = robot.parents
         distal = []  # each link's distal frame: a tree's links start from their parent's
         weights, points, rigid = [], [], []
         self._second = []  # (weights, undeformed points, second-order displacements) of stiffened beams
         for i, (link, lk) in enumerate(zip(robot.links, model.links)):
-            W = distal[robot.parents[i]] if robot.parents[i] >= 0 else np.eye(4, dtype=complex)
+            W = distal[parents[i]] if parents[i] >= 0 else np.eye(4, dtype=complex)
             P, N, offset = dh.split(link, robot.dh)
             qi = q[i] + offset
             if link.joint == "revolute":
@@ -81,9 +81,8 @@ class EnergyLagrangian:
                 points.append(pts)
             rigid.append((link.body.pseudo_inertia(), Wt))
             distal.append(Wt)
-            W = Wt
-        if robot.payload is not None:
-            rigid.append((robot.payload.pseudo_inertia(), W))
+        if robot.payload is not None:  # on the last link's distal frame
+            rigid.append((robot.payload.pseudo_inertia(), distal[-1]))
         w = np.concatenate(weights) if weights else np.zeros(0)
         pts = np.concatenate(points) if points else np.zeros((0, 3), dtype=complex)
         return w, pts, rigid

@@ -1,0 +1,66 @@
+"""URDF material shared by the test modules: where ``example-robot-data`` keeps its robots,
+Pinocchio's joint coordinates and its full model reduced by ``q_full = G q + c`` (mimic joints,
+built from the XML here, not by flexman), and a small two-joint URDF for the overlay tests."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+
+def robots_dir():
+    """The ``robots`` folder of example-robot-data (the set Pinocchio's own tests use), or None."""
+    for entry in sys.path:
+        folder = Path(entry) / "cmeel.prefix" / "share" / "example-robot-data" / "robots"
+        if folder.is_dir():
+            return folder
+    return None
+
+
+ROBOTS = robots_dir()
+
+
+def pin_q(model, q):
+    """Pinocchio's configuration for joint values q: continuous joints as (cos, sin)."""
+    out = []
+    for joint, qi in zip(list(model.joints)[1:], q):
+        out += [np.cos(qi), np.sin(qi)] if joint.nq == 2 else [qi]
+    return np.array(out)
+
+
+def pinocchio_reduced(path):
+    """Pinocchio's model of the file with every joint a coordinate (its mimic elements unread), and
+    (names of the independent joints, G, c) with q_full = G q + c, built here from the XML."""
+    import defusedxml.ElementTree as ET
+    import pinocchio as pin
+
+    model = pin.buildModelFromUrdf(str(path))
+    names = [model.names[j] for j in range(1, model.njoints)]
+    follows = {}
+    for joint in ET.parse(path).getroot().findall("joint"):
+        m = joint.find("mimic")
+        if m is not None and joint.get("type") != "fixed":
+            follows[joint.get("name")] = (m.get("joint"), float(m.get("multiplier", 1)), float(m.get("offset", 0)))
+    free = [n for n in names if n not in follows]
+    G, c = np.zeros((len(names), len(free))), np.zeros(len(names))
+    for i, n in enumerate(names):
+        if n in follows:
+            G[i, free.index(follows[n][0])], c[i] = follows[n][1], follows[n][2]
+        else:
+            G[i, free.index(n)] = 1.0
+    return model, free, G, c
+
+
+# Two revolute joints with rotated origins and inertials, the second about an oblique axis: the
+# robot the overlay's beam.axis tests turn a beam on (link "a").
+AXIS_URDF = """<robot name="r"><link name="b"/>
+<link name="a"><inertial><origin xyz="0.05 -0.02 -0.2" rpy="0.3 -0.2 0.1"/><mass value="1.5"/>
+  <inertia ixx="0.03" iyy="0.025" izz="0.02" ixy="0.001" ixz="-0.002" iyz="0.003"/></inertial></link>
+<link name="c"><inertial><origin xyz="0.1 0.02 0.03" rpy="0 0 0"/><mass value="0.8"/>
+  <inertia ixx="0.01" iyy="0.02" izz="0.015"/></inertial></link>
+<joint name="j1" type="revolute"><parent link="b"/><child link="a"/><origin xyz="0.1 0 0.3" rpy="0.2 0.4 -0.3"/>
+  <axis xyz="0 1 0"/></joint>
+<joint name="j2" type="revolute"><parent link="a"/><child link="c"/><origin xyz="0.03 0.01 -0.4" rpy="-0.5 0.1 0.7"/>
+  <axis xyz="1 0 1"/></joint>
+</robot>"""
