@@ -25,7 +25,7 @@ from ..model.limits import MAX_JOINT_ACCELERATION, MAX_JOINT_POSITION, MAX_JOINT
 from .backend import evaluator, fixed_step_work
 from .compiled_loop import plan, trajectory_struct
 from .result import Result
-from .run import Progress, energy, check_start, integrate, prepare, show_progress
+from .run import check_start, energy, prepare, run_loop
 
 __all__ = ["motion_input", "check_resolved", "split_dynamics", "simulate_prescribed", "MOTION_LIMITS"]
 
@@ -185,18 +185,9 @@ def simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, 
     q_start = np.concatenate([start[0], q0[nj:]])
     check_start(model, q_start, {"rtol": rtol, "atol": atol, "max_step": max_step})
     x0 = np.concatenate([q0[nj:], qd0[nj:], [0.0]])
-    if compiled is not None:
-        t_out, X, taus, stats = compiled.run(x0, t_grid)
-    else:
-        bar = Progress(show_progress(progress, model, q_start, np.concatenate([start[1], qd0[nj:]]), len(t_grid) - 1),
-                       t_grid[-1], f"simulate prescribed ({method})")
-        try:
-            t_out, X, taus, stats = integrate("simulate", rates, needed_torque, x0, t_grid, nf, nj, method, rtol,
-                                              atol, max_step, bar)
-        finally:
-            bar.close()
-        stats["loop_reason"] = why
-    stats["backend"] = {"c": "compiled", "numpy": "generated NumPy"}.get(getattr(model, "backend", None), "numeric")
+    t_out, X, taus, stats = run_loop(compiled, why, model, progress, q_start, np.concatenate([start[1], qd0[nj:]]),
+                                     f"simulate prescribed ({method})", rates, needed_torque, x0, t_grid, nf, nj,
+                                     method, rtol, atol, max_step)
     n = len(t_out)  # every method's outputs are the first n grid times
     q = np.column_stack([joint_samples[0][:n], X[:, :nf]])
     qd = np.column_stack([joint_samples[1][:n], X[:, nf:2 * nf]])
