@@ -22,7 +22,7 @@ import numpy as np
 from ..model import inputs
 from ..model.errors import SingularMatrixError
 from ..model.limits import MAX_JOINT_ACCELERATION, MAX_JOINT_POSITION, MAX_JOINT_RATE
-from .backend import evaluator, fixed_step_work
+from .backend import evaluator, fixed_step_work, mass_and_bias
 from .compiled_loop import plan, trajectory_struct
 from .result import Result
 from .run import check_start, energy, prepare, run_loop
@@ -98,26 +98,14 @@ def _describe(value) -> str:
     return f"an array of shape {shape}" if shape is not None else type(value).__name__
 
 
-def _mass_and_bias(model):
-    """(q, qd) -> (M, b) of the evaluator: one recursion for the interpreted robot."""
-    from ..model import Robot
-
-    if isinstance(model, Robot):
-        from ..dynamics.api import mass_matrix_and_bias
-
-        return lambda q, qd: mass_matrix_and_bias(model, q, qd)
-    return lambda q, qd: (model.mass_matrix(q), model.bias_forces(q, qd))
-
-
 def split_dynamics(model, n_joints):
     """A function (q, qd, qdd_r) -> (qdd_f, tau): the flexible accelerations and the joint
     torques of the motion with joint accelerations qdd_r (the partition in the module doc)."""
-    mass_and_bias = _mass_and_bias(model)
     r = slice(0, n_joints)
     f = slice(n_joints, None)
 
     def solve(q, qd, qdd_r):
-        M, b = mass_and_bias(q, qd)
+        M, b = mass_and_bias(model, q, qd)
         M, b = np.asarray(M, dtype=float), np.asarray(b, dtype=float)
         rhs = -(b[f] + M[f, r] @ qdd_r)
         try:
