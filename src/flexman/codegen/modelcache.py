@@ -136,9 +136,11 @@ def compiled_model(robot, formulation="newton_euler", flags=None, extension=None
     return CompiledModel(None, "c", funcs, None, module, robot=robot, layout=layout, param_values=values)
 
 
-def _built_sizes() -> set:
-    """The coordinate counts of the models in the disk cache and loaded by this process."""
-    return {e.nq for e in entries()} | {layout["mass_matrix"]["out_shape"][0] for layout, *_ in _loaded.values()}
+def _size_built(nq) -> bool:
+    """Whether a model of ``nq`` coordinates is loaded by this process or in the disk cache
+    (memory first: reading the cache's manifests costs milliseconds, at every run)."""
+    return (any(layout["mass_matrix"]["out_shape"][0] == nq for layout, *_ in _loaded.values())
+            or any(e.nq == nq for e in entries()))
 
 
 def existing_model(robot, formulation="newton_euler"):
@@ -150,7 +152,7 @@ def existing_model(robot, formulation="newton_euler"):
         cbuild.compiler()
     except (NotCompilable, RuntimeError):
         return None
-    if robot.nq not in _built_sizes():
+    if not _size_built(robot.nq):
         return None  # no model of this size is built: skip the key (a clamped-mass arm's takes seconds)
     kinds = (True, False) if os.environ.get("FLEXMAN_NO_EXT", "") in ("", "0") else (False,)
     for extension in kinds:

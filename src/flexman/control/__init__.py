@@ -21,6 +21,7 @@ import copy
 import numpy as np
 
 from ..model import inputs
+from ..simulate.backend import mass_and_bias
 
 
 def _gain_matrix(gain, n, name):
@@ -199,9 +200,8 @@ class ComputedTorque(Controller):
         r = self.robot.joint_index
         q_d, qd_d, qdd_d = self.traj(t)
         v = qdd_d + (qd_d - qd[..., r]) @ self.kd.T + (q_d - q[..., r]) @ self.kp.T
-        M = self.terms.mass_matrix(q)[..., r, r]
-        b = self.terms.bias_forces(q, qd)[..., r]
-        return self.saturate((M @ v[..., None])[..., 0] + b)
+        M, b = mass_and_bias(self.terms, q, qd)
+        return self.saturate((M[..., r, r] @ v[..., None])[..., 0] + b[..., r])
 
 
 class Decoupling(Controller):
@@ -240,8 +240,7 @@ class Decoupling(Controller):
 
     def decoupled_terms(self, q, qd):
         """(M_eq, b_eq): the equivalent joint-space mass matrix and nonlinear term of (30)."""
-        M = self.terms.mass_matrix(q)
-        b = self.terms.bias_forces(q, qd)
+        M, b = mass_and_bias(self.terms, q, qd)
         r, f = self.robot.joint_index, self.robot.flex_index
         if self.robot.nf == 0:
             return M[..., r, r], b[..., r]

@@ -21,6 +21,9 @@ import os
 import sys
 import time
 
+from ..dynamics.api import mass_matrix_and_bias
+from ..model import Robot
+
 BACKENDS = ("auto", "compiled", "numeric")
 _said = set()
 
@@ -93,8 +96,6 @@ def evaluator(robot, backend=None, formulation="newton_euler", quiet=False, work
     non-Robot object is returned unchanged. ``quiet``: no build or fall-back lines. ``work``:
     the run's steps (of one state), so that ``"auto"`` does not build a model for a run that
     costs less than the build (see the module doc)."""
-    from ..model import Robot
-
     backend = default_backend() if backend is None else str(backend).lower()
     if backend not in BACKENDS:
         raise ValueError(f"backend: unknown '{backend}'; use one of {', '.join(BACKENDS)}")
@@ -128,3 +129,12 @@ def evaluator(robot, backend=None, formulation="newton_euler", quiet=False, work
 def _first_line(exc) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def mass_and_bias(model, q, qd):
+    """(M(q), b(q, qd)) of the evaluator ``model``: one recursion for the interpreted robot (its
+    two functions apart run two), a compiled model's own two functions otherwise. For the
+    callers that need both at every stage (model-based controllers, prescribed motion)."""
+    if isinstance(model, Robot):
+        return mass_matrix_and_bias(model, q, qd)
+    return model.mass_matrix(q), model.bias_forces(q, qd)

@@ -23,7 +23,7 @@ import numpy as np
 from ..model import inputs
 from .backend import evaluator, fixed_step_work
 from .compiled_loop import plan
-from .run import Progress, controller_parts, output_times
+from .run import Progress, backend_name, controller_parts, output_times
 
 METHODS = ("rk4", "dopri5")
 
@@ -131,13 +131,12 @@ def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, cont
     if t_out[-1] != grid[-1]:
         t_out = np.append(t_out, grid[-1])
     x = np.concatenate([Q0, QD0, np.broadcast_to(z0, (B, n_z))], axis=1)
-    backend_name = {"c": "compiled", "numpy": "generated NumPy"}.get(getattr(model, "backend", None), "numeric")
     if compiled is not None:
         start = time.perf_counter()
         X, TAU, status = compiled.batch(x, grid, int(output_every), len(t_out), params)
         stats = {"steps": len(grid) - 1, "rhs_evaluations": 4 * (len(grid) - 1) + 1, "success": bool(np.all(status == 0)),
                  "failed_runs": np.flatnonzero(status).tolist(), "wall_time": time.perf_counter() - start, "runs": B,
-                 "backend": backend_name, "loop": "compiled"}
+                 "backend": backend_name(model), "loop": "compiled"}
         return BatchResult(t=t_out, q=X[:, :, :nq], qd=X[:, :, nq:2 * nq], tau=TAU, controller_state=X[:, :, 2 * nq:],
                            robot=robot, params=params, method=method, stats=stats)
     X = np.empty((len(t_out), B, x.shape[1]))
@@ -151,7 +150,8 @@ def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, cont
             stats = _dopri5(rhs, t_out, x, X, TAU, rtol, atol, float(dt), bar, max_steps)
     finally:
         bar.close()
-    stats.update(wall_time=time.perf_counter() - start, runs=B, backend=backend_name, loop="python", loop_reason=why)
+    stats.update(wall_time=time.perf_counter() - start, runs=B, backend=backend_name(model), loop="python",
+                 loop_reason=why)
     X = X.transpose(1, 0, 2)
     return BatchResult(t=t_out, q=X[:, :, :nq], qd=X[:, :, nq:2 * nq], tau=TAU.transpose(1, 0, 2),
                        controller_state=X[:, :, 2 * nq:], robot=robot, params=params, method=method, stats=stats)

@@ -79,8 +79,9 @@ class CompiledLoop:
                                  **{w: address for w, (address, _) in entries.items()})
         self.lib = cloop.library()
 
-    def run(self, x0, t_grid, label="simulate"):
-        """(t, X, taus, stats) of one RK4 run from x0 over t_grid (see ``run.integrate``)."""
+    def run(self, x0, t_grid, label="simulate", stacklevel=3):
+        """(t, X, taus, stats) of one RK4 run from x0 over t_grid (see ``run.integrate``, its
+        ``label`` and ``stacklevel``)."""
         x0, t_grid = _array(x0), _array(t_grid)
         n_t, nx, nj = len(t_grid), len(x0), self.model.n_joints
         X, taus = np.empty((n_t, nx)), np.empty((n_t, nj))
@@ -97,7 +98,7 @@ class CompiledLoop:
         steps = n_t - 1 if status == 0 else k - 1
         info = _info(status, t_fault.value, steps)
         if status:
-            warn_fault(label, "rk4", info, t_out)
+            warn_fault(label, "rk4", info, t_out, stacklevel)
         stats = {"rhs_evaluations": 4 * steps + 1, "wall_time": wall, "loop": "compiled", **info}
         return t_out, X, taus, stats
 

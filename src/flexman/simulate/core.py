@@ -13,7 +13,7 @@ import numpy as np
 from .backend import evaluator, fixed_step_work
 from .compiled_loop import first_torque, plan
 from .result import Result
-from .run import Progress, energy, check_start, controller_parts, integrate, prepare, show_progress
+from .run import check_start, controller_parts, energy, prepare, run_loop
 from .stability import check_step
 
 
@@ -66,17 +66,8 @@ def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=No
     check_start(model, q0, {"rtol": rtol, "atol": atol, "max_step": max_step})  # M by the compiled model when there is one
     if compiled is not None:
         first_torque(total_torque, t_grid[0], x0)
-        t_out, X, taus, stats = compiled.run(x0, t_grid)
-    else:
-        bar = Progress(show_progress(progress, model, q0, qd0, len(t_grid) - 1), t_grid[-1],
-                       f"simulate ({method})")
-        try:
-            t_out, X, taus, stats = integrate("simulate", rates, total_torque, x0, t_grid, nq, nj, method, rtol,
-                                              atol, max_step, bar)
-        finally:
-            bar.close()
-        stats["loop_reason"] = why
-    stats["backend"] = {"c": "compiled", "numpy": "generated NumPy"}.get(getattr(model, "backend", None), "numeric")
+    t_out, X, taus, stats = run_loop(compiled, why, model, progress, q0, qd0, f"simulate ({method})", rates,
+                                     total_torque, x0, t_grid, nq, nj, method, rtol, atol, max_step)
     q, qd = X[:, :nq], X[:, nq:2 * nq]
     return Result(t=np.asarray(t_out), q=q, qd=qd, tau=taus, energy=energy(robot, model, q, qd),
                   robot=robot, method=method, stats=stats, controller_state=X[:, 2 * nq:],

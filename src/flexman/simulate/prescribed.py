@@ -22,10 +22,10 @@ import numpy as np
 from ..model import inputs
 from ..model.errors import SingularMatrixError
 from ..model.limits import MAX_JOINT_ACCELERATION, MAX_JOINT_POSITION, MAX_JOINT_RATE
-from .backend import evaluator, fixed_step_work
+from .backend import evaluator, fixed_step_work, mass_and_bias
 from .compiled_loop import plan, trajectory_struct
 from .result import Result
-from .run import Progress, energy, check_start, integrate, prepare, show_progress
+from .run import check_start, energy, prepare, run_loop
 
 __all__ = ["motion_input", "check_resolved", "split_dynamics", "simulate_prescribed", "MOTION_LIMITS"]
 
@@ -98,26 +98,14 @@ def _describe(value) -> str:
     return f"an array of shape {shape}" if shape is not None else type(value).__name__
 
 
-def _mass_and_bias(model):
-    """(q, qd) -> (M, b) of the evaluator: one recursion for the interpreted robot."""
-    from ..model import Robot
-
-    if isinstance(model, Robot):
-        from ..dynamics.api import mass_matrix_and_bias
-
-        return lambda q, qd: mass_matrix_and_bias(model, q, qd)
-    return lambda q, qd: (model.mass_matrix(q), model.bias_forces(q, qd))
-
-
 def split_dynamics(model, n_joints):
     """A function (q, qd, qdd_r) -> (qdd_f, tau): the flexible accelerations and the joint
     torques of the motion with joint accelerations qdd_r (the partition in the module doc)."""
-    mass_and_bias = _mass_and_bias(model)
     r = slice(0, n_joints)
     f = slice(n_joints, None)
 
     def solve(q, qd, qdd_r):
-        M, b = mass_and_bias(q, qd)
+        M, b = mass_and_bias(model, q, qd)
         M, b = np.asarray(M, dtype=float), np.asarray(b, dtype=float)
         rhs = -(b[f] + M[f, r] @ qdd_r)
         try:
@@ -185,18 +173,9 @@ def simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, 
     q_start = np.concatenate([start[0], q0[nj:]])
     check_start(model, q_start, {"rtol": rtol, "atol": atol, "max_step": max_step})
     x0 = np.concatenate([q0[nj:], qd0[nj:], [0.0]])
-    if compiled is not None:
-        t_out, X, taus, stats = compiled.run(x0, t_grid)
-    else:
-        bar = Progress(show_progress(progress, model, q_start, np.concatenate([start[1], qd0[nj:]]), len(t_grid) - 1),
-                       t_grid[-1], f"simulate prescribed ({method})")
-        try:
-            t_out, X, taus, stats = integrate("simulate", rates, needed_torque, x0, t_grid, nf, nj, method, rtol,
-                                              atol, max_step, bar)
-        finally:
-            bar.close()
-        stats["loop_reason"] = why
-    stats["backend"] = {"c": "compiled", "numpy": "generated NumPy"}.get(getattr(model, "backend", None), "numeric")
+    t_out, X, taus, stats = run_loop(compiled, why, model, progress, q_start, np.concatenate([start[1], qd0[nj:]]),
+                                     f"simulate prescribed ({method})", rates, needed_torque, x0, t_grid, nf, nj,
+                                     method, rtol, atol, max_step)
     n = len(t_out)  # every method's outputs are the first n grid times
     q = np.column_stack([joint_samples[0][:n], X[:, :nf]])
     qd = np.column_stack([joint_samples[1][:n], X[:, nf:2 * nf]])

@@ -1,6 +1,7 @@
 """The shared machinery of every simulation entry point (:func:`~flexman.simulate.simulate`,
 prescribed motion, ``simulate_batch``): torque inputs and controller parts, the progress bar,
-output times, checked inputs (:func:`prepare`, :func:`check_start`) and :func:`integrate`.
+output times, checked inputs (:func:`prepare`, :func:`check_start`), :func:`integrate` and
+:func:`run_loop` (a run in the compiled loop or in :func:`integrate`).
 
 The state is x = [q, qd, z], where z holds the internal states a controller declares
 (``n_states``, e.g. the integral of a PID's error). Integrating z with the robot instead of
@@ -21,7 +22,7 @@ from ..model.limits import check_run_size
 from . import integrators
 
 __all__ = ["energy", "Progress", "show_progress", "torque_values", "torque_input", "controller_parts", "output_times",
-           "prepare", "check_start", "check_first_torque", "warn_fault", "integrate"]
+           "prepare", "check_start", "check_first_torque", "warn_fault", "integrate", "backend_name", "run_loop"]
 
 
 # ----- inputs ------------------------------------------------------------------------
@@ -206,11 +207,13 @@ def warn_fault(label, method, info, t_out, stacklevel=3):
                   RuntimeWarning, stacklevel=stacklevel + 1)
 
 
-def integrate(label, rates, total_torque, x0, t_grid, nq, nj, method, rtol, atol, max_step, progress=None):
+def integrate(label, rates, total_torque, x0, t_grid, nq, nj, method, rtol, atol, max_step, progress=None,
+              stacklevel=3):
     """Integrate the state x = [q, qd, rest] (rest: controller states and whatever the caller
     adds) over ``t_grid``: ``rates(t, x, tau) -> (qdd, rest')`` at the applied joint torques
     ``total_torque(t, x)``. RK4 at the grid, or a ``solve_ivp`` method with its output on the
-    grid. Returns (t, X, torques (len(t), nj), stats); ``label`` names the caller in warnings."""
+    grid. Returns (t, X, torques (len(t), nj), stats); ``label`` names the caller in warnings
+    (``stacklevel``: their frame, counted from this function)."""
     counter = {"rhs": 0, "tau": None}
 
     def rhs(t, x):
@@ -245,6 +248,32 @@ def integrate(label, rates, total_torque, x0, t_grid, nq, nj, method, rtol, atol
         t_out, X, info = integrators.adaptive(f, t_grid, x0, method, rtol, atol, max_step)
         taus = np.array([total_torque(t, x) for t, x in zip(t_out, X)]).reshape(len(t_out), nj)
     if not info["success"]:
-        warn_fault(label, method, info, t_out)
+        warn_fault(label, method, info, t_out, stacklevel)
     return t_out, X, taus, {"rhs_evaluations": counter["rhs"], "wall_time": time.perf_counter() - start,
                             "loop": "python", **info}
+
+
+def backend_name(model) -> str:
+    """``stats["backend"]``: what evaluated a run's dynamics."""
+    return {"c": "compiled", "numpy": "generated NumPy"}.get(getattr(model, "backend", None), "numeric")
+
+
+def run_loop(compiled, why, model, progress, q0, qd0, title, rates, total_torque, x0, t_grid, nq, nj, method, rtol,
+             atol, max_step):
+    """(t, X, taus, stats) of one run: one call of ``compiled`` (the loop that
+    ``compiled_loop.plan`` made) when there is one, else :func:`integrate` under a progress bar
+    (``progress``, from the start state q0, qd0) with ``stats["loop_reason"]`` = ``why``; and
+    ``stats["backend"]``. The tail that ``simulate`` and prescribed motion share; a fault's
+    warning names their caller."""
+    if compiled is not None:
+        t_out, X, taus, stats = compiled.run(x0, t_grid, stacklevel=4)
+    else:
+        bar = Progress(show_progress(progress, model, q0, qd0, len(t_grid) - 1), t_grid[-1], title)
+        try:
+            t_out, X, taus, stats = integrate("simulate", rates, total_torque, x0, t_grid, nq, nj, method, rtol,
+                                              atol, max_step, bar, stacklevel=4)
+        finally:
+            bar.close()
+        stats["loop_reason"] = why
+    stats["backend"] = backend_name(model)
+    return t_out, X, taus, stats
