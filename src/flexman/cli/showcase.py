@@ -9,14 +9,6 @@ import numpy as np
 from .common import UsageError
 
 
-def _rigid_tip(robot, traj, t):
-    """End-effector of the rigid arm (flexible coordinates zero) along ``traj`` at times t."""
-    q_r = traj(np.asarray(t, dtype=float))[0]
-    q = np.zeros((len(q_r), robot.nq))
-    q[:, robot.joint_index] = q_r
-    return robot.frame(q)[:, :3, 3]
-
-
 def variants(robot, controller, kwargs, t_final):
     """[(name, result, joint command)] for the profile (``controller`` as given), the shaped profile (the same
     decoupling law and LQR, switched on when the shaped command ends) and the optimal plan
@@ -48,9 +40,11 @@ def variants(robot, controller, kwargs, t_final):
 def path_errors(robot, runs):
     """{name: (t, distance of the end-effector from the rigid arm along that run's own joint
     command, end of that command)} for ``runs`` = [(name, result, command)]."""
+    from ..analysis.tip import tip_offset
+
     out = {}
     for name, res, command in runs:
         t = np.asarray(res.t)
-        tip = robot.frame(np.asarray(res.q))[:, :3, 3]
-        out[name] = (t, np.linalg.norm(tip - _rigid_tip(robot, command, t), axis=1), float(command.t_end))
+        error = tip_offset(robot, np.asarray(res.q), joints=command(t)[0])
+        out[name] = (t, np.linalg.norm(error, axis=1), float(command.t_end))
     return out
