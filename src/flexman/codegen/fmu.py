@@ -41,7 +41,7 @@ from .sources import c_source
 
 KINDS = ("me", "cs", "both")
 GUID_SLOT = "@GUID@"  # in the C source until the GUID, a digest of the source, is known
-FLAGS = ["-O2", "-shared", "-fPIC", "-fvisibility=hidden"]  # only the FMI functions are exported
+FLAGS = cbuild.CFLAGS + ["-fvisibility=hidden"]  # the library flags; only the FMI functions exported
 
 
 class Variable:
@@ -328,10 +328,11 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
             raise ModelError(f"links[{i}].coulomb: Coulomb friction is not in the generated equations (it branches "
                              "on the sign of qd), so an FMU would not model it; set it to 0 to export")
     try:
-        cbuild.compiler()
+        cc = cbuild.compiler()
     except RuntimeError:
-        cc = os.environ.get("CC", "").strip()
-        why = f"CC={cc!r} is not an executable on the PATH" if cc else "there is no C compiler (cc, gcc or clang) on the PATH"
+        given = os.environ.get("CC", "").strip()
+        why = (f"CC={given!r} is not an executable on the PATH" if given
+               else "there is no C compiler (cc, gcc or clang) on the PATH")
         raise ValueError(f"FMU: its binary is compiled from C, and {why}; install gcc or clang, or set CC") from None
     folder, suffix = platform_folder()
     law = Law(controller, robot.n_joints) if controller is not None else None
@@ -357,7 +358,7 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
         for name, text in files.items():
             (tmp / name).write_text(text)
         library = cbuild.compile_into([tmp / s for s in sources], tmp / f"{identifier}{suffix}",
-                                      [cbuild.compiler()] + FLAGS)
+                                      [cc] + FLAGS)
         with staged() as out:
             with zipfile.ZipFile(out.path(path), "w", zipfile.ZIP_DEFLATED) as z:
                 z.writestr("modelDescription.xml", xml)
