@@ -60,12 +60,11 @@ def _measure(robot, name, traj, t_move, baseline, shift, goal_tip, dt):
 
 
 def _plot(runs, plan, path):
-    import matplotlib
+    # A bare Figure renders with Agg and leaves pyplot's global state (and backend) alone.
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(3, 1, figsize=(8, 9), sharex=True)
+    fig = Figure(figsize=(8, 9))
+    axes = fig.subplots(3, 1, sharex=True)
     for run in runs:
         axes[0].semilogy(run["t"], np.maximum(run["error"] * 1e3, 1e-4), label=run["name"])
     axes[0].set_ylabel("end-effector error (mm)")
@@ -79,7 +78,6 @@ def _plot(runs, plan, path):
     axes[2].set_xlabel("t (s)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def cmd_plan(args) -> int:
