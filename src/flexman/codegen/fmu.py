@@ -246,7 +246,7 @@ def model_source(eom, position, variables, guid, kinds, units, law=None) -> str:
         "SWITCH_1": _c_number(law.off_at if law is not None else None),
         "SWITCH_2": _c_number(law.lqr_at if law is not None else None),
     }
-    lines = [f'#include "flexman_fmi2.h"\n', "\n".join(f"#define {k} {v}" for k, v in defines.items()),
+    lines = ['#include "flexman_fmi2.h"\n', "\n".join(f"#define {k} {v}" for k, v in defines.items()),
              f'#define GUID "{guid}"']
     if law is not None:
         keys = list(law.gains)
