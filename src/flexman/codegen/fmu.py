@@ -243,8 +243,8 @@ def model_source(eom, position, variables, guid, kinds, units, law=None) -> str:
         "HAS_ME": int("me" in kinds), "HAS_CS": int("cs" in kinds),
         "CONTROL": CONTROLLER_KINDS[law.kind] if law is not None else 0,
         "VR_TAU_OUT": vr["tau_applied1"] if law is not None else -1,
-        "SWITCH_1": _c_number(law.off_at if law is not None else None),
-        "SWITCH_2": _c_number(law.lqr_at if law is not None else None),
+        "OFF_AT": _c_number(law.off_at if law is not None else None),  # the switch times (time events)
+        "LQR_AT": _c_number(law.lqr_at if law is not None else None),
     }
     lines = ['#include "flexman_fmi2.h"\n', "\n".join(f"#define {k} {v}" for k, v in defines.items()),
              f'#define GUID "{guid}"']
@@ -254,8 +254,7 @@ def model_source(eom, position, variables, guid, kinds, units, law=None) -> str:
         lines += [f"#define N_GAINS {len(keys)}", f"#define VR_GAIN {vr[keys[0] + '1'] if keys else 0}",
                   f"static const int GAIN_SLOT[5] = {{{slots}}};  /* kp, ki, kd, gp, gv: row of Instance.gains */",
                   f"#define VR_REF {vr[joints[0] + '_ref']}",
-                  f"#define VR_TAU_MAX {vr['tau_max1'] if law.tau_max is not None else -1}",
-                  f"#define OFF_AT {_c_number(law.off_at)}", f"#define LQR_AT {_c_number(law.lqr_at)}"]
+                  f"#define VR_TAU_MAX {vr['tau_max1'] if law.tau_max is not None else -1}"]
         if law.g_lqr is not None:
             values = ", ".join(repr(float(x)) for x in law.g_lqr.ravel())
             lines.append(f"static const double G_LQR_DATA[{law.g_lqr.size}] = {{{values}}};  /* nj x 2 nq */")
