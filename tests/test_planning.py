@@ -48,6 +48,7 @@ def test_plan_leaves_no_vibration(hub_plan):
     planned, res = residual(robot, plan.trajectory, 1.0, [1.0], 1.5)
     assert ringing > 5e-4
     assert planned < 0.15 * ringing
+    assert res.stats["loop"] == "compiled"  # the plan's joints are a spline C evaluates
     # the simulated torques (prescribed motion) are the planned ones
     assert np.allclose(res.tau[res.t <= 1.0], plan.torque(res.t[res.t <= 1.0]), atol=1e-2 * np.abs(res.tau).max())
 

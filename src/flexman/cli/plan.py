@@ -41,19 +41,16 @@ def _settings(robot, args):
             shaper)
 
 
-def _tip(robot, q):
-    return robot.frame(q)[..., :3, 3]
-
-
-def _measure(robot, name, traj, t_move, path, goal_tip, dt):
+def _measure(robot, name, traj, t_move, baseline, shift, goal_tip, dt):
     """Simulate ``traj`` with the joints following it exactly; the end-effector's distance
-    from the rigid path during the move and from the goal after it."""
+    from the rigid arm along ``baseline`` (started ``shift`` s later) during the move and from
+    the goal after it."""
+    from ..analysis.tip import tip_offset
     from ..simulate import simulate
 
     res = simulate(robot, traj.t_end + SETTLE, dt=dt, prescribed=traj)
-    tip = _tip(robot, res.q)
-    target = np.array([path(t) for t in res.t])
-    error = np.linalg.norm(tip - target, axis=1)
+    error = np.linalg.norm(tip_offset(robot, res.q, joints=baseline(res.t - shift)[0]), axis=1)
+    tip = robot.frame(res.q)[:, :3, 3]
     after = res.t >= traj.t_end
     moving = (res.t >= t_move[0]) & (res.t <= t_move[1])
     return {"name": name, "t": res.t, "error": error, "tau": res.tau,
@@ -63,12 +60,11 @@ def _measure(robot, name, traj, t_move, path, goal_tip, dt):
 
 
 def _plot(runs, plan, path):
-    import matplotlib
+    # A bare Figure renders with Agg and leaves pyplot's global state (and backend) alone.
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(3, 1, figsize=(8, 9), sharex=True)
+    fig = Figure(figsize=(8, 9))
+    axes = fig.subplots(3, 1, sharex=True)
     for run in runs:
         axes[0].semilogy(run["t"], np.maximum(run["error"] * 1e3, 1e-4), label=run["name"])
     axes[0].set_ylabel("end-effector error (mm)")
@@ -82,7 +78,6 @@ def _plot(runs, plan, path):
     axes[2].set_xlabel("t (s)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def cmd_plan(args) -> int:
@@ -102,26 +97,19 @@ def cmd_plan(args) -> int:
                        knots=int(knots))
     window = result.window
     move_T = window[1] - window[0]
-    baseline = rest_to_rest(start, goal, move_T, args.profile)
-
-    def rigid_path(t):
-        q = np.zeros(robot.nq)
-        q[robot.joint_index] = baseline(min(max(t, 0.0), move_T))[0]
-        return _tip(robot, q)
-
+    baseline = rest_to_rest(start, goal, move_T, args.profile)  # holds its ends outside [0, move_T]
     q_goal = np.zeros(robot.nq)
     q_goal[robot.joint_index] = goal
-    goal_tip = _tip(robot, q_goal)
+    goal_tip = robot.frame(q_goal)[:3, 3]
     dt = args.dt or 2e-3
-    runs = [_measure(robot, f"{args.profile} profile", baseline, (0.0, move_T), rigid_path, goal_tip, dt)]
+    runs = [_measure(robot, f"{args.profile} profile", baseline, (0.0, move_T), baseline, 0.0, goal_tip, dt)]
     if shaper:
         from ..control import shaper as make_shaper
 
         shaped = make_shaper(robot, baseline, kind=shaper.upper())(baseline)
-        runs.append(_measure(robot, f"{shaper.upper()}-shaped", shaped, (0.0, move_T), rigid_path, goal_tip, dt))
+        runs.append(_measure(robot, f"{shaper.upper()}-shaped", shaped, (0.0, move_T), baseline, 0.0, goal_tip, dt))
     pre = window[0]
-    runs.append(_measure(robot, "optimal plan", result.trajectory, window, lambda t: rigid_path(t - pre),
-                         goal_tip, dt))
+    runs.append(_measure(robot, "optimal plan", result.trajectory, window, baseline, pre, goal_tip, dt))
     runs[-1]["t"] = runs[-1]["t"] - pre  # on the move's clock, like the others
 
     summary = {"model": robot.name, "from": start, "to": goal, "objective": result.weights,

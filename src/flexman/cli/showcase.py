@@ -4,17 +4,11 @@ the same time; for each, the end-effector's distance from the rigid arm moved al
 own joint command (during the move: how far the links bend; after it: the residual vibration)."""
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from .common import UsageError
-
-
-def _rigid_tip(robot, traj, t):
-    """End-effector of the rigid arm (flexible coordinates zero) along ``traj`` at times t."""
-    q_r = traj(np.asarray(t, dtype=float))[0]
-    q = np.zeros((len(q_r), robot.nq))
-    q[:, robot.joint_index] = q_r
-    return robot.frame(q)[:, :3, 3]
 
 
 def variants(robot, controller, kwargs, t_final):
@@ -31,11 +25,10 @@ def variants(robot, controller, kwargs, t_final):
     settings = getattr(robot, "plan_settings", None) or {}
     kind = str(settings.get("shaper", "zvd")).upper()
     shaped = shaper(robot, traj, kind=kind)(traj)
-    lqr_at = None if controller.lqr_at is None else controller.lqr_at + (shaped.t_end - traj.t_end)
-    shaped_ctrl = Decoupling(robot, shaped, controller.gp, controller.gv, lqr_at=lqr_at,
-                             lqr_weights=getattr(controller, "lqr_weights", None))
-    if shaped_ctrl.G_lqr is not None and controller.G_lqr is not None:
-        shaped_ctrl.G_lqr = controller.G_lqr  # the same vibration loop (designed at the same final pose)
+    shaped_ctrl = copy.copy(controller)  # the same law, gains, limits and LQR gain (the same final pose)
+    shaped_ctrl.traj = shaped
+    if controller.lqr_at is not None:  # switched on when the shaped command ends
+        shaped_ctrl.lqr_at = controller.lqr_at + (shaped.t_end - traj.t_end)
     optimal = plan(robot, traj.q_start, traj.q_end, duration=traj.duration,
                    limits={k: settings[f"{k}_limit"] for k in ("torque", "rate") if f"{k}_limit" in settings} or None,
                    objective=settings.get("objective"), knots=settings.get("knots", 60))
@@ -48,9 +41,11 @@ def variants(robot, controller, kwargs, t_final):
 def path_errors(robot, runs):
     """{name: (t, distance of the end-effector from the rigid arm along that run's own joint
     command, end of that command)} for ``runs`` = [(name, result, command)]."""
+    from ..analysis.tip import tip_offset
+
     out = {}
     for name, res, command in runs:
         t = np.asarray(res.t)
-        tip = robot.frame(np.asarray(res.q))[:, :3, 3]
-        out[name] = (t, np.linalg.norm(tip - _rigid_tip(robot, command, t), axis=1), float(command.t_end))
+        error = tip_offset(robot, np.asarray(res.q), joints=command(t)[0])
+        out[name] = (t, np.linalg.norm(error, axis=1), float(command.t_end))
     return out

@@ -12,8 +12,8 @@ model's equations and the ``#define``s it reads: NQ, NJ, NP, NZ (controller stat
 VR_REF, VR_Y, VR_P, VR_GAIN, VR_STEP, the arrays V_START and GUID, and the functions
 ``fm_forward_dynamics`` and ``fm_position``; with a controller (CONTROL > 0, the
 kinds of :mod:`flexman.codegen.loop`) also that module's C, the model's ``fm_*_batch`` functions,
-N_GAINS, VR_GAIN, GAIN_SLOT, VR_REF, VR_TAU_MAX, VR_TAU_OUT, G_LQR, OFF_AT, LQR_AT; SWITCH_1 and
-SWITCH_2 are the controller's switch times (time events; INFINITY: none). Every real variable lives in one array ``v``
+N_GAINS, VR_GAIN, GAIN_SLOT, VR_REF, VR_TAU_MAX, VR_TAU_OUT, G_LQR; OFF_AT and LQR_AT are the
+controller's switch times (time events; INFINITY: none). Every real variable lives in one array ``v``
 indexed by its value reference: states first (q, qd, then the controller's integrals), their
 derivatives, inputs, outputs, parameters.
 """
@@ -251,8 +251,8 @@ static fmi2Status update(Instance *m)
 static double next_switch(const Instance *m)
 {
     double next = INFINITY;
-    if (SWITCH_1 > m->time) next = SWITCH_1;
-    if (SWITCH_2 > m->time && SWITCH_2 < next) next = SWITCH_2;
+    if (OFF_AT > m->time) next = OFF_AT;
+    if (LQR_AT > m->time && LQR_AT < next) next = LQR_AT;
     return next;
 }
 

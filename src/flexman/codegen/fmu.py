@@ -41,7 +41,7 @@ from .sources import c_source
 
 KINDS = ("me", "cs", "both")
 GUID_SLOT = "@GUID@"  # in the C source until the GUID, a digest of the source, is known
-FLAGS = ["-O2", "-shared", "-fPIC", "-fvisibility=hidden"]  # only the FMI functions are exported
+FLAGS = cbuild.CFLAGS + ["-fvisibility=hidden"]  # the library flags; only the FMI functions exported
 
 
 class Variable:
@@ -243,10 +243,10 @@ def model_source(eom, position, variables, guid, kinds, units, law=None) -> str:
         "HAS_ME": int("me" in kinds), "HAS_CS": int("cs" in kinds),
         "CONTROL": CONTROLLER_KINDS[law.kind] if law is not None else 0,
         "VR_TAU_OUT": vr["tau_applied1"] if law is not None else -1,
-        "SWITCH_1": _c_number(law.off_at if law is not None else None),
-        "SWITCH_2": _c_number(law.lqr_at if law is not None else None),
+        "OFF_AT": _c_number(law.off_at if law is not None else None),  # the switch times (time events)
+        "LQR_AT": _c_number(law.lqr_at if law is not None else None),
     }
-    lines = [f'#include "flexman_fmi2.h"\n', "\n".join(f"#define {k} {v}" for k, v in defines.items()),
+    lines = ['#include "flexman_fmi2.h"\n', "\n".join(f"#define {k} {v}" for k, v in defines.items()),
              f'#define GUID "{guid}"']
     if law is not None:
         keys = list(law.gains)
@@ -254,8 +254,7 @@ def model_source(eom, position, variables, guid, kinds, units, law=None) -> str:
         lines += [f"#define N_GAINS {len(keys)}", f"#define VR_GAIN {vr[keys[0] + '1'] if keys else 0}",
                   f"static const int GAIN_SLOT[5] = {{{slots}}};  /* kp, ki, kd, gp, gv: row of Instance.gains */",
                   f"#define VR_REF {vr[joints[0] + '_ref']}",
-                  f"#define VR_TAU_MAX {vr['tau_max1'] if law.tau_max is not None else -1}",
-                  f"#define OFF_AT {_c_number(law.off_at)}", f"#define LQR_AT {_c_number(law.lqr_at)}"]
+                  f"#define VR_TAU_MAX {vr['tau_max1'] if law.tau_max is not None else -1}"]
         if law.g_lqr is not None:
             values = ", ".join(repr(float(x)) for x in law.g_lqr.ravel())
             lines.append(f"static const double G_LQR_DATA[{law.g_lqr.size}] = {{{values}}};  /* nj x 2 nq */")
@@ -328,10 +327,11 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
             raise ModelError(f"links[{i}].coulomb: Coulomb friction is not in the generated equations (it branches "
                              "on the sign of qd), so an FMU would not model it; set it to 0 to export")
     try:
-        cbuild.compiler()
+        cc = cbuild.compiler()
     except RuntimeError:
-        cc = os.environ.get("CC", "").strip()
-        why = f"CC={cc!r} is not an executable on the PATH" if cc else "there is no C compiler (cc, gcc or clang) on the PATH"
+        given = os.environ.get("CC", "").strip()
+        why = (f"CC={given!r} is not an executable on the PATH" if given
+               else "there is no C compiler (cc, gcc or clang) on the PATH")
         raise ValueError(f"FMU: its binary is compiled from C, and {why}; install gcc or clang, or set CC") from None
     folder, suffix = platform_folder()
     law = Law(controller, robot.n_joints) if controller is not None else None
@@ -357,7 +357,7 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
         for name, text in files.items():
             (tmp / name).write_text(text)
         library = cbuild.compile_into([tmp / s for s in sources], tmp / f"{identifier}{suffix}",
-                                      [cbuild.compiler()] + FLAGS)
+                                      [cc] + FLAGS)
         with staged() as out:
             with zipfile.ZipFile(out.path(path), "w", zipfile.ZIP_DEFLATED) as z:
                 z.writestr("modelDescription.xml", xml)

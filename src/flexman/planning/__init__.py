@@ -129,8 +129,7 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, kno
         weights.pop("time", None)
     if "tip_path" in weights and duration is None:
         raise ValueError("objective: tip_path needs a duration (the path's timing)")
-    if robot.nf:
-        check_controllable(robot, q_goal)
+    check_controllable(robot, q_goal)
 
     from ..symbolic import derive
 

@@ -77,7 +77,8 @@ class Solution:
     objective: float
 
 
-def _hs_midpoint(ca, x0, x1, f0, f1, h):
+def _hs_midpoint(x0, x1, f0, f1, h):
+    """The Hermite midpoint state x_m of the module docstring."""
     return 0.5 * (x0 + x1) + h / 8.0 * (f0 - f1)
 
 
@@ -97,8 +98,8 @@ def solve(problem: Problem) -> Solution:
     T = ca.MX.sym("T") if p.duration is None else ca.MX(float(p.duration))
     h = T / N
 
-    Qm = _hs_midpoint(ca, Q[:, :-1], Q[:, 1:], V[:, :-1], V[:, 1:], h)
-    Vm = _hs_midpoint(ca, V[:, :-1], V[:, 1:], A[:, :-1], A[:, 1:], h)
+    Qm = _hs_midpoint(Q[:, :-1], Q[:, 1:], V[:, :-1], V[:, 1:], h)
+    Vm = _hs_midpoint(V[:, :-1], V[:, 1:], A[:, :-1], A[:, 1:], h)
     Am = ca.vertcat(0.5 * (A[r, :-1] + A[r, 1:]), Af) if robot.nf else 0.5 * (A[r, :-1] + A[r, 1:])
     knots_id = ID.map(N + 1)(Q, V, A)
     mid_id = ID.map(N)(Qm, Vm, Am)

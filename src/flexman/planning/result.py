@@ -2,14 +2,16 @@
 
 The joint motion is rebuilt exactly as the collocation assumed it (accelerations linear between
 knots: a C2 piecewise cubic), so ``plan.trajectory`` handed to ``fm.simulate(prescribed=)`` is the
-motion the optimiser planned. Flexible coordinates between knots: cubic Hermite interpolation
-of their knot values and rates; torques: the quadratic through knot, midpoint and knot.
+motion the optimiser planned; it is a ``spline`` trajectory of :mod:`flexman.trajectory` (its
+pieces' coefficients), so the compiled loop evaluates it in C. Flexible coordinates between
+knots: cubic Hermite interpolation of their knot values and rates; torques: the quadratic
+through knot, midpoint and knot.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..trajectory import Trajectory
+from ..trajectory import Trajectory, piecewise_values
 
 
 class PlanningError(ValueError):
@@ -47,8 +49,7 @@ class Plan:
         self.report = {"status": sol.status, "success": sol.success, "iterations": sol.iterations,
                        "constraint_violation": sol.violation, "seconds": sol.seconds, "objective": sol.objective,
                        "duration": sol.T, "knots": N}
-        self.trajectory = Trajectory(0.0, sol.T, self._joints, robot.n_joints)
-        self.trajectory.q_start, self.trajectory.q_end = q_start.copy(), q_goal.copy()
+        self.trajectory = self._joint_trajectory(q_start, q_goal)
 
     def check(self):
         """Raise :class:`PlanningError` (one sentence) unless IPOPT solved the problem."""
@@ -60,23 +61,31 @@ class Plan:
         raise PlanningError(f"plan: {why}; after {s.iterations} iterations the constraints are violated by "
                             f"{s.violation:.2g}")
 
+    def _joint_trajectory(self, q_start, q_goal):
+        """The joints from the knot values, acceleration linear on each interval: on interval k,
+        ``q = q_k + qd_k s + qdd_k s^2/2 + j_k s^3/6`` (s = t - t_k, j_k the interval's jerk), as a
+        ``spline`` trajectory (the piecewise polynomials of q, qd, qdd on the knot times)."""
+        r = self.robot.joint_index
+        q0, v0, a0 = self.q[:-1, r], self.qd[:-1, r], self.qdd[:-1, r]
+        jerk = np.diff(self.qdd[:, r], axis=0) / self.h
+        c = np.stack([jerk / 6.0, a0 / 2.0, v0, q0])
+        c1 = c[:3] * np.array([3.0, 2.0, 1.0])[:, None, None]  # the derivatives' coefficients
+        c2 = c1[:2] * np.array([2.0, 1.0])[:, None, None]
+        times = self.t
+
+        def evaluate(t):
+            return piecewise_values(times, c, t), piecewise_values(times, c1, t), piecewise_values(times, c2, t)
+
+        traj = Trajectory(0.0, self.duration, evaluate, self.robot.n_joints)
+        traj.q_start, traj.q_end, traj.times, traj.points = q_start.copy(), q_goal.copy(), times, self.q[:, r]
+        traj.kind, traj.pieces = "spline", (c, c1, c2)
+        return traj
+
     # ----- evaluation between knots -----------------------------------------------------
     def _locate(self, t):
         t = np.clip(np.asarray(t, dtype=float), 0.0, self.duration)
         k = np.minimum((t / self.h).astype(int), len(self.t) - 2)
         return k, (t - self.t[k]) / self.h
-
-    def _joints(self, t):
-        """Joint (q, qd, qdd) from the knot values: acceleration linear on each interval."""
-        r = self.robot.joint_index
-        k, s = self._locate(t)
-        s = s[..., None]
-        h, q0, v0 = self.h, self.q[k][..., r], self.qd[k][..., r]
-        a0, a1 = self.qdd[k][..., r], self.qdd[k + 1][..., r]
-        da = a1 - a0
-        q = q0 + h * v0 * s + h * h * (a0 * s**2 / 2 + da * s**3 / 6)
-        qd = v0 + h * (a0 * s + da * s**2 / 2)
-        return q, qd, a0 + da * s
 
     def state(self, t):
         """(q, qd, qdd) of all coordinates at time(s) t: joints exactly, flexible coordinates
