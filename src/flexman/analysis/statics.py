@@ -362,6 +362,8 @@ def statics(robot, q_r, wrench=None, point=None, order=2, gauges=None, link=-1):
 
     order = _check_order(order)
     q_r = _check_q_r(robot, q_r)
+    if getattr(robot, "mimic", None):
+        return _mimic_statics(robot, q_r, wrench, point, order, gauges, link)
     wrench = _check_wrench(wrench)
     point = _check_point(robot, point, link)
     sites = check_gauges(robot, gauges)
@@ -396,3 +398,15 @@ def statics(robot, q_r, wrench=None, point=None, order=2, gauges=None, link=-1):
         gauges=sites,
         curvature=unflat(kappa), stiffness=unflat(Hff), newton_steps=steps,
         residual=unflat(np.abs(grad[:, F]).max(axis=-1) if robot.nf else np.zeros(len(q))))
+
+
+def _mimic_statics(robot, q_r, wrench, point, order, gauges, link):
+    """Statics of a robot with mimic joints: the full robot held at ``G q_r + c`` (its joints), the
+    holding torques reduced by ``G^T`` (the followers' reach the joints they follow), q reduced."""
+    import dataclasses
+
+    G, c = robot.mimic_map()
+    n_full, n = len(robot.links), robot.n_joints
+    res = statics(robot.full, q_r @ G[:n_full, :n].T + c[:n_full], wrench, point, order, gauges, link)
+    q = np.concatenate([np.broadcast_to(q_r, res.q_f.shape[:-1] + (n,)), res.q_f], axis=-1)
+    return dataclasses.replace(res, q=q, torques=res.torques @ G[:n_full, :n])

@@ -33,7 +33,6 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..model.robot import mimic_refusal
 from . import cbuild
 
 FORMAT = 8  # bump when the generated code or the manifest changes meaning (8: mass matrix by composite bodies)
@@ -51,8 +50,6 @@ class NotCompilable(ValueError):
 
 def check_compilable(robot):
     """Raise :class:`NotCompilable` when generated code would not model ``robot`` exactly."""
-    if getattr(robot, "mimic", None):
-        raise NotCompilable(mimic_refusal(robot, "generated code"))
     for i, link in enumerate(robot.links):
         if link.coulomb:
             raise NotCompilable(f"links[{i}].coulomb: Coulomb friction is not in the generated code "

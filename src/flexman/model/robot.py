@@ -682,8 +682,9 @@ class MimicRobot(Robot):
     ``n_joints`` and ``coordinate_names`` count them, and the numeric API
     (:mod:`flexman.dynamics.api`) reduces: ``M = G^T M_full G``, ``b = G^T b_full(G q + c, G qd)``,
     ``tau = G^T tau_full``, Jacobians ``J_full G``. ``robot.full`` is the robot with every joint
-    a coordinate of its own. What works link by link on the coordinates (derivation, generated
-    code, flexible overlays, saving) is refused in one line."""
+    a coordinate of its own. Flexible coordinates (beams on any link, the followers' included)
+    stay coordinates one to one. The symbolic equations and generated code trace the full
+    model at ``G q + c`` and reduce the same way (:mod:`flexman.symbolic.eom`)."""
 
     mimic: dict = field(default_factory=dict)
 
@@ -708,8 +709,6 @@ class MimicRobot(Robot):
                 v = _real(value, f"mimic.{name}.{what}")
                 if not np.isfinite(v):
                     raise ModelError(f"mimic.{name}.{what}: must be a finite number")
-        if not self.is_rigid:
-            raise ModelError("mimic: a robot with mimic joints must be rigid (flexible links are not supported on it yet)")
         if len(self.mimic) >= len(self.links):
             raise ModelError("mimic: every joint follows another; at least one must be a coordinate")
 
@@ -723,7 +722,8 @@ class MimicRobot(Robot):
         return tuple(i for i, link in enumerate(self.links) if link.name not in self.mimic)
 
     def mimic_map(self):
-        """(G, c): ``q_full = G q + c`` (G: len(links) x nq), built once per content (:meth:`derived`)."""
+        """(G, c): ``q_full = G q + c`` (G: full nq x nq; the flexible coordinates map one to one),
+        built once per content (:meth:`derived`)."""
         return self.derived("mimic_map", _build_mimic_map)
 
     @property
@@ -736,6 +736,8 @@ class MimicRobot(Robot):
             (k, v[0], float(v[1]), float(v[2])) for k, v in sorted(self.mimic.items())),)
 
     def derived(self, what: str, build):
+        if what == "parameter_values":  # the physical parameters are the links': the full robot's
+            return self.full.derived(what, build)
         if what in PER_LINK_MODELS:
             raise ModelError(mimic_refusal(self, "this computation (it takes one coordinate per link)"))
         return super().derived(what, build)
@@ -744,7 +746,9 @@ class MimicRobot(Robot):
 def _build_mimic_map(robot):
     names = [link.name for link in robot.links]
     column = {i: k for k, i in enumerate(robot.independent)}
-    G, c = np.zeros((len(robot.links), robot.n_joints)), np.zeros(len(robot.links))
+    n, nf = len(robot.links), robot.nf
+    G, c = np.zeros((n + nf, robot.n_joints + nf)), np.zeros(n + nf)
+    G[n:, robot.n_joints:] = np.eye(nf)
     for i, name in enumerate(names):
         if name in robot.mimic:
             source, multiplier, offset = robot.mimic[name]

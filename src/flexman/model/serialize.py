@@ -25,7 +25,8 @@ from .errors import ModelError
 from .gauges import check_gauges
 from .parse import EXPONENT_NUMBER, plain_copy
 from .robot import (DH_CONVENTIONS, JOINT_TYPES, SHAPE_KINDS, Beam, Link, Placement, RigidBody, Robot, bound_text,
-                    bounds, inertia_matrix, meets_bound, mimic_refusal)
+                    MimicRobot, bounds, inertia_matrix, meets_bound)
+from . import floating as fl
 
 __all__ = ["robot_from_dict", "robot_to_dict", "check_fields", "join", "describe_value", "TOP_FIELDS",
            "STATICS_FIELDS", "LINK_FIELDS", "PLACEMENT_FIELDS", "DH_FIELDS", "BODY_FIELDS", "HUB_FIELDS",
@@ -39,7 +40,8 @@ PLAN_OBJECTIVES = ("effort", "time", "deflection", "tip_path", "smooth")
 PLAN_SHAPERS = ("zv", "zvd", "ei")
 STATICS_FIELDS = ("point", "gauges", "forces")
 LINK_FIELDS = ("name", "joint", "a", "alpha", "d", "theta", "mass", "com", "inertia", "hub", "beam",
-               "armature", "viscous", "coulomb", "limits", "placement", "parent")
+               "armature", "viscous", "coulomb", "limits", "placement", "parent", "mimic")
+MIMIC_FIELDS = ("joint", "multiplier", "offset")
 PLACEMENT_FIELDS = ("xyz", "rpy", "axis")
 DH_FIELDS = ("a", "alpha", "d", "theta")
 BODY_FIELDS = ("mass", "com", "inertia")
@@ -329,7 +331,11 @@ def _robot_from_dict(data) -> Robot:
     links = data["links"]
     if not isinstance(links, list) or not links:
         raise ModelError(f"links: must be a non-empty list of links (got {describe_value(links)})")
-    kw = {"links": [_link(item, join("links", i)) for i, item in enumerate(links)]}
+    parsed = [_floating_link(item, join("links", i), i) if isinstance(item, dict) and item.get("joint") == "floating"
+              else [_link(item, join("links", i))] for i, item in enumerate(links)]
+    mimic = _mimic(links, parsed)
+    new_index = list(np.cumsum([0] + [len(p) for p in parsed])[1:] - 1)  # written index -> new (a floating link: its body)
+    kw = {"links": [_shifted(link, new_index) for part in parsed for link in part]}
     if "name" in data:
         kw["name"] = _identifier(data["name"], "name")
     if "gravity" in data:
@@ -339,8 +345,9 @@ def _robot_from_dict(data) -> Robot:
     if "payload" in data:
         kw["payload"] = _body(data["payload"], "payload")
     if "frames" in data:
-        kw["frames"] = _frames(data["frames"])
-    robot = _build(Robot, "", **kw)
+        kw["frames"] = {name: (new_index[ref] if isinstance(ref, int) and ref >= 0 and ref < len(new_index) else ref, T)
+                        for name, (ref, T) in _frames(data["frames"]).items()}
+    robot = _build(MimicRobot, "", mimic=mimic, **kw) if mimic else _build(Robot, "", **kw)
     robot.controller = None
     if data.get("controller") is not None:
         if not isinstance(data["controller"], dict):
@@ -361,6 +368,64 @@ def _robot_from_dict(data) -> Robot:
     robot.description = _text(data.get("description", ""), "description")
     robot.source = _text(data.get("source", ""), "source", allow_list=True)
     return robot
+
+
+def _floating_link(data, where: str, i: int) -> list:
+    """The six links of a ``joint: floating`` link (:mod:`.floating`): a free root body."""
+    check_fields(data, where, fl.FIELDS)
+    if "parent" in data and data["parent"] not in ("base", -1) or "parent" not in data and i > 0:
+        raise ModelError(f"{join(where, 'joint')}: a floating joint joins a root link to the base only; "
+                         "give it parent: base (or make the joint revolute or prismatic)")
+    if "name" not in data:
+        raise ModelError(f"{join(where, 'name')}: a floating link needs a name (its six coordinates are named after it)")
+    name = _identifier(data["name"], join(where, "name"))
+    links = fl.floating_links(_body({k: data[k] for k in BODY_FIELDS if k in data}, where), name)
+    links[0].parent = "base" if i > 0 else None
+    if "beam" in data:
+        links[-1].beam = _beam(data["beam"], join(where, "beam"))
+    return links
+
+
+def _shifted(link: Link, new_index) -> Link:
+    """A link whose parent index (as written) is moved to its place once floating links are six."""
+    if isinstance(link.parent, int) and not isinstance(link.parent, bool) and 0 <= link.parent < len(new_index):
+        link.parent = int(new_index[link.parent])
+    return link
+
+
+def _mimic(items, parsed) -> dict:
+    """{following link: (followed link, multiplier, offset)} from the links' ``mimic`` fields:
+    ``{joint: <the followed link's name or index>, multiplier: m, offset: o}`` (q = m q_joint + o)."""
+    names = [part[-1].name for part in parsed]
+    out = {}
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or "mimic" not in item:
+            continue
+        where = join(join("links", i), "mimic")
+        spec = check_fields(item["mimic"], where, MIMIC_FIELDS)
+        if "joint" not in spec:
+            raise ModelError(f"{join(where, 'joint')}: required field missing (the name or index of the link whose "
+                             "joint this one follows)")
+        ref, at = spec["joint"], join(where, "joint")
+        if isinstance(ref, str) and ref in names and names.count(ref) == 1:
+            k = names.index(ref)
+        elif isinstance(ref, int) and not isinstance(ref, bool) and 0 <= ref < len(items):
+            k = ref
+        else:
+            raise ModelError(f"{at}: no link is named {describe_value(ref)}; give the name or index of the link "
+                             "whose joint this one follows")
+        if k == i:
+            raise ModelError(f"{at}: a joint cannot follow itself; name the link whose joint it follows")
+        if "mimic" in (items[k] if isinstance(items[k], dict) else {}):
+            raise ModelError(f"{at}: links[{k}] follows another joint itself; follow the joint it follows instead")
+        if items[k].get("joint") == "floating":
+            raise ModelError(f"{at}: links[{k}] is floating (six coordinates); follow a revolute or prismatic joint")
+        for j, what in ((i, "the following link"), (k, "the followed link")):
+            if not names[j] or names.count(names[j]) != 1:
+                raise ModelError(f"{where}: {what} (links[{j}]) needs a name of its own; add name: to it")
+        out[names[i]] = (names[k], _number(spec.get("multiplier", 1.0), join(where, "multiplier")),
+                         _number(spec.get("offset", 0.0), join(where, "offset")))
+    return out
 
 
 def _frames(data) -> dict:
@@ -488,13 +553,32 @@ def _link_ref(names, i):
     return names[i] if names[i] and names.count(names[i]) == 1 else i
 
 
+def _write_floating(robot, items) -> tuple:
+    """(the link items with each floating base (:func:`floating.floating_starts`) written as one
+    ``joint: floating`` link, {old index: new index} for references by index (parents, frames))."""
+    starts = fl.floating_starts(robot)
+    if not starts:
+        return items, {}
+    old_to_new, out = {}, []
+    for i, item in enumerate(items):
+        if any(s <= i < s + 5 for s in starts):
+            continue
+        old_to_new[i] = len(out)
+        if i - 5 in starts:
+            item = {"name": item["name"], **({"parent": "base"} if i > 5 else {}), "joint": "floating",
+                    **{k: item[k] for k in ("mass", "com", "inertia", "beam") if k in item}}
+        out.append(item)
+    for item in out:
+        if isinstance(item.get("parent"), int):
+            item["parent"] = old_to_new[item["parent"]]
+    return out, old_to_new
+
+
 def robot_to_dict(robot: Robot) -> dict:
     """Plain data for a robot, in the model-file schema (angles in radians).
 
     Optional fields are written only when they differ from their defaults, so files stay short.
     """
-    if getattr(robot, "mimic", None):
-        raise ModelError(mimic_refusal(robot, "writing a model file"))
     out = {"name": robot.name}
     if getattr(robot, "description", ""):
         out["description"] = robot.description
@@ -525,14 +609,18 @@ def robot_to_dict(robot: Robot) -> dict:
             item["hub"] = _body_dict(link.hub, "offset")
         if link.beam is not None:
             item["beam"] = _beam_dict(link.beam)
+        if link.name in (getattr(robot, "mimic", None) or {}):
+            source, multiplier, offset = robot.mimic[link.name]
+            item["mimic"] = {"joint": source, "multiplier": float(multiplier), "offset": float(offset)}
         links.append(item)
-    out["links"] = links
+    out["links"], moved = _write_floating(robot, links)
     if robot.payload is not None:
         out["payload"] = _body_dict(robot.payload)
     if robot.frames:
         from .rotations import matrix_rpy
 
-        out["frames"] = {name: {"link": _link_ref(names, i), "xyz": _floats(T[:3, 3]), "rpy": _floats(matrix_rpy(T[:3, :3]))}
+        ref = lambda i: moved.get(i, i) if isinstance(_link_ref(names, i), int) and i >= 0 else _link_ref(names, i)
+        out["frames"] = {name: {"link": ref(i), "xyz": _floats(T[:3, 3]), "rpy": _floats(matrix_rpy(T[:3, :3]))}
                          for name, (i, T) in robot.frames.items()}
     if getattr(robot, "controller", None) is not None:
         out["controller"] = copy.deepcopy(robot.controller)

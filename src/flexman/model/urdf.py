@@ -27,7 +27,7 @@ from .floating import floating_links
 from .names import printable
 from .rotations import matrix_rpy, rpy_matrix
 from .robot import (Link, MimicRobot, Placement, RigidBody, Robot, bound_text, bounds, inertia_problem, meets_bound,
-                    mimic_refusal, unit_vector)
+                    unit_vector)
 from .serialize import check_fields, join, robot_from_dict, robot_to_dict
 
 MAX_BYTES = 5_000_000
@@ -403,9 +403,7 @@ def apply_overlay(robot: Robot, overlay: dict, where: str = "overlay") -> Robot:
     controller, and ``links: {link_name: {beam: ..., mass: ..., ...}}`` per link."""
     check_fields(overlay, "", ("urdf", "name", "description", "source", "gravity", "payload",
                                 "controller", "links"), "overlay")
-    if getattr(robot, "mimic", None):
-        raise ModelError(mimic_refusal(robot, "an overlay"))
-    data = robot_to_dict(robot)
+    data = robot_to_dict(robot)  # (mimic joints and a floating base included: they read back)
     for key in ("name", "description", "source", "gravity", "payload", "controller"):
         if key in overlay:
             data[key] = overlay[key]
@@ -423,12 +421,12 @@ def apply_overlay(robot: Robot, overlay: dict, where: str = "overlay") -> Robot:
         beam = fields.get("beam")
         if isinstance(beam, dict) and "axis" in beam:
             beam = dict(beam)
-            turns[names.index(name)] = _beam_turn(beam.pop("axis"), join(join(lw, "beam"), "axis"))
+            turns[name] = _beam_turn(beam.pop("axis"), join(join(lw, "beam"), "axis"))
             fields["beam"] = beam
         data["links"][names.index(name)].update(fields)
     out = robot_from_dict(data, check_mass=False)  # the whole model is checked once it is turned
-    for i, R in turns.items():
-        _turn_link(out, i, R, join(join("links", str(names[i])), "beam.axis"))
+    for name, R in turns.items():  # (by name: a floating base is one item in data, six links in out)
+        _turn_link(out, [link.name for link in out.links].index(name), R, join(join("links", str(name)), "beam.axis"))
     return _checked(out, where)
 
 

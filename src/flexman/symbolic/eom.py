@@ -11,8 +11,8 @@ import numpy as np
 
 from ..model import names
 from ..model.errors import ModelError
-from ..model.robot import mimic_refusal
 from ..dynamics.structure import build
+from . import mimic as mm
 from . import recursions as tr
 from .program import Program
 from .tracer import Tape
@@ -55,6 +55,15 @@ def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", 
     tape = Tape(fold=fold, cse=cse)
     x_inputs = tr.coordinate_inputs(tape, robot.nq, robot.n_joints)
     notes = []
+    reduced = robot  # with mimic joints: trace the full robot at q_full = G q + c, reduce by G^T below
+    mimic = robot.mimic_map() if getattr(robot, "mimic", None) else None
+    if mimic is not None:
+        G, c = mimic
+        robot = reduced.full
+        x_inputs_full = {"q": mm.expand(G, c, x_inputs["q"]), "qd": mm.expand(G, c, x_inputs["qd"], offset=False),
+                         "qdd": mm.expand(G, c, x_inputs["qdd"], offset=False), "tau": None}
+        if formulation == "lagrange":  # (it differentiates by the coordinates it traces)
+            notes.append("lagrange: mimic joints: traced Book's recursion instead")
     if parameters == "symbolic":
         from .params import symbolic_model
 
@@ -62,7 +71,8 @@ def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", 
         notes += pnotes
     else:
         model, pvals = build(robot), {}
-    x = dict(x_inputs, q=tr.in_link1_frame(model, x_inputs["q"])) if zero_q1 else x_inputs
+    x = x_inputs if mimic is None else x_inputs_full
+    x = dict(x, q=tr.in_link1_frame(model, x["q"])) if zero_q1 else x
     if any(lk.coulomb for lk in robot.links):
         notes.append("Coulomb friction is not traced (it branches on the sign of qd)")
     terms = None
@@ -73,7 +83,7 @@ def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", 
             notes.append(f"{formulation}: symbolic parameters are traced through Book's 4x4 recursion")
         else:
             notes.append(f"{formulation}: flexible arm, traced Book's 4x4 recursion instead")
-    elif formulation == "lagrange":
+    elif formulation == "lagrange" and mimic is None:
         from .christoffel import lagrange_terms
 
         terms = lagrange_terms(robot, model, x, notes)  # None: too large, noted
@@ -103,6 +113,12 @@ def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", 
         b = None if b is None else b - q_ext
         tau = None if tau is None else tau - q_ext
         notes.append("external wrenches F<i>, T<i> at each link's distal frame are inputs (default 0)")
+    if mimic is not None:  # M = G^T M_full G, b = G^T b_full, tau = G^T tau_full
+        red = lambda v, f: None if v is None else f(mimic[0], v)
+        M_red = red(M, mm.reduce_matrix)
+        M_out = M_red if M_out is M else red(M_out, mm.reduce_matrix)
+        M, b, tau = M_red, red(b, mm.reduce_vector), red(tau, mm.reduce_vector)
+        robot, x = reduced, x_inputs
     values = {k: v for k, v in (("M", M_out), ("b", b), ("tau", tau)) if k in need}
     if "qdd" in need:
         values["qdd"] = tr.forward_terms(M, b, x["tau"], robot.n_joints)
@@ -117,8 +133,6 @@ class EOM:
 
     def __init__(self, robot, formulation="newton_euler", parameters="numeric", fold=True, cse=True, external=None,
                  truncate=None, reduce_mass_matrix=True):
-        if getattr(robot, "mimic", None):
-            raise ModelError(mimic_refusal(robot, "fm.derive (the symbolic equations)"))
         self.robot, self.formulation, self.parameters = robot, formulation, parameters
         self.options = dict(fold=fold, cse=cse, external=external, reduce_mass_matrix=reduce_mass_matrix,
                             truncate=truncate)

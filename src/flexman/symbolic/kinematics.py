@@ -10,6 +10,7 @@ import numpy as np
 
 from ..dynamics import lagrange4 as l4
 from ..dynamics.structure import build
+from .mimic import full_coordinates
 from .program import Program
 from .recursions import coordinate_inputs
 from .tracer import Tape
@@ -33,18 +34,20 @@ def position_program(eom) -> Program:
     robot = eom.robot
     tape = Tape(fold=eom.options["fold"], cse=eom.options["cse"])
     q = coordinate_inputs(tape, robot.nq, robot.n_joints)["q"]
+    rigid = np.array(list(q) + [None], dtype=object)[:-1]
+    rigid[robot.flex_index] = 0.0
+    traced, q_full = full_coordinates(robot, q)  # mimic joints: the full robot at G q + c
+    rigid = full_coordinates(robot, rigid)[1]
     if eom.parameters == "symbolic":
         from .params import symbolic_model
 
-        model, pvals, _ = symbolic_model(robot, tape)
+        model, pvals, _ = symbolic_model(traced, tape)
         missing = set(pvals) - set(eom.param_values)
         if missing:  # the same robot gives the same names; anything else is a bug
             raise RuntimeError(f"position_program: parameters {sorted(missing)} not in the equations' vector")
     else:
-        model = build(robot)
-    rigid = np.array(list(q) + [None], dtype=object)[:-1]
-    rigid[robot.flex_index] = 0.0
-    frames = l4.frames(model, q)
+        model = build(traced)
+    frames = l4.frames(model, q_full)
     undeformed = l4.frames(model, rigid)
     values = list(frames[-1][:3, 3])
     for i, link in enumerate(robot.links):

@@ -199,8 +199,15 @@ def _symbolic_beam(beam, link, i, P, exponents):
     return out
 
 
+def _links_robot(robot):
+    """The robot with one coordinate per link: ``robot.full`` for a robot with mimic joints."""
+    return robot.full if getattr(robot, "mimic", None) else robot
+
+
 def symbolic_model(robot, tape):
-    """(model with tracer constants, {name: value}, notes)."""
+    """(model with tracer constants, {name: value}, notes). A robot with mimic joints: those of
+    its full robot (the parameters are the links')."""
+    robot = _links_robot(robot)
     model = copy.copy(build(robot))
     P = Params(tape)
     notes = []
@@ -271,6 +278,7 @@ def parameter_values(robot) -> dict:
     ``symbolic_model(robot, Tape())[1]`` (tested)."""
     from .tracer import Tape
 
+    robot = _links_robot(robot)
     keys = _beam_keys(robot)
     if keys is None or any(k is not None and k not in _beam_names for k in keys):
         values = symbolic_model(robot, Tape())[1]
