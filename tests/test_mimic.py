@@ -1,7 +1,7 @@
 """URDF <mimic> joints (q_j = multiplier q_i + offset): the reduced dynamics of a small tree
 against Pinocchio's full model reduced by q_full = G q + c, one-line errors for bad mimics, the
-refusals of what works one coordinate per link, and the Panda (two fingers, one following the
-other) simulated interpreted."""
+refusals left (writing a URDF, planning), and the Panda (two fingers, one following the other)
+simulated interpreted."""
 from __future__ import annotations
 
 import warnings
@@ -150,20 +150,18 @@ def test_mimic_of_a_mimic_joint_is_refused(tmp_path):
     assert "\n" not in str(info.value)
 
 
-def test_what_works_per_link_refuses_in_one_line(tmp_path):
+def test_what_is_still_refused_is_one_line(tmp_path):
+    """Writing a URDF (URDF has <mimic>, but flexman writes the rigid part only) and motion planning
+    refuse a robot with mimic joints in one line naming the followers; derivation, generated code,
+    model files, overlays and statics take it (tests/test_mimic_derived.py)."""
     path = tmp_path / "tree.urdf"
     path.write_text(tree_urdf())
     robot = fm.load(path)
-    for call in (lambda: fm.derive(robot), lambda: fm.save(robot, tmp_path / "x.yaml"),
-                 lambda: fm.save(robot, tmp_path / "x.urdf"),
-                 lambda: fm.load(path, overlay={"links": {"l2": {"beam": {"length": 0.3, "mass_per_length": 1.0,
-                                                                          "EI": 100.0}}}}),
-                 lambda: fm.analysis.statics(robot, np.zeros(3))):
+    for call in (lambda: fm.save(robot, tmp_path / "x.urdf"),
+                 lambda: fm.plan(robot, np.zeros(3), np.full(3, 0.1), duration=1.0)):
         with pytest.raises(ModelError) as info:
             call()
         assert "mimic joints (l3)" in str(info.value) and "\n" not in str(info.value)
-    with pytest.raises(ValueError, match="mimic joints"):
-        fm.simulate(robot, t_final=0.01, dt=0.005, backend="compiled")
 
 
 @pytest.mark.skipif(ROOT is None, reason="example-robot-data is not installed")
@@ -195,7 +193,7 @@ def test_panda_simulates_interpreted_conserving_energy():
 @pytest.mark.skipif(ROOT is None, reason="example-robot-data is not installed")
 def test_panda_report_draws_both_fingers(tmp_path):
     """The 3D view draws every link, the following finger at q_full = G q + c; the report of a
-    short run is written (without an equations section: fm.derive refuses mimic joints)."""
+    short run is written, with the reduced equations of motion."""
     from flexman.viz.arm import arm_lines
 
     with warnings.catch_warnings():
@@ -211,4 +209,4 @@ def test_panda_report_draws_both_fingers(tmp_path):
     res = fm.simulate(robot, t_final=0.02, dt=0.01, q0=q, backend="numeric")
     path = res.report(tmp_path / "report.html")
     text = Path(path).read_text()
-    assert "panda_rightfinger" in text and "Equations of motion" not in text
+    assert "panda_rightfinger" in text and "Equations of motion" in text

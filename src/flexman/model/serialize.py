@@ -396,7 +396,7 @@ def _shifted(link: Link, new_index) -> Link:
 def _mimic(items, parsed) -> dict:
     """{following link: (followed link, multiplier, offset)} from the links' ``mimic`` fields:
     ``{joint: <the followed link's name or index>, multiplier: m, offset: o}`` (q = m q_joint + o)."""
-    names = [part[-1].name for part in parsed]
+    link_names = [part[-1].name for part in parsed]
     out = {}
     for i, item in enumerate(items):
         if not isinstance(item, dict) or "mimic" not in item:
@@ -407,13 +407,16 @@ def _mimic(items, parsed) -> dict:
             raise ModelError(f"{join(where, 'joint')}: required field missing (the name or index of the link whose "
                              "joint this one follows)")
         ref, at = spec["joint"], join(where, "joint")
-        if isinstance(ref, str) and ref in names and names.count(ref) == 1:
-            k = names.index(ref)
+        if isinstance(ref, str) and ref in link_names and link_names.count(ref) == 1:
+            k = link_names.index(ref)
         elif isinstance(ref, int) and not isinstance(ref, bool) and 0 <= ref < len(items):
             k = ref
+        elif isinstance(ref, str):
+            raise ModelError(f"{at}: no link is named '{names.printable(ref, 80)}'; give the name or index of the link whose "
+                             "joint this one follows")
         else:
-            raise ModelError(f"{at}: no link is named {describe_value(ref)}; give the name or index of the link "
-                             "whose joint this one follows")
+            raise ModelError(f"{at}: {describe_value(ref)} is neither a link's name nor its index (0 to "
+                             f"{len(items) - 1}); give the name or index of the link whose joint this one follows")
         if k == i:
             raise ModelError(f"{at}: a joint cannot follow itself; name the link whose joint it follows")
         if "mimic" in (items[k] if isinstance(items[k], dict) else {}):
@@ -421,9 +424,9 @@ def _mimic(items, parsed) -> dict:
         if items[k].get("joint") == "floating":
             raise ModelError(f"{at}: links[{k}] is floating (six coordinates); follow a revolute or prismatic joint")
         for j, what in ((i, "the following link"), (k, "the followed link")):
-            if not names[j] or names.count(names[j]) != 1:
+            if not link_names[j] or link_names.count(link_names[j]) != 1:
                 raise ModelError(f"{where}: {what} (links[{j}]) needs a name of its own; add name: to it")
-        out[names[i]] = (names[k], _number(spec.get("multiplier", 1.0), join(where, "multiplier")),
+        out[link_names[i]] = (link_names[k], _number(spec.get("multiplier", 1.0), join(where, "multiplier")),
                          _number(spec.get("offset", 0.0), join(where, "offset")))
     return out
 

@@ -287,8 +287,6 @@ def report_html(result, robot=None, title=None, magnify=None, equations="auto", 
     if comparison:
         section, figures["comparison"] = comparison_section(comparison)
         sections.insert(0, section)
-    if equations == "auto" and getattr(robot, "mimic", None):
-        equations = None  # (fm.derive refuses mimic joints: no equations section)
     if equations:
         from ..symbolic import derive
 
