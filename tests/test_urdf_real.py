@@ -28,7 +28,6 @@ REFUSED = {
     "no <link> elements": ["ur_description/urdf/ur3.urdf"],
     "nothing it carries has mass": ["romeo_description/urdf/romeo_laas_small.urdf",
                                     "romeo_description/urdf/romeo.urdf"],  # (a finger and its followers: no inertial)
-    "at most 100 are supported": ["tiago_description/robots/tiago_dual.urdf"],
     # a joint (l_ankle_2's) moving 1e-20 kg m^2: M's condition number 1.5e17, refused by the
     # whole-model check that model files get (Pinocchio computes with it regardless)
     "ill-conditioned": ["icub_description/robots/icub.urdf"],
