@@ -226,3 +226,39 @@ def test_long_series_keep_their_envelope():
         inside = keep[(keep >= b[0]) & (keep <= b[-1])]
         assert y[inside].max() > y[b].max() - 0.02 and y[inside].min() < y[b].min() + 0.02
     np.testing.assert_array_equal(envelope(y[:100], 4000), np.arange(100))
+
+
+def test_named_frames_are_drawn_where_the_model_puts_them(tmp_path):
+    """A URDF's named frames (UR5: base, ee_link, tool0) are in the report's animation data: their
+    origins at ``robot.frame(q, name)`` and a triad whose segments run along that frame's axes;
+    the page labels them by name. A robot without named frames draws none."""
+    import warnings
+
+    from urdf_helpers import ROBOTS
+
+    if ROBOTS is None:
+        pytest.skip("example-robot-data is not installed")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        robot = fm.load(ROBOTS / "ur_description/urdf/ur5_robot.urdf")
+    q = np.array([[0.1, -0.6, 0.9, -0.4, 0.5, 0.3], [0.4, -0.2, 0.3, 0.2, -0.5, 1.0]])
+    anim = animation_data(robot, [0.0, 0.1], q)
+    assert anim["frame_names"] == list(robot.frames) and "tool0" in anim["frame_names"]
+    size = anim["triad_size"]
+    assert 0 < size < 0.1 * (anim["range"][0][1] - anim["range"][0][0])
+    for f, qk in zip(anim["frames"], q):
+        for k, name in enumerate(anim["frame_names"]):
+            T = robot.frame(qk, name)
+            np.testing.assert_allclose([axis[k] for axis in f["named"]], T[:3, 3], atol=1e-5)
+            for a, part in enumerate(("frame_x", "frame_y", "frame_z")):
+                start = np.array([axis[3 * k] for axis in f[part]])
+                end = np.array([axis[3 * k + 1] for axis in f[part]])
+                assert all(axis[3 * k + 2] is None for axis in f[part])  # a gap after each triad's axis
+                np.testing.assert_allclose(start, T[:3, 3], atol=1e-5)
+                np.testing.assert_allclose(end - start, size * T[:3, a], atol=2e-5)
+    res = fm.simulate(robot, t_final=0.02, dt=0.01, q0=q[0], backend="numeric")
+    page = res.report(tmp_path / "ur5").read_text(encoding="utf-8")
+    assert json_block(page, "animation-data")["frame_names"] == anim["frame_names"]
+    assert "named frames: x, y, z axes" in page
+    plain = animation_data(fm.load(fm.examples.path("puma560")), [0.0], np.zeros((1, 6)))
+    assert plain["frame_names"] == [] and "named" not in plain["frames"][0]

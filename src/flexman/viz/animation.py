@@ -7,9 +7,10 @@ import math
 import numpy as np
 
 from ..analysis.tip import tip_offset
-from .arm import arm_lines, reach
+from .arm import arm_lines, reach, triads
 
 MAX_FRAMES = 240  # enough for a smooth replay, small enough for a light page
+TRIAD = 0.04  # length of a named frame's axes, as a fraction of the view's side
 SHOWN_DEFLECTION = 0.08  # auto magnification: the largest tip deflection drawn as this fraction of the reach
 
 
@@ -50,8 +51,10 @@ def _rounded(points, digits=5):
 
 def animation_data(robot, t, q, magnify=None, max_frames=MAX_FRAMES) -> dict:
     """Per frame: time and x/y/z lists of the rigid segments, beams, joints, tip and the
-    undeformed ghost (and, when magnified, the same parts at true scale as ``true_*``); plus the
-    magnification and a cube that holds every frame."""
+    undeformed ghost (and, when magnified, the same parts at true scale as ``true_*``); with named
+    frames (``robot.frames``: a URDF's ``tool0``...) their origins (``named``) and small triads
+    (``frame_x``, ``frame_y``, ``frame_z``: a segment along each axis), named in ``frame_names``;
+    plus the magnification and a cube that holds every frame."""
     t = np.asarray(t, dtype=float)
     q = np.asarray(q, dtype=float).reshape(len(t), -1)
     idx = frame_indices(len(t), max_frames)
@@ -65,12 +68,19 @@ def animation_data(robot, t, q, magnify=None, max_frames=MAX_FRAMES) -> dict:
     if magnify != 1.0 and robot.nf:  # the true scale too, for the page's scale switch
         true = arm_lines(robot, q[idx], 1.0)
         parts.update(true_rigid=true.rigid, true_beams=true.beams, true_joints=true.joints, true_tip=true.tip)
+    if deformed.frames.shape[-3]:
+        parts["named"] = deformed.frames[..., :3, 3]
     every = np.concatenate([p.reshape(-1, 3) for p in parts.values() if p.size], axis=0)
     every = every[np.all(np.isfinite(every), axis=1)]
     lo, hi = (every.min(axis=0), every.max(axis=0)) if every.size else (-np.ones(3), np.ones(3))
     centre, half = 0.5 * (lo + hi), 0.5 * max(float((hi - lo).max()), 1e-3) * 1.1
+    size = TRIAD * 2.0 * half  # triads a few percent of the view, whatever the arm's size
+    for prefix, lines in (("", deformed), ("true_", true if "true_rigid" in parts else None)):
+        if lines is not None and lines.frames.shape[-3]:
+            parts[prefix + "named"], (parts[prefix + "frame_x"], parts[prefix + "frame_y"],
+                                      parts[prefix + "frame_z"]) = triads(lines.frames, size)
     frames = [{"t": float(t[k]), **{name: _rounded(p[j]) for name, p in parts.items()}}
               for j, k in enumerate(idx)]
-    return {"magnify": magnify, "frames": frames,
+    return {"magnify": magnify, "frames": frames, "frame_names": list(robot.frames or {}), "triad_size": size,
             "range": [[float(c - half), float(c + half)] for c in centre],
             "max_tip_deflection": max_tip_deflection(robot, q)}

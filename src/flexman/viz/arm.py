@@ -1,4 +1,5 @@
-"""The arm as lines to draw: rigid link segments, beam centre lines, joints and the tip.
+"""The arm as lines to draw: rigid link segments, beam centre lines, joints, the tip and the
+named frames (a URDF's ``tool0``...).
 
 Positions come from the dynamics' own forward recursion (the frames ``W0``, ``Wh``, ``W`` of
 every link, deflection included) and from each beam's centre line in its undeformed link
@@ -26,6 +27,7 @@ class ArmLines:
     beams: np.ndarray  # deflected centre lines
     joints: np.ndarray  # joint origins
     tip: np.ndarray  # the last link's distal frame origin (the end-effector)
+    frames: np.ndarray = None  # (..., F, 4, 4) the named frames (robot.frames, in their order), base frame
 
 
 def _origin(W):
@@ -78,7 +80,21 @@ def arm_lines(robot, q, magnify=1.0, stations=STATIONS) -> ArmLines:
     tip = _origin(recs[-1]["W"])[..., None, :]
     empty = np.zeros(batch + (0, 3))
     cat = lambda parts: np.concatenate(parts, axis=-2) if parts else empty
-    return ArmLines(rigid=cat(rigid), beams=cat(beams), joints=cat(joints), tip=tip)
+    named = [(np.eye(4) if i < 0 else recs[i]["W"]) @ T for i, T in (robot.frames or {}).values()]
+    named = np.stack([np.broadcast_to(W, batch + (4, 4)) for W in named], axis=-3) if named else np.zeros(batch + (0, 4, 4))
+    return ArmLines(rigid=cat(rigid), beams=cat(beams), joints=cat(joints), tip=tip, frames=named)
+
+
+def triads(frames, size) -> tuple:
+    """(origins (..., F, 3), [x, y, z] axis segments (..., 3F, 3) each: origin, origin + size * axis,
+    a NaN gap) of frames (..., F, 4, 4): small triads to draw where each named frame is."""
+    origins = frames[..., :3, 3]
+    axes = []
+    for a in range(3):
+        ends = origins + size * frames[..., :3, a]
+        gap = np.full(origins.shape, np.nan)
+        axes.append(np.stack([origins, ends, gap], axis=-2).reshape(origins.shape[:-2] + (-1, 3)))
+    return origins, axes
 
 
 def reach(robot) -> float:

@@ -45,7 +45,8 @@ ANIMATION_JS = r"""
 (function () {
   const A = JSON.parse(document.getElementById('animation-data').textContent);
   const gd = document.getElementById('arm3d');
-  const PARTS = ['ghost_rigid', 'ghost_beams', 'rigid', 'beams', 'joints', 'tip'];
+  const PARTS = ['ghost_rigid', 'ghost_beams', 'rigid', 'beams', 'joints', 'tip']
+    .concat(A.frame_names.length ? ['frame_x', 'frame_y', 'frame_z', 'named'] : []);
   const STYLE = {
     ghost_rigid: {mode: 'lines', line: {color: '#bbbbbb', width: 3}, name: 'undeformed'},
     ghost_beams: {mode: 'lines', line: {color: '#bbbbbb', width: 3}, name: 'undeformed beams', showlegend: false},
@@ -53,6 +54,11 @@ ANIMATION_JS = r"""
     beams: {mode: 'lines', line: {color: '#ff7f0e', width: 7}, name: 'beams (deflection x' + A.magnify + ')'},
     joints: {mode: 'markers', marker: {color: '#1f77b4', size: 5}, name: 'joints'},
     tip: {mode: 'markers', marker: {color: '#d62728', size: 6}, name: 'end-effector'},
+    frame_x: {mode: 'lines', line: {color: '#e41a1c', width: 4}, name: 'named frames: x, y, z axes', legendgroup: 'nf'},
+    frame_y: {mode: 'lines', line: {color: '#4daf4a', width: 4}, showlegend: false, legendgroup: 'nf'},
+    frame_z: {mode: 'lines', line: {color: '#377eb8', width: 4}, showlegend: false, legendgroup: 'nf'},
+    named: {mode: 'markers+text', marker: {color: '#222222', size: 3}, text: A.frame_names,
+            textposition: 'top center', textfont: {size: 10}, showlegend: false, legendgroup: 'nf'},
   };
   const n = A.frames.length;
   const slider = document.getElementById('scrub');
@@ -80,7 +86,7 @@ ANIMATION_JS = r"""
   }
   const scale = document.getElementById('scale');
   function source(p) {  // the true-scale parts when the scale switch says so
-    return (scale && scale.value === '1' && !p.startsWith('ghost')) ? 'true_' + p : p;
+    return (scale && scale.value === '1' && !p.startsWith('ghost') && ('true_' + p) in A.frames[0]) ? 'true_' + p : p;
   }
   function show(i, cursors) {
     frame = Math.max(0, Math.min(n - 1, Math.round(i)));
