@@ -28,7 +28,7 @@ MAX_HARMONICS = 20
 def default_limits(robot) -> dict:
     """Limits used where ``limits`` gives none: the model's joint ranges (else +-pi rad or
     +-0.5 m), 1 rad/s or 0.5 m/s, 5 rad/s^2 or 2 m/s^2, and no torque limit."""
-    rev = np.array([link.joint == "revolute" for link in robot.links])
+    rev = np.array([link.joint == "revolute" for link in robot.joint_links])
     q = np.array([link.limits if link.limits is not None else ((-np.pi, np.pi) if r else (-0.5, 0.5))
                   for link, r in zip(robot.links, rev)], dtype=float)
     return {"q": q, "qd": np.where(rev, 1.0, 0.5), "qdd": np.where(rev, 5.0, 2.0), "tau": None}

@@ -30,7 +30,7 @@ def _statics_setup(robot, args):
     point = args.point if args.point is not None else block.get("point")
     gauges = args.gauges if args.gauges is not None else block.get("gauges")
     scale = math.pi / 180.0 if args.deg else 1.0
-    revolute = np.array([link.joint == "revolute" for link in robot.links])
+    revolute = np.array([link.joint == "revolute" for link in robot.joint_links])
     q = np.zeros(robot.n_joints)
     if args.q is not None:
         q = vector(args.q, (robot.n_joints,), "--q")
@@ -109,8 +109,8 @@ def cmd_statics(args) -> int:
         sweep["orders"][o] = {"torque": res.torques[..., joint], "torques": res.torques,
                               "curvature": res.curvature[..., 2] if res.gauges else np.zeros(res.torques.shape[:2] + (0,)),
                               "endpoint": res.deflection_local[..., 1], "q_f": res.q_f}
-    unit = "deg" if args.deg and robot.links[joint].joint == "revolute" else (
-        "rad" if robot.links[joint].joint == "revolute" else "m")
+    unit = "deg" if args.deg and robot.joint_links[joint].joint == "revolute" else (
+        "rad" if robot.joint_links[joint].joint == "revolute" else "m")
     plot = None
     if args.plot:
         from ..viz import plot_statics

@@ -457,6 +457,12 @@ class Robot:
         return len(self.links)
 
     @property
+    def joint_links(self) -> tuple:
+        """The link of each joint coordinate, in order (every link; a robot with mimic joints: the
+        independent ones), e.g. to tell revolute coordinates from prismatic ones."""
+        return tuple(self.links)
+
+    @property
     def parents(self) -> tuple:
         """Index of each link's parent link, -1 for the base (links in depth-first order)."""
         return tree.parent_indices(self.links)
@@ -715,6 +721,10 @@ class MimicRobot(Robot):
     @property
     def n_joints(self) -> int:
         return len(self.links) - len(self.mimic)
+
+    @property
+    def joint_links(self) -> tuple:
+        return tuple(self.links[i] for i in self.independent)
 
     @property
     def independent(self) -> tuple:
