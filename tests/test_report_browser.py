@@ -154,3 +154,35 @@ def test_report_in_chromium(browser, report):
         assert not requests, requests  # offline: nothing fetched
     finally:
         page.close()
+
+
+@pytest.mark.slow
+def test_named_frames_in_chromium(browser, tmp_path):
+    """UR5's named frames (tool0...) are drawn: a labelled marker per frame and its triad, which
+    follow the arm when the animation steps; no console error."""
+    import warnings
+
+    from urdf_helpers import ROBOTS
+
+    if ROBOTS is None:
+        pytest.skip("example-robot-data is not installed")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        robot = fm.load(ROBOTS / "ur_description/urdf/ur5_robot.urdf")
+    res = fm.simulate(robot, 0.3, dt=1e-2, q0=[0.1, -0.6, 0.9, -0.4, 0.5, 0.3], backend="numeric")
+    page, errors, requests = open_page(browser, res.report(tmp_path / "ur5.html"))
+    try:
+        names = page.evaluate("document.getElementById('arm3d').data.map(d => d.name)")
+        assert "named frames: x, y, z axes" in names
+        named = page.evaluate("document.getElementById('arm3d').data.find(d => d.mode === 'markers+text')")
+        k = named["text"].index("tool0")
+        last = len(res.t) - 1
+        page.evaluate(f"window.flexmanAnimation.show({last})")
+        settle(page, f"window.flexmanAnimation.frame === {last}")
+        shown = page.evaluate(f"(() => {{ const d = document.getElementById('arm3d').data.find("
+                              f"d => d.mode === 'markers+text'); return [d.x[{k}], d.y[{k}], d.z[{k}]]; }})()")
+        tool0 = robot.frame(res.q[-1], "tool0")[:3, 3]  # where the model puts it at the last sample
+        np.testing.assert_allclose(shown, tool0, atol=1e-5)
+        assert errors == [] and requests == []
+    finally:
+        page.close()
