@@ -139,17 +139,23 @@ def cmd_simulate(args) -> int:
     if args.json:
         print_json(summary)
         return status
-    con = console()
-    con.print(f"[bold]{robot.name}[/bold]: simulated {summary['t_final']:.6g} s with {args.method} "
-              f"({summary['samples']} samples, {wall:.3g} s wall time, {summary['backend']} model, "
-              f"{summary['loop']} loop)")
-    con.print("final q: " + ", ".join(f"{k}={v:.6g}" for k, v in summary["q_final"].items()))
     drift = "" if "torque" in kwargs or "controller" in kwargs else f" (unforced: max change {summary['energy_drift_relative']:.3g} of the energy exchanged)"
     if "prescribed" in kwargs:
         drift = f" (prescribed motion: the joint torques did {summary['work']:.6g} J of work)"
-    con.print(f"energy: {summary['energy_initial']:.6g} -> {summary['energy_final']:.6g} J{drift}")
-    for path in files:
-        con.print(f"wrote {path}")
+    lines = [f"simulated {summary['t_final']:.6g} s with {args.method} ({summary['samples']} samples, {wall:.3g} s wall "
+             f"time, {summary['backend']} model, {summary['loop']} loop)",
+             "final q: " + ", ".join(f"{k}={v:.6g}" for k, v in summary["q_final"].items()),
+             f"energy: {summary['energy_initial']:.6g} -> {summary['energy_final']:.6g} J{drift}"]
+    lines += [f"wrote {path}" for path in files]
+    if sys.stdout.isatty():  # styled on a terminal; plain text into a pipe or file (and no import of rich)
+        from rich.markup import escape
+
+        con = console()
+        con.print(f"[bold]{escape(robot.name)}[/bold]: " + escape(lines[0]))
+        for line in lines[1:]:
+            con.print(escape(line))
+    else:
+        print(f"{robot.name}: " + "\n".join(lines))
     return status
 
 
