@@ -60,11 +60,15 @@ typedef struct {
    spline: a = [breaks (m + 1), c (4 m n), c1 (3 m n), c2 (2 m n)] (the PPoly coefficients of the
    spline and its two derivatives, highest power first);
    hold (no trajectory): q_d = qd_d = qdd_d = 0;
-   input: a = [q_d (n), qd_d (n), qdd_d (n)], set-points written by the caller (an FMU's inputs). */
+   input: a = [q_d (n), qd_d (n), qdd_d (n)], set-points written by the caller (an FMU's inputs).
+   Shaped (n_shift > 0; flexman.control.shaping): sum_i shift_a[i] base(t - shift_t[i]), base the
+   trajectory the other fields describe (an input shaper's impulses convolved with it). */
 typedef struct {
     int kind, profile, n, pieces;
     double t_start, t_end;
     const double *a;
+    int n_shift;
+    const double *shift_t, *shift_a;
 } fm_traj;
 
 /* A built-in controller (flexman.control) plus the torque applied beside it.
@@ -168,7 +172,7 @@ static double fm_piece(const double *c, int k, int m, int n, int i, int j, doubl
     return res;
 }
 
-void fm_trajectory(const fm_traj *tr, double t, double *q, double *qd, double *qdd)
+static void fm_trajectory_base(const fm_traj *tr, double t, double *q, double *qd, double *qdd)
 {
     int n = tr->n;
     if (tr->kind == FM_TRAJ_HOLD) {
@@ -216,6 +220,26 @@ void fm_trajectory(const fm_traj *tr, double t, double *q, double *qd, double *q
         q[j] = fm_piece(c, 4, m, n, i, j, s);
         qd[j] = moving ? fm_piece(c1, 3, m, n, i, j, s) : 0.0;
         qdd[j] = moving ? fm_piece(c2, 2, m, n, i, j, s) : 0.0;
+    }
+}
+
+void fm_trajectory(const fm_traj *tr, double t, double *q, double *qd, double *qdd)
+{
+    if (tr->n_shift <= 0) {
+        fm_trajectory_base(tr, t, q, qd, qdd);
+        return;
+    }
+    int n = tr->n;
+    double part[3 * n + 1];  /* one impulse's copy of the base: q, qd, qdd */
+    for (int j = 0; j < n; ++j) q[j] = qd[j] = qdd[j] = 0.0;
+    for (int i = 0; i < tr->n_shift; ++i) {  /* in impulse order, as the Python sum adds them */
+        double A = tr->shift_a[i];
+        fm_trajectory_base(tr, t - tr->shift_t[i], part, part + n, part + 2 * n);
+        for (int j = 0; j < n; ++j) {
+            q[j] += A * part[j];
+            qd[j] += A * part[n + j];
+            qdd[j] += A * part[2 * n + j];
+        }
     }
 }
 
@@ -466,7 +490,8 @@ class Plant(ctypes.Structure):
 
 class Traj(ctypes.Structure):
     _fields_ = [("kind", ctypes.c_int), ("profile", ctypes.c_int), ("n", ctypes.c_int), ("pieces", ctypes.c_int),
-                ("t_start", ctypes.c_double), ("t_end", ctypes.c_double), ("a", _P)]
+                ("t_start", ctypes.c_double), ("t_end", ctypes.c_double), ("a", _P), ("n_shift", ctypes.c_int),
+                ("shift_t", _P), ("shift_a", _P)]
 
 
 class Control(ctypes.Structure):
