@@ -79,3 +79,13 @@ def test_what_c_cannot_evaluate_keeps_the_python_loop(compiled_backend, arm):
         res = fm.simulate(arm, 0.01, controller=PID(arm, traj, kp=100.0, ki=0.0, kd=10.0), progress=False,
                           backend="compiled")
         assert res.stats["loop"] == "python" and "reference trajectory" in res.stats["loop_reason"]
+
+
+def test_fourier_reference_in_the_compiled_loop(compiled_backend, arm):
+    """The identification excitation (a FourierSeries, periodic for ever) as a PID reference, plain
+    and shaped: evaluated in C, equal to the Python loop."""
+    rng = np.random.default_rng(3)
+    series = tr.FourierSeries(0.2, [0.0, 0.1, -0.1], 0.3 * rng.standard_normal((3, 9)), 0.3 * rng.standard_normal((3, 9)))
+    for traj in (series, Shaper.design("ZV", 60.0)(series)):
+        a, _ = both_loops(arm, 0.5, controller=PID(arm, traj, kp=[2000, 2000, 500], ki=200, kd=800))
+        assert np.ptp(a.q[:, 0]) > 1e-3

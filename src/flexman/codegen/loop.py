@@ -35,7 +35,8 @@ SOURCE = r"""
 #include <string.h>
 
 enum { FM_OK = 0, FM_SINGULAR = 1, FM_TORQUE = 2, FM_DIVERGED = 3, FM_NOMEMORY = 4 };
-enum { FM_TRAJ_HOLD = 0, FM_TRAJ_REST_TO_REST = 1, FM_TRAJ_SPLINE = 2, FM_TRAJ_SPIN_UP = 3, FM_TRAJ_INPUT = 4 };
+enum { FM_TRAJ_HOLD = 0, FM_TRAJ_REST_TO_REST = 1, FM_TRAJ_SPLINE = 2, FM_TRAJ_SPIN_UP = 3, FM_TRAJ_INPUT = 4,
+       FM_TRAJ_FOURIER = 5 };
 enum { FM_PROFILE_SINUSOIDAL = 0, FM_PROFILE_QUINTIC = 1, FM_PROFILE_CUBIC = 2 };
 enum { FM_CTRL_NONE = 0, FM_CTRL_PID = 1, FM_CTRL_COMPUTED_TORQUE = 2, FM_CTRL_DECOUPLING = 3 };
 
@@ -59,6 +60,7 @@ typedef struct {
    spin_up: a = [q0 (n), rate (n)], ramp time t_end;
    spline: a = [breaks (m + 1), c (4 m n), c1 (3 m n), c2 (2 m n)] (the PPoly coefficients of the
    spline and its two derivatives, highest power first);
+   fourier: a = [q0 (n), a (n x h), b (n x h)], h = pieces harmonics, period t_end (FourierSeries);
    hold (no trajectory): q_d = qd_d = qdd_d = 0;
    input: a = [q_d (n), qd_d (n), qdd_d (n)], set-points written by the caller (an FMU's inputs).
    Shaped (n_shift > 0; flexman.control.shaping): sum_i shift_a[i] base(t - shift_t[i]), base the
@@ -194,6 +196,22 @@ static void fm_trajectory_base(const fm_traj *tr, double t, double *q, double *q
             q[j] = q0[j] + qq;
             qd[j] = ramp ? WT * (xr - sin(w * xr) / w) : W[j];
             qdd[j] = ramp ? WT * (1.0 - cos(w * xr)) : 0.0;
+        }
+        return;
+    }
+    if (tr->kind == FM_TRAJ_FOURIER) {  /* periodic for ever: no clipping */
+        int h = tr->pieces;
+        const double *q0 = tr->a, *A = tr->a + n, *B = A + (long)n * h;
+        for (int j = 0; j < n; ++j) {
+            double sq = 0.0, sqd = 0.0, sqdd = 0.0;
+            for (int l = 1; l <= h; ++l) {
+                double w = 2.0 * M_PI / tr->t_end * (double)l, x = t * w, sn = sin(x), cs = cos(x);
+                double aj = A[(long)j * h + l - 1], bj = B[(long)j * h + l - 1];
+                sq += (aj * sn - bj * cs) / w;
+                sqd += aj * cs + bj * sn;
+                sqdd += w * (-aj * sn + bj * cs);
+            }
+            q[j] = q0[j] + sq; qd[j] = sqd; qdd[j] = sqdd;
         }
         return;
     }
@@ -501,7 +519,7 @@ class Control(ctypes.Structure):
 
 
 STATUS = {0: "ok", 1: "singular", 2: "torque", 3: "diverged", 4: "no memory"}
-TRAJ_KINDS = {"hold": 0, "rest_to_rest": 1, "spline": 2, "spin_up": 3, "input": 4}
+TRAJ_KINDS = {"hold": 0, "rest_to_rest": 1, "spline": 2, "spin_up": 3, "input": 4, "fourier": 5}
 PROFILES = {"sinusoidal": 0, "quintic": 1, "cubic": 2}
 CONTROLLER_KINDS = {None: 0, "pid": 1, "computed_torque": 2, "decoupling": 3}
 

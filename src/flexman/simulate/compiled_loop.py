@@ -5,8 +5,8 @@ reference trajectory, the dynamics and RK4 all in C, output sampling included) w
 in it is known to C: the method is ``"rk4"``, the dynamics are a compiled C model, the controller
 is none or a built-in one (:class:`~flexman.control.PID`, ``ComputedTorque``, ``Decoupling``,
 also from a model file; their saturation and switch-off times included) whose reference is a
-built-in trajectory (``rest_to_rest``, ``spline``, ``spin_up``, model-file manoeuvres, any of
-them input-shaped), and the applied ``torque`` is none, constant or sampled. Prescribed motion
+built-in trajectory (``rest_to_rest``, ``spline``, ``spin_up``, a ``FourierSeries``, model-file
+manoeuvres, any of them input-shaped), and the applied ``torque`` is none, constant or sampled. Prescribed motion
 with a built-in trajectory runs there too. Anything written in Python (a controller or torque
 function, a hand-written trajectory, a subclass overriding a law) keeps the **Python loop**
 (:func:`flexman.simulate.run.integrate`), which calls it at every stage.
@@ -43,7 +43,7 @@ def trajectory_struct(traj, n, keep):
     ``keep``), or None when the trajectory is not one C knows. An input-shaped trajectory
     (:class:`flexman.control.shaping.ShapedTrajectory`) is its base's struct plus the impulses
     (amplitudes and delays as data: a new shaper never recompiles)."""
-    from ..trajectory import SpinUp, Trajectory
+    from ..trajectory import FourierSeries, SpinUp, Trajectory
 
     shaping = sys.modules.get("flexman.control.shaping")  # not imported: no shaped trajectory exists
     if shaping is not None and type(traj) is shaping.ShapedTrajectory:
@@ -57,7 +57,7 @@ def trajectory_struct(traj, n, keep):
         s.n_shift, s.shift_a, s.shift_t = amplitudes.size, _ptr(amplitudes), _ptr(times)
         return s
     kind = getattr(traj, "kind", None)
-    if type(traj) not in (Trajectory, SpinUp) or kind not in cloop.TRAJ_KINDS or getattr(traj, "n", None) != n:
+    if type(traj) not in (Trajectory, SpinUp, FourierSeries) or kind not in cloop.TRAJ_KINDS or getattr(traj, "n", None) != n:
         return None
     s = cloop.Traj(kind=cloop.TRAJ_KINDS[kind], n=n, t_start=traj.t_start, t_end=traj.t_end)
     if kind == "rest_to_rest":
@@ -67,6 +67,11 @@ def trajectory_struct(traj, n, keep):
         data = np.concatenate([traj.q_start, traj.q_end - traj.q_start])
     elif kind == "spin_up":
         data = np.concatenate([traj.q_start, traj.rate])
+    elif kind == "fourier":
+        if traj.a.shape != (n, traj.harmonics) or traj.b.shape != traj.a.shape or traj.q0.shape != (n,):
+            return None
+        s.pieces, s.t_end = traj.harmonics, traj.period
+        data = np.concatenate([traj.q0, traj.a.ravel(), traj.b.ravel()])
     else:
         c, c1, c2 = traj.pieces
         m = len(traj.times) - 1
