@@ -571,12 +571,15 @@ class Robot:
         out.__dict__["_derived"] = cache
         return out
 
-    def clear_derived(self) -> None:
-        """Drop every cached derived constant (they are rebuilt on demand). The last few dropped
-        are kept process-wide under their content key (:data:`RECENT_DROPPED`), so a loaded
-        robot's first run reuses the model its load-time check built, while a batch of loaded
-        robots does not keep one model each."""
+    def clear_derived(self, keep_recent: bool = False) -> None:
+        """Drop every cached derived constant (they are rebuilt on demand). ``keep_recent``: keep
+        them process-wide under their content key, the last :data:`RECENT_DROPPED` of them, so a
+        loaded robot's first run reuses the model its load-time check built while a batch of
+        loaded robots does not keep one model each (only for constants ``derived`` built: a
+        substituted one, :meth:`with_derived`, must not reach other robots of that content)."""
         dropped = self.__dict__.pop("_derived", None) or {}
+        if not keep_recent:
+            return
         for what, (key, value) in dropped.items():
             try:
                 _RECENT[(what, key)] = value
