@@ -193,7 +193,8 @@ def cmd_report(args) -> int:
         runs = variants(robot, kwargs["controller"], kwargs, args.t_final)
         runs[0] = (runs[0][0], res, runs[0][2])  # the profile run is the one above
         pages = {name: ("report.html" if k == 0 else f"report-{name.lower()}.html") for k, (name, _, _) in enumerate(runs)}
-        comparison = {"curves": path_errors(robot, runs), "pages": pages}
+        comparison = {"curves": path_errors(robot, runs), "pages": pages,
+                      "motions": {name: (r.t, r.q) for name, r, _ in runs}}  # the 3D views side by side
         others = [(runs[k][1], out / pages[runs[k][0]], runs[k][0]) for k in range(1, len(runs))]
     with staged() as staging:  # the files replace the old ones together, or none does
         res.report(staging.path(out / "report.html"), magnify=args.magnify, equations=equations,
