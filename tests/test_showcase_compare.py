@@ -40,3 +40,13 @@ def test_showcase_three_ways(tmp_path, capsys):
     assert rows["optimal"][0] == pytest.approx(2.5)
     for name in ("report-zvd-shaped.html", "report-optimal.html"):
         assert "animation-data" in (out / name).read_text()
+    # the three arms side by side in the page itself: one time axis, each run's own motion
+    import json
+    anim = json.loads(re.search(r"<script type='application/json' id='comparison-animation'>(.*?)</script>",
+                                page).group(1))
+    assert [r["name"] for r in anim["runs"]] == ["profile", "ZVD-shaped", "optimal"]
+    assert all(len(r["frames"]) == len(anim["times"]) for r in anim["runs"])
+    mid = len(anim["times"]) // 3  # during the move (1 s of 3): the three arms are in different places
+    tips = np.array([[axis[0] for axis in r["frames"][mid]["tip"]] for r in anim["runs"]])
+    assert np.linalg.norm(tips[0] - tips[1]) > 1e-3 and np.linalg.norm(tips[0] - tips[2]) > 1e-3
+    assert "id='cmp-arm-2'" in page
