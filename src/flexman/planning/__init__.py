@@ -185,9 +185,10 @@ def _solve_within_limits(problem, robot, functions, torque, rate, make_plan):
     bounds the last solve used and the number of re-solves."""
     bounds = {"torque": None if torque is None else torque.copy(), "rate": None if rate is None else rate.copy()}
     limits = {"torque": torque, "rate": rate}
-    resolves = 0
+    resolves, iterations, seconds = 0, 0, 0.0
     while True:
         sol = solve(problem)
+        iterations, seconds = iterations + sol.iterations, seconds + sol.seconds
         result = make_plan(sol)
         if resolves and not (sol.success or sol.status == "Solved_To_Acceptable_Level"):
             raise PlanningError(
@@ -206,6 +207,7 @@ def _solve_within_limits(problem, robot, functions, torque, rate, make_plan):
             "simulated_torque_peak": simulated,
             "torque_ratio": ratios.get("torque"), "rate_ratio": ratios.get("rate"), "largest_ratio": worst,
             "within_limits": worst <= 1.0 + LIMIT_TOLERANCE, "resolves": resolves,
+            "iterations_all_solves": iterations, "seconds_all_solves": seconds,
             "torque_bound": bounds["torque"], "rate_bound": bounds["rate"]}
         if worst <= 1.0 + LIMIT_TOLERANCE:
             return result
