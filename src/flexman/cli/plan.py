@@ -144,7 +144,7 @@ def cmd_plan(args) -> int:
             print(f"{kind} limits checked at {dense['points_per_interval']} points per interval"
                   + (" and on the simulated move" if kind == "torque" else "")
                   + f": peak {fmt(dense[f'{kind}_peak'])} = {fmt(100 * dense[f'{kind}_ratio'])} % of the limits"
-                  + (f" ({dense['resolves']} re-solves with the bounds backed off)" if dense["resolves"] else ""))
+                  + (f" ({dense['resolves']} re-solve{'s' if dense['resolves'] > 1 else ''} with the bounds backed off)" if dense["resolves"] else ""))
     print(f"{'move':<22} {'path error (mm)':>16} {'residual (mm)':>14}  peak torque")
     for r in runs:
         print(f"{r['name']:<22} {r['path_error_mm']:>16.4g} {r['residual_mm']:>14.4g}  {fmt(r['peak_torque'])}")
