@@ -4,7 +4,7 @@ The page must load with no console error and no network request, the animation m
 frame by frame, scrub, play, switch to true scale and jump to a time clicked on a plot, and
 the 3D view must show the arm (not a blank canvas).
 
-The test needs /usr/bin/chromium (`.ci/run` installs it). Without it the test fails, unless
+The test needs /usr/bin/chromium (`make test` installs it, see the Makefile's browser step). Without it the test fails, unless
 FLEXMAN_SKIP_BROWSER=1 says a browser-less run is intended.
 """
 from __future__ import annotations

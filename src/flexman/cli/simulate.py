@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import FORMULATIONS, UsageError, console, fmt, load_model, print_json, subcommand, vector
+from .common import FORMULATIONS, UsageError, console, fmt, load_model, print_json, state_vector, subcommand, vector
 from ..model.errors import ModelError
 from ..outputs import output_folder, staged
 from ..simulate import METHODS
@@ -59,9 +59,9 @@ def _simulation_options(args, robot) -> dict:
             if not value > 0:
                 raise UsageError(f"--{key}: must be > 0 (got {value})")
             kwargs[key] = value
-    q0 = vector(args.q0, (robot.n_joints, robot.nq), "--q0")
+    q0 = state_vector(robot, args.q0, "--q0")
     if q0 is not None:
-        kwargs["q0"] = np.concatenate([q0, np.zeros(robot.nq - q0.size)])  # flex coords at rest
+        kwargs["q0"] = q0
     torque = vector(args.torque, (robot.n_joints,), "--torque")
     if torque is not None:
         kwargs["torque"] = torque
