@@ -74,6 +74,13 @@ def vector(values, n_allowed, what: str):
     return arr
 
 
+def state_vector(robot, values, what: str):
+    """Joint values (the flexible coordinates at rest, zero) or a whole coordinate vector, from
+    the command line; None when not given."""
+    v = vector(values, (robot.n_joints, robot.nq), what)
+    return None if v is None else np.concatenate([v, np.zeros(robot.nq - v.size)])
+
+
 FORMULATIONS = ("book", "newton_euler", "denoc", "lagrange")
 
 

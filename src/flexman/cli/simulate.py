@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import FORMULATIONS, UsageError, console, fmt, load_model, print_json, subcommand, vector
+from .common import FORMULATIONS, UsageError, console, fmt, load_model, print_json, state_vector, subcommand, vector
 from ..model.errors import ModelError
 from ..outputs import output_folder, staged
 from ..simulate import METHODS
@@ -59,9 +59,9 @@ def _simulation_options(args, robot) -> dict:
             if not value > 0:
                 raise UsageError(f"--{key}: must be > 0 (got {value})")
             kwargs[key] = value
-    q0 = vector(args.q0, (robot.n_joints, robot.nq), "--q0")
+    q0 = state_vector(robot, args.q0, "--q0")
     if q0 is not None:
-        kwargs["q0"] = np.concatenate([q0, np.zeros(robot.nq - q0.size)])  # flex coords at rest
+        kwargs["q0"] = q0
     torque = vector(args.torque, (robot.n_joints,), "--torque")
     if torque is not None:
         kwargs["torque"] = torque
@@ -199,7 +199,8 @@ def cmd_report(args) -> int:
         runs = variants(robot, kwargs["controller"], kwargs, args.t_final)
         runs[0] = (runs[0][0], res, runs[0][2])  # the profile run is the one above
         pages = {name: ("report.html" if k == 0 else f"report-{name.lower()}.html") for k, (name, _, _) in enumerate(runs)}
-        comparison = {"curves": path_errors(robot, runs), "pages": pages}
+        comparison = {"curves": path_errors(robot, runs), "pages": pages,
+                      "motions": {name: (r.t, r.q) for name, r, _ in runs}}  # the 3D views side by side
         others = [(runs[k][1], out / pages[runs[k][0]], runs[k][0]) for k in range(1, len(runs))]
     with staged() as staging:  # the files replace the old ones together, or none does
         res.report(staging.path(out / "report.html"), magnify=args.magnify, equations=equations,

@@ -164,6 +164,11 @@ def _info(status, t_fault, steps):
     return {"steps": steps, "success": False, "diverged": True, "t_fault": float(t_fault), "message": message}
 
 
+
+class LoopUnavailable(ValueError):
+    """loop='compiled' was asked for a run the compiled loop cannot take (the message says why)."""
+
+
 def plan(model, method, n_joints, controller=None, torque=None, t_grid=None, prescribed=None, loop="auto"):
     """(CompiledLoop or None, reason): the compiled loop of a run when it can take it (see the
     module doc), else None and why, in words. ``loop``: "auto", "compiled" (a ValueError naming
@@ -177,7 +182,7 @@ def plan(model, method, n_joints, controller=None, torque=None, t_grid=None, pre
     made = _describe(model, method, n_joints, controller, torque, t_grid, prescribed, keep)
     if isinstance(made, str):
         if loop == "compiled":
-            raise ValueError(f"loop='compiled': {made}")
+            raise LoopUnavailable(f"loop='compiled': {made}")
         return None, made
     return CompiledLoop(model, made, keep, prescribed is not None), "compiled"
 
