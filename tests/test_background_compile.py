@@ -42,12 +42,16 @@ def test_a_later_run_finds_the_model_built_in_the_background(cold, monkeypatch, 
     fm.simulate(robot, 0.005, progress=False)
     assert len(background._started) == 1  # one build, however many runs ask
     assert background.wait(600)
-    assert list((cold / "background").iterdir()) == []  # the job (the build's marker) is gone
+    assert [p.suffix for p in (cold / "background").iterdir()] == [".done"]  # the job, now the record of the build
     assert [e.robot for e in modelcache.entries()] == ["dynaman_2r"]
     modelcache.clear_memory()  # as a new process sees it
     later = fm.simulate(robot, 0.005, progress=False)
     assert later.stats["backend"] == "compiled" and later.stats["loop"] == "compiled"
     assert len(background._started) == 1
+    modelcache.clear()  # gone again (as if its cache key had differed): no second build within the hour
+    modelcache.clear_memory()
+    monkeypatch.setattr(background, "_started", {})
+    assert not background.start(robot) and background._started == {}
 
 
 def test_off_builds_nothing(cold, capsys):

@@ -7,7 +7,9 @@ The build never holds up the run or the interpreter's exit: it is a separate pro
 session (Ctrl-C in the terminal does not reach it), at a lower priority, with no output. It gets
 the robot as model-file data in a job file of the cache folder (``background/``); the job file
 doubles as the marker that a build is under way, so repeated runs start one build, not one each
-(a marker older than :data:`STALE_SECONDS` is a crashed build's and is replaced).
+(a marker older than :data:`STALE_SECONDS` is a crashed build's and is replaced). A finished
+job is kept as ``<name>.done`` for as long: a run that still does not find the model (say its
+model-file form loses something the cache key sees) starts no second build.
 
 ``FLEXMAN_BACKGROUND_COMPILE``: ``1`` (default) or ``0`` (never; the test suite sets it).
 """
@@ -61,6 +63,12 @@ def start(robot, formulation="newton_euler", estimated_seconds=0.0):
         if name in _started:
             return True
         job = jobs_dir() / f"{name}.json"
+        done = job.with_suffix(".done")
+        try:  # built within the hour, yet not found (its cache key differs): do not build it again and again
+            if time.time() - done.stat().st_mtime < STALE_SECONDS:
+                return False
+        except FileNotFoundError:
+            pass
         try:
             if time.time() - job.stat().st_mtime < STALE_SECONDS:
                 return True  # another process's build of this model is under way
@@ -126,8 +134,8 @@ def build(job_path) -> int:
     except Exception:  # nobody is there to read it: the next run simply runs interpreted again
         return 1
     finally:
-        try:
-            os.unlink(job_path)
+        try:  # the job becomes the record that this model was built (see start)
+            os.replace(job_path, os.path.splitext(job_path)[0] + ".done")
         except OSError:
             pass
 
