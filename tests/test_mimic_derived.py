@@ -184,3 +184,41 @@ def test_bad_mimic_fields_are_one_line(l3, l2, message):
     with pytest.raises(ModelError) as info:
         robot_from_dict(_links(l3, l2))
     assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_lagrange_falls_back_and_the_statics_command_runs(tmp_path):
+    """The energy-based formulation differentiates by the coordinates it traces: on a mimic robot
+    Book's recursion is traced instead (noted), with the same numbers; `flexman statics` on a saved
+    flexible mimic model reads the joint types of the independent joints (robot.joint_links)."""
+    import json
+    import subprocess
+    import sys
+
+    _, robot = _tree(tmp_path)
+    eom = fm.derive(robot, formulation="lagrange")
+    assert eom.fell_back and any("mimic joints" in n for n in eom.notes)
+    _check_generated(robot, eom.compile("numpy"), np.random.default_rng(10))
+    _, flexible = _tree(tmp_path, overlay=BEAMS)
+    assert [link.name for link in flexible.joint_links] == ["l1", "l2", "l4"]
+    path = fm.save(flexible, tmp_path / "flex.yaml")
+    out = subprocess.run([sys.executable, "-m", "flexman.cli", "statics", str(path), "--q", "0.3", "0.2", "-0.1",
+                          "--json"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    expected = fm.analysis.statics(flexible, np.array([0.3, 0.2, -0.1])).torques
+    data = json.loads(out.stdout)
+    assert "Traceback" not in out.stderr and data
+    np.testing.assert_allclose(np.ravel(_first(data, "torques")), expected, rtol=1e-9)
+
+
+def _first(data, key):
+    """The first value under ``key`` anywhere in a JSON document."""
+    if isinstance(data, dict):
+        if key in data:
+            return data[key]
+        data = list(data.values())
+    if isinstance(data, list):
+        for item in data:
+            found = _first(item, key)
+            if found is not None:
+                return found
+    return None
