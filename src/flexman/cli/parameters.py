@@ -117,9 +117,10 @@ def cmd_excite(args) -> int:
                           **({"starts": args.starts} if args.starts else {}))
     except ValueError as exc:
         text = str(exc)
-        for key, option in sorted(_LIMIT_OPTIONS.items(), key=lambda kv: -len(kv[0])):
-            if text.startswith(f"limits.{key}:"):
-                text = option + text[len(f"limits.{key}"):]
+        names = [(f"limits.{k}", o) for k, o in sorted(_LIMIT_OPTIONS.items(), key=lambda kv: -len(kv[0]))]
+        for name, option in names + [("period", "--period"), ("harmonics", "--harmonics")]:
+            if text.startswith(f"{name}:"):
+                text = option + text[len(name):]
                 break
         raise ValueError(text) from None
     traj.to_csv(out, rate=args.rate, periods=args.periods)
