@@ -392,6 +392,10 @@ def excitation(robot, period, harmonics, limits=None, seed=0, starts=20, iterati
     problem = _Problem(robot, design, L, base, margin)
     rng = np.random.default_rng(seed)
     tries = [_fit_limits(_fit_torque(design, x, L, fine), L, fine) for x in shapes(rng, max(1, int(starts)))]
+    tries = [tr for tr in tries if tr is not None]  # None: a start whose still centre needs too much torque
+    if not tries:
+        raise ValueError("limits.tau: no random start fits these torque limits away from the centre of the joint "
+                         "ranges; raise the torque limits or narrow the position ranges (limits.q)")
     ranked = sorted(tries, key=lambda tr: problem.evaluate(problem.z_of(tr), grad=False)["f"])
     A, b = problem.linear_constraints()
     cons = [{"type": "ineq", "fun": lambda z: A @ z + b, "jac": lambda z: A}]
@@ -413,6 +417,7 @@ def excitation(robot, period, harmonics, limits=None, seed=0, starts=20, iterati
     traj.condition = best_cond
     baseline = [_fit_limits(_fit_torque(design, x, L, fine), L, fine)
                 for x in shapes(np.random.default_rng([seed, 27]), 11)]
-    traj.random_condition = float(np.median([condition(robot, tr, 10 * samples, base) for tr in baseline]))
+    traj.random_condition = float(np.median([condition(robot, tr, 10 * samples, base) for tr in baseline
+                                             if tr is not None]))
     traj.limits = L
     return traj
