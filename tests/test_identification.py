@@ -96,7 +96,7 @@ def _swing(T=2.0, A=0.6):
 
 
 @pytest.mark.slow
-def test_identify_recovers_a_perturbed_beam_stiffness():
+def test_identify_recovers_a_perturbed_beam_stiffness(compiled_backend):
     """flx_joint_mass (a 4 m beam on a hub): data simulated with EI 20% above the model file's,
     noisy tip offsets (2% of their peak), torques (1%) and joint angles (1e-6 rad); the estimate
     from the file's EI lies within 4 standard errors of the truth. The filter cutoff is read from
