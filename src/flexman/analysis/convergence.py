@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model import limits
+from ..model.errors import ModelError
 from . import physical
 from .frequencies import natural_frequencies
 
@@ -288,7 +289,10 @@ def convergence(robot, q=None, modes=DEFAULT_MODES, quantity="frequencies") -> C
 
     names = [link.name or f"link{robot.links.index(link) + 1}" for link in beams]
     own_counts = {n: _count(link.beam) for n, link in zip(names, beams)}
-    ref, method = reference(robot, q)
+    try:
+        ref, method = reference(robot, q)
+    except (ValueError, ModelError) as exc:  # beams finite elements cannot model: the finest count, said so
+        ref, method = None, f"the largest count studied (no finite-element reference: {' '.join(str(exc).split())})"
     return Convergence(robot.name, counts, stack(0), stack(1), own, names, own_counts, ref, method)
 
 
