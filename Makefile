@@ -14,7 +14,8 @@ $(STAMP): pyproject.toml
 
 # The showcase: a flexible three-link arm makes one move three ways under decoupling + LQR control
 # (the sinusoidal profile, its ZVD-shaped version, the optimal plan of fm.plan tracked with feed-forward); writes
-# results/showcase/report.html (3D animation, plots, model, equations) and summary.png.
+# results/showcase/report.html (the three moves' error curves and 3D animations side by side, plots, model,
+# equations) and summary.png.
 run: $(STAMP)
 	$(VENV)/bin/flexman report flx_three_link_lqr --controller --compare --t-final 4.5 --dt 2e-3 --out results/showcase
 

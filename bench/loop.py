@@ -11,7 +11,9 @@ shared, so take the best and compare rows of one run only):
 * ``cold 52``: a 52-coordinate clamped-mass arm (four links, six modes per plane), ``fm.simulate(robot,
   0.005)`` (five RK4 steps) with the default backend on an empty cache (a temporary folder);
 * ``cli process``: ``flexman simulate flx_three_link --controller --t-final 2`` as a whole process
-  (interpreter start, imports, cache load, run, output; the cache warmed first);
+  (interpreter start, imports, cache load, run, output; the cache warmed first), with flexman's
+  bytecode kept between processes (as an installed package has it) and without (every process
+  compiles the sources: ``PYTHONDONTWRITEBYTECODE``);
 * ``batch``: ``--runs`` closed-loop runs of 1 s of the three-link arm under decoupling + LQR
   (the showcase controller, LQR from 0.5 s), each from its own initial joint angles, RK4 at 2 ms,
   through ``simulate_batch``. With ``--batch-sample K`` only K runs are integrated and the time is
@@ -118,20 +120,29 @@ def cold52():
     return loop_of(res.stats), wall, res.stats["wall_time"], 0.005, f"{res.stats.get('backend')} model"
 
 
-def cli_process(repeat):
+def cli_process(repeat, bytecode):
+    """The command as a process; ``bytecode``: Python's compiled bytecode of flexman kept between
+    processes (in a temporary folder, as an installed package keeps it), else recompiled by every
+    process (PYTHONDONTWRITEBYTECODE, as this machine's environment sets)."""
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
     env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("FLEXMAN_BACKEND", None)
-    cmd = [sys.executable, "-m", "flexman.cli", "simulate", "flx_three_link", "--controller", "--t-final", "2",
-           "--json"]
-    subprocess.run(cmd, env=env, capture_output=True, check=True)  # warm the cache
-    import json
+    with tempfile.TemporaryDirectory() as pyc:
+        if bytecode:
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = pyc
+        else:
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
+        cmd = [sys.executable, "-m", "flexman", "simulate", "flx_three_link", "--controller", "--t-final", "2",
+               "--json"]
+        subprocess.run(cmd, env=env, capture_output=True, check=True)  # warm the model cache (and the bytecode)
+        import json
 
-    def once():
-        out = subprocess.run(cmd, env=env, capture_output=True, check=True, text=True)
-        return json.loads(out.stdout)
+        def once():
+            out = subprocess.run(cmd, env=env, capture_output=True, check=True, text=True)
+            return json.loads(out.stdout)
 
-    wall, summary = best(once, repeat)
+        wall, summary = best(once, repeat)
     return summary.get("loop", "python"), wall, summary["wall_time_s"], 2.0, "integration: the run inside"
 
 
@@ -172,8 +183,10 @@ def main():
             ("showcase", "showcase closed loop 4.5 s (decoupling + LQR)", lambda: showcase(args.repeat)),
             ("krb", "KRB spin-up 20 s, RK4 10 ms", lambda: krb(args.repeat)),
             ("cold", "52 coordinates, 5 steps, cold cache", cold52),
-            ("cli", "flexman simulate flx_three_link --controller --t-final 2 (process)",
-             lambda: cli_process(args.repeat)),
+            ("cli", "flexman simulate flx_three_link --controller --t-final 2 (process, bytecode cached)",
+             lambda: cli_process(args.repeat, True)),
+            ("cli", "the same, sources compiled by every process (PYTHONDONTWRITEBYTECODE)",
+             lambda: cli_process(args.repeat, False)),
             ("batch", f"{args.runs} closed-loop 1 s runs (decoupling + LQR), batched",
              lambda: batch(args.runs, args.batch_sample))]
     for key, label, fn in todo:

@@ -1,7 +1,8 @@
 """Shared test fixtures: random but physically valid rigid arms; the evaluation backend.
 
 Simulations use the interpreted model unless a test opts in to the compiled one (the
-``compiled_backend`` fixture), so the suite does not compile C for every model it simulates;
+``compiled_backend`` fixture), so the suite does not compile C for every model it simulates
+(nor in the background: a test asks for that);
 compiled artefacts go to a cache under the system's temporary folder, never ~/.cache.
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 os.environ["FLEXMAN_BACKEND"] = "numeric"
+os.environ["FLEXMAN_BACKGROUND_COMPILE"] = "0"  # a test that wants background builds asks for them
 os.environ.setdefault("FLEXMAN_CACHE", os.path.join(tempfile.gettempdir(), f"flexman-test-cache-{getattr(os, 'getuid', lambda: 0)()}"))
 
 from flexman import Link, RigidBody, Robot

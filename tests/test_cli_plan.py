@@ -68,6 +68,11 @@ def test_plan_writes_trajectory_and_comparison(hub, tmp_path, capsys):
     runs = {r["name"]: r for r in summary["comparison"]}
     assert runs["optimal plan"]["residual_mm"] < 0.2 * runs["quintic profile"]["residual_mm"]
     assert runs["ZV-shaped"]["residual_mm"] < 0.2 * runs["quintic profile"]["residual_mm"]
+    # the limits checked densely on the returned plan (and its simulation): the report says the peak
+    dense = summary["plan"]["dense"]
+    assert dense["points_per_interval"] == 20 and dense["within_limits"]
+    assert dense["largest_ratio"] == pytest.approx(max(dense["torque_ratio"]), rel=1e-12) and dense["largest_ratio"] <= 1.001
+    assert np.abs(np.load(out / "plan.npz")["tau"]).max() <= 20.0 * 1.001  # the torque limit of the hub model
     data = np.load(out / "plan.npz")
     assert data["q"].shape[1] == 2 and abs(data["q"][-1, 0] - 1.0) < 1e-9
     csv = np.loadtxt(out / "plan.csv", delimiter=",", skiprows=1)

@@ -73,10 +73,58 @@ def test_minimum_time_rides_the_torque_limit():
     assert 0.5 < plan.duration < 5.0
     _, res = residual(robot, plan.trajectory, plan.duration, [1.0], plan.duration + 0.5)
     peak = np.abs(res.tau).max()
-    assert 1.9 < peak < 2.0 * 1.05  # at the limit (enforced at knots and midpoints; between them within 5 %)
+    assert 1.9 < peak < 2.0 * 1.002  # at the limit, and within it between the knots too (dense check, re-solves)
     with pytest.raises(PlanningError, match=r"^plan: the limits cannot be met.* in \d") as info:
         fm.plan(robot, [0.0], [1.0], duration=0.8 * plan.duration, limits=limits, knots=30)
     assert "\n" not in str(info.value)
+
+
+def test_minimum_time_limits_hold_between_the_knots():
+    """The collocation enforces the limits at knots and midpoints only; fm.plan checks the returned
+    trajectory densely (and the torques on a simulation of it), backs the bounds off by the overshoot
+    and re-solves. Checked here independently: 50 points per interval on the plan's interpolant, and
+    fm.simulate(prescribed=) of the planned joints on a finer step than the planner's check."""
+    robot = fm.examples.load("dynaman_2r")
+    torque, rate = np.array([20.0, 10.0]), np.array([2.0, 3.0])
+    plan = fm.plan(robot, [0.0, 0.0], [1.0, -0.5], limits={"torque": torque, "rate": rate}, knots=30)
+    dense = plan.report["dense"]
+    assert dense["points_per_interval"] == 20 and dense["within_limits"]
+    t = np.linspace(0.0, plan.duration, 50 * 30 + 1)
+    q, qd, qdd = plan.state(t)
+    tau = robot.inverse_dynamics(q, qd, qdd)
+    peak_tau, peak_rate = np.abs(tau).max(axis=0), np.abs(qd).max(axis=0)
+    assert np.all(peak_tau <= torque * 1.001) and np.all(peak_rate <= rate * 1.001)
+    assert np.all(np.abs(plan.torque(t)).max(axis=0) <= torque * 1.001)
+    # the limits are active: a minimum-time move rides them
+    assert peak_tau[0] > 0.99 * torque[0] and np.all(peak_rate > 0.99 * rate)
+    # the report gives the densely checked maxima (to the precision of its coarser grid)
+    assert np.allclose(dense["torque_peak"], peak_tau, rtol=2e-3)
+    assert np.allclose(dense["rate_peak"], peak_rate, rtol=2e-3)
+    assert dense["largest_ratio"] == pytest.approx(max((peak_tau / torque).max(), (peak_rate / rate).max()), rel=2e-3)
+    res = fm.simulate(robot, plan.duration, dt=plan.duration / 3000, prescribed=plan.trajectory)
+    assert np.all(np.abs(res.tau).max(axis=0) <= torque * 1.001)
+    assert np.all(np.abs(res.qd).max(axis=0) <= rate * 1.001)
+
+
+def test_limits_at_the_knots_alone_are_exceeded_between_them(monkeypatch):
+    """Why the dense check exists: the same minimum-time plan solved once (the bounds at the knots
+    and midpoints equal to the limits, as the collocation states them) exceeds a limit between knots."""
+    import flexman.planning as planning
+
+    robot = fm.examples.load("dynaman_2r")
+    torque = np.array([20.0, 10.0])
+    ratios, original = [], planning.dense_peaks
+
+    def record(plan, functions, points):
+        peaks = original(plan, functions, points)
+        ratios.append(peaks["torque"] / torque)
+        return peaks
+    monkeypatch.setattr(planning, "dense_peaks", record)
+    plan = fm.plan(robot, [0.0, 0.0], [1.0, -0.5], limits={"torque": torque}, knots=30)
+    assert ratios[0].max() > 1.001                    # the single solve overshoots between the knots
+    assert plan.report["dense"]["resolves"] >= 1      # so fm.plan re-solved
+    assert plan.report["dense"]["largest_ratio"] <= 1.001
+    assert np.all(plan.report["dense"]["torque_bound"] < torque)
 
 
 @pytest.mark.parametrize("args, kwargs, match", [

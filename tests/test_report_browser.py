@@ -4,7 +4,7 @@ The page must load with no console error and no network request, the animation m
 frame by frame, scrub, play, switch to true scale and jump to a time clicked on a plot, and
 the 3D view must show the arm (not a blank canvas).
 
-The test needs /usr/bin/chromium (`.ci/run` installs it). Without it the test fails, unless
+The test needs /usr/bin/chromium (`make test` installs it, see the Makefile's browser step). Without it the test fails, unless
 FLEXMAN_SKIP_BROWSER=1 says a browser-less run is intended.
 """
 from __future__ import annotations
@@ -72,7 +72,7 @@ def open_page(browser, path):
         return r.abort()
 
     page.route("**/*", route)
-    page.goto(path.as_uri())
+    page.goto(path.as_uri(), timeout=180000)  # a busy machine: the 8 MB page parses slowly
     page.wait_for_function("window.flexmanAnimation !== undefined", timeout=60000)
     return page, errors, requests
 
@@ -152,5 +152,80 @@ def test_report_in_chromium(browser, report):
         assert beam_pixels(img) > 200, beam_pixels(img)
         assert not errors, errors
         assert not requests, requests  # offline: nothing fetched
+    finally:
+        page.close()
+
+
+@pytest.fixture(scope="module")
+def compare_report(tmp_path_factory):
+    """A report with the comparison section of `flexman report --compare` (make run): three runs of
+    one arm (here driven three cheap ways; the showcase plans one of them, tests/test_showcase_compare.py)."""
+    from flexman.analysis.tip import tip_offset
+
+    robot = fm.examples.load("flx_three_link")
+    runs = {"controlled": fm.simulate(robot, 0.6, dt=1e-3, controller=from_spec(robot, robot.controller)),
+            "pushed": fm.simulate(robot, 0.6, dt=1e-3, torque=[100.0, -50.0, 25.0]),
+            "pulled": fm.simulate(robot, 0.6, dt=1e-3, torque=[-100.0, 50.0, -25.0])}
+    comparison = {"curves": {name: (r.t, np.linalg.norm(tip_offset(robot, r.q), axis=1), 0.3) for name, r in runs.items()},
+                  "motions": {name: (r.t, r.q) for name, r in runs.items()}}
+    return runs["controlled"].report(tmp_path_factory.mktemp("compare") / "report.html", comparison=comparison)
+
+
+def view_rgb(colour):
+    return np.array([int(colour[i:i + 2], 16) for i in (1, 3, 5)]) / 255.0
+
+
+@pytest.mark.slow
+def test_compare_page_shows_three_arms_side_by_side(browser, compare_report):
+    """The three runs' arms in three 3D views driven by one slider: after a step each view draws its
+    own run's arm at that instant (read back from the page's traces), the three differ and every arm
+    moved since the start; play advances all three; each view is drawn in its run's colour."""
+    page, errors, requests = open_page(browser, compare_report)
+    try:
+        page.wait_for_function("window.flexmanComparison !== undefined", timeout=60000)
+        cmp = "window.flexmanComparison"
+        assert page.evaluate(f"{cmp}.runs") == ["controlled", "pushed", "pulled"]
+        n, times = page.evaluate(f"{cmp}.frames"), page.evaluate(f"{cmp}.times")
+        assert n == len(times) == 240
+        data = page.evaluate("JSON.parse(document.getElementById('comparison-animation').textContent)")
+        tip_js = "[0, 1, 2].map(k => { const d = document.getElementById('cmp-arm-' + k).data[5]; return [d.x[0], d.y[0], d.z[0]]; })"
+        start = np.array(page.evaluate(tip_js), dtype=float)
+        page.eval_on_selector("#cmp-scrub", "s => { s.value = 120; s.dispatchEvent(new Event('input')); }")
+        settle(page, f"{cmp}.frame === 120")
+        assert page.inner_text("#cmp-time") == f"t = {times[120]:.3f} s"
+        tips = np.array(page.evaluate(tip_js), dtype=float)
+        for k, run in enumerate(data["runs"]):  # each view shows its own run at the slider's instant
+            np.testing.assert_allclose(tips[k], [axis[0] for axis in run["frames"][120]["tip"]])
+        assert np.all(np.linalg.norm(tips - start, axis=1) > 0.01)  # every arm moved (m)
+        assert min(np.linalg.norm(tips[i] - tips[j]) for i, j in ((0, 1), (0, 2), (1, 2))) > 0.01  # three runs
+        # the end-effector's path so far: 121 points in each view
+        assert page.evaluate("[0, 1, 2].map(k => document.getElementById('cmp-arm-' + k).data[6].x.length)") == [121] * 3
+        # the main animation is not driven by the comparison's slider
+        assert page.evaluate("window.flexmanAnimation.frame") == 0
+        page.click("#cmp-forward")
+        settle(page, f"{cmp}.frame === 121")
+        page.select_option("#cmp-speed", "0.1")
+        page.click("#cmp-play")
+        settle(page, f"{cmp}.playing")
+        page.wait_for_timeout(400)
+        first = page.evaluate(f"{cmp}.frame")
+        page.wait_for_timeout(400)
+        second = page.evaluate(f"{cmp}.frame")
+        assert 121 < first < second, (first, second)
+        page.click("#cmp-play")
+        settle(page, f"!{cmp}.playing")
+        moved = np.array(page.evaluate(tip_js), dtype=float)
+        assert np.all(np.linalg.norm(moved - tips, axis=1) > 0)
+        # each view is drawn, in its run's colour
+        page.evaluate(f"{cmp}.show(239)")
+        page.wait_for_timeout(300)
+        for k, run in enumerate(data["runs"]):
+            view = page.locator(f"#cmp-arm-{k}")
+            view.scroll_into_view_if_needed()
+            img = image(view.screenshot())
+            pixels = int(np.sum(np.all(np.abs(img - view_rgb(run["colour"])) < 0.08, axis=-1)))
+            assert pixels > 100, (run["name"], pixels)
+        assert not errors, errors
+        assert not requests, requests
     finally:
         page.close()

@@ -40,3 +40,40 @@ def test_showcase_three_ways(tmp_path, capsys):
     assert rows["optimal"][0] == pytest.approx(2.5)
     for name in ("report-zvd-shaped.html", "report-optimal.html"):
         assert "animation-data" in (out / name).read_text()
+    # the three arms side by side in the page itself: one time axis, each run's own motion
+    import json
+    anim = json.loads(re.search(r"<script type='application/json' id='comparison-animation'>(.*?)</script>",
+                                page).group(1))
+    assert [r["name"] for r in anim["runs"]] == ["profile", "ZVD-shaped", "optimal"]
+    assert all(len(r["frames"]) == len(anim["times"]) for r in anim["runs"])
+    mid = len(anim["times"]) // 3  # during the move (1 s of 3): the three arms are in different places
+    tips = np.array([[axis[0] for axis in r["frames"][mid]["tip"]] for r in anim["runs"]])
+    assert np.linalg.norm(tips[0] - tips[1]) > 1e-3 and np.linalg.norm(tips[0] - tips[2]) > 1e-3
+    assert "id='cmp-arm-2'" in page
+
+
+def test_comparison_animation_puts_the_runs_on_one_clock():
+    """The side-by-side views: one time axis (the first run's frames), each run drawn at its sample
+    nearest each frame time, one magnification and one cube for all."""
+    import flexman as fm
+    from flexman.viz.report import comparison_animation
+
+    robot = fm.examples.load("dynaman_2r")
+    fast = fm.simulate(robot, 1.0, dt=0.01, q0=[0.3, 0.0])
+    slow = fm.simulate(robot, 1.0, dt=0.004, q0=[-0.3, 0.2])
+    data = comparison_animation(robot, {"fast": (fast.t, fast.q), "slow": (slow.t, slow.q)})
+    assert np.allclose(data["times"], fast.t)  # 101 samples: every one a frame
+    assert [r["name"] for r in data["runs"]] == ["fast", "slow"]
+    for run, res in zip(data["runs"], (fast, slow)):
+        assert len(run["frames"]) == len(data["times"])
+        for k in (0, 37, 100):
+            nearest = int(np.argmin(np.abs(res.t - data["times"][k])))
+            tip = robot.frame(res.q[nearest])[:3, 3]
+            assert np.allclose([axis[0] for axis in run["frames"][k]["tip"]], tip, atol=1e-5)
+            assert np.allclose([axis[k] for axis in run["trail"]], tip, atol=1e-5)
+    lo, hi = np.array(data["range"]).T
+    assert np.allclose(hi - lo, (hi - lo)[0])  # a cube
+    for run in data["runs"]:  # that holds every arm
+        for f in run["frames"]:
+            pts = np.array([[v for v in axis if v is not None] for axis in f["rigid"]])
+            assert np.all(pts.min(axis=1) >= lo - 1e-9) and np.all(pts.max(axis=1) <= hi + 1e-9)

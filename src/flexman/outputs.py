@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import os
-import secrets
 import signal
 import threading
 from pathlib import Path
@@ -44,7 +43,7 @@ def _nonempty(path, option: str) -> Path:
 def _writable(folder: Path, option: str) -> None:
     """Create and remove a probe file: the one test that covers permissions, read-only
     mounts and full disks alike."""
-    probe = folder / f".flexman-probe-{secrets.token_hex(4)}"
+    probe = folder / f".flexman-probe-{os.urandom(4).hex()}"
     try:
         probe.write_bytes(b"")
         probe.unlink()
@@ -97,7 +96,7 @@ class staged:
     def path(self, final) -> Path:
         """The temporary name to write ``final`` under (same folder and extension)."""
         final = Path(final)
-        tmp = final.with_name(f".{final.stem}.{secrets.token_hex(4)}.partial{final.suffix}")
+        tmp = final.with_name(f".{final.stem}.{os.urandom(4).hex()}.partial{final.suffix}")
         self.pending.append((tmp, final))
         return tmp
 

@@ -170,6 +170,7 @@ def run_point(model_data, point, run, figures=FIGURES, settle_fraction=0.02):
 def _figures(robot, run, figures, settle_fraction):
     from .analysis.tip import tip_offset
     from .simulate import simulate
+    from .simulate.compiled_loop import LoopUnavailable
 
     kwargs = {k: v for k, v in run.items() if k in RUN_KEYS and k not in NOT_SIMULATE_KEYS}
     if run.get("controller"):
@@ -189,9 +190,7 @@ def _figures(robot, run, figures, settle_fraction):
         warnings.simplefilter("ignore", RuntimeWarning)
         try:  # the compiled loop (C) when the run allows it: fast, and bounded by the run-size limits
             res = simulate(robot, t_final, progress=False, loop="compiled", **kwargs)
-        except ValueError as exc:
-            if not str(exc).startswith("loop='compiled'"):
-                raise
+        except LoopUnavailable:
             timed = {**kwargs, "torque": _within_time(kwargs.get("torque"), limit, robot.n_joints)}
             res = simulate(robot, t_final, progress=False, **timed)  # the Python loop, which checks the clock
     out = {}

@@ -1,8 +1,9 @@
 """Joint-space trajectories: rest-to-rest profiles, clamped cubic splines and spin-ups.
 
 Every trajectory is a callable ``traj(t) -> (q, qd, qdd)``. The built-in ones say which they are
-(``traj.kind``: ``rest_to_rest``, ``spline``, ``spin_up``) with the data that defines them, so the
-compiled simulation loop can evaluate them in C (others, shaped ones included, run in Python). It is batched in time: a
+(``traj.kind``: ``rest_to_rest``, ``spline``, ``spin_up``, ``fourier``) with the data that defines
+them, so the compiled simulation loop can evaluate them in C (input-shaped ones too; others run
+in Python). It is batched in time: a
 scalar ``t`` gives arrays of shape ``(n,)``, ``t`` of shape ``(k,)`` gives ``(k, n)``.
 Before its start it holds the first point and after its end the last point, with zero
 velocity and acceleration, so a controller can keep using it after the move.
@@ -288,6 +289,8 @@ class FourierSeries(Trajectory):
     (so that ``qd_i = sum_l a_il cos(l w t) + b_il sin(l w t)``). It repeats for ever: a robot
     runs it for whole periods, and identification data from several periods average the noise.
     ``a``, ``b``: (n, harmonics); ``q0``: (n,)."""
+
+    kind = "fourier"  # the compiled loop evaluates it in C
 
     def __init__(self, period, q0, a, b):
         self.period = float(period)

@@ -1,18 +1,75 @@
 """Analyses of a robot model: natural frequencies, linearization, quasi-static deflection,
-statics under endpoint loads and beam strain, closed-loop studies, the identification regressor."""
-from .beta_ode import (BetaResult, BetaTrajectory, GivenRootModes, SlidingLinkShapes, beta_ode,
-                       clamped_mass_shapes, link_beta_ode, simulate_with_beta)
-from .closed_loop import closed_loop_eigenvalues, closed_loop_jacobian
-from .convergence import Convergence, ConvergenceNotice, convergence, convergence_notice
-from .excitation import excitation
-from .frequencies import linearize, natural_frequencies
-from .sensitivity import Sensitivity, sensitivity
-from .rigid_regressor import BaseParameters, base_parameters, regressor
-from .quasi_static import quasi_static_along, quasi_static_deflection
-from .statics import BucklingError, StaticsResult, statics
-from .stiffness import StiffnessMargin, stiffness_margin
-from .strain import curvature, deflection, surface_strain
-from .tip import tip_offset
+statics under endpoint loads and beam strain, closed-loop studies, the identification regressor.
+
+The names below are imported on first use (``flexman.analysis.natural_frequencies``), so that a
+simulation needing one analysis module does not import them all.
+"""
+import importlib
+import sys
+import types
+
+_WHERE = {
+    'BetaResult': 'beta_ode',
+    'BetaTrajectory': 'beta_ode',
+    'GivenRootModes': 'beta_ode',
+    'SlidingLinkShapes': 'beta_ode',
+    'beta_ode': 'beta_ode',
+    'clamped_mass_shapes': 'beta_ode',
+    'link_beta_ode': 'beta_ode',
+    'simulate_with_beta': 'beta_ode',
+    'closed_loop_eigenvalues': 'closed_loop',
+    'closed_loop_jacobian': 'closed_loop',
+    'Convergence': 'convergence',
+    'ConvergenceNotice': 'convergence',
+    'convergence': 'convergence',
+    'convergence_notice': 'convergence',
+    'excitation': 'excitation',
+    'linearize': 'frequencies',
+    'natural_frequencies': 'frequencies',
+    'Sensitivity': 'sensitivity',
+    'sensitivity': 'sensitivity',
+    'BaseParameters': 'rigid_regressor',
+    'base_parameters': 'rigid_regressor',
+    'regressor': 'rigid_regressor',
+    'quasi_static_along': 'quasi_static',
+    'quasi_static_deflection': 'quasi_static',
+    'BucklingError': 'statics',
+    'StaticsResult': 'statics',
+    'statics': 'statics',
+    'StiffnessMargin': 'stiffness',
+    'stiffness_margin': 'stiffness',
+    'curvature': 'strain',
+    'deflection': 'strain',
+    'surface_strain': 'strain',
+    'tip_offset': 'tip',
+}
+
+
+class _Package(types.ModuleType):
+    """Importing a submodule binds it on its package; where a function has the submodule's name
+    (``beta_ode``, ``statics``, ...) the function keeps the name, as when all were imported here."""
+
+    def __setattr__(self, name, value):
+        if isinstance(value, types.ModuleType) and _WHERE.get(name) == name:
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __getattr__(name):
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_WHERE))
+
 
 __all__ = [
     "linearize",

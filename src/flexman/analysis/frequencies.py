@@ -21,14 +21,13 @@ def stiffness(robot, q, gravity=True):
         G, c = robot.mimic_map()
         return G.T @ stiffness(robot.full, q @ G.T + c, gravity) @ G
     n = q.shape[-1]
-    zero = np.zeros(n)
-    out = np.zeros(q.shape + (n,))
+    # every column at once: one batched recursion over the n perturbed states (k, ..., nq)
+    qc = np.broadcast_to(q.astype(complex), (n,) + q.shape).copy()
     for k in range(n):
-        qc = q.astype(complex)
-        qc[..., k] += 1j * STEP
-        tau = lagrange4.inverse_dynamics(numeric_model(robot), qc, zero, zero, gravity=gravity, friction=False)
-        out[..., :, k] = tau.imag / STEP
-    return out
+        qc[k, ..., k] += 1j * STEP
+    zero = np.zeros(qc.shape)
+    tau = lagrange4.inverse_dynamics(numeric_model(robot), qc, zero, zero, gravity=gravity, friction=False)
+    return np.moveaxis(tau.imag / STEP, 0, -1)
 
 
 def generalized_eigenvalues(K, M):

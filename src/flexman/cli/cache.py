@@ -6,10 +6,10 @@ import argparse
 import re
 import time
 
+from ..model.limits import MAX_CACHE_SIZE
 from .common import UsageError, console, print_json, subcommand
 
 UNITS = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4}
-MAX_CACHE_SIZE = 1024 ** 5  # 1024T: past this a size is a slip (a 400-digit number would overflow)
 
 
 def parse_size(text: str) -> int:

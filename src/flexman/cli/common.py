@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
+import sys
 
 import numpy as np
 
@@ -72,6 +74,13 @@ def vector(values, n_allowed, what: str):
     return arr
 
 
+def state_vector(robot, values, what: str):
+    """Joint values (the flexible coordinates at rest, zero) or a whole coordinate vector, from
+    the command line; None when not given."""
+    v = vector(values, (robot.n_joints, robot.nq), what)
+    return None if v is None else np.concatenate([v, np.zeros(robot.nq - v.size)])
+
+
 FORMULATIONS = ("book", "newton_euler", "denoc", "lagrange")
 
 
@@ -102,6 +111,26 @@ def whole_number(text: str) -> int:
     return int(value)
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help formatter, with the terminal width read as ``shutil.get_terminal_size``
+    reads it (COLUMNS, else the terminal, else 80) but without importing shutil: argparse makes
+    a formatter for every option it adds, and every command starts with the whole parser."""
+
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        if width is None:
+            try:
+                width = int(os.environ.get("COLUMNS", "0"))
+            except ValueError:
+                width = 0
+            if width <= 0:
+                try:
+                    width = os.get_terminal_size(sys.__stdout__.fileno()).columns
+                except (AttributeError, ValueError, OSError):
+                    width = 0
+            width = (width or 80) - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
 class Parser(argparse.ArgumentParser):
     """ArgumentParser whose errors are one line (no usage dump) and exit 2, that reads negative
     numbers in exponent form as values, and whose number options (``type=float`` or ``int``) read
@@ -109,6 +138,7 @@ class Parser(argparse.ArgumentParser):
     (subcommand parsers are of this class too)."""
 
     def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = NEGATIVE_NUMBER
 

@@ -5,21 +5,17 @@ import math
 
 import numpy as np
 
-from .common import UsageError, console, fmt, load_model, print_json, subcommand, vector
+from .common import UsageError, console, fmt, load_model, print_json, state_vector, subcommand
 
 def cmd_frequencies(args) -> int:
     """Natural frequencies of the linearized free system at q (rad/s and Hz)."""
     robot = load_model(args.model)
-    q = vector(args.q, (robot.n_joints, robot.nq), "--q")
-    if q is not None and q.size == robot.n_joints:
-        q = np.concatenate([q, np.zeros(robot.nf)])
+    q = state_vector(robot, args.q, "--q")
     if args.convergence:
         return _convergence(robot, q, args)
     if args.plot or args.modes:
         raise UsageError("--plot/--modes: only with --convergence")
-    qd = vector(args.qd, (robot.n_joints, robot.nq), "--qd")
-    if qd is not None and qd.size == robot.n_joints:
-        qd = np.concatenate([qd, np.zeros(robot.nf)])
+    qd = state_vector(robot, args.qd, "--qd")
     omega = np.atleast_1d(np.asarray(robot.natural_frequencies(q, qd=qd), dtype=float))
     rows = [{"mode": i + 1, "rad_per_s": float(w), "hz": float(w) / (2 * math.pi)} for i, w in enumerate(omega)]
     if args.json:

@@ -5,14 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import UsageError, console, fmt, load_model, print_json, subcommand, vector
-
-
-def _state(robot, values, name):
-    v = vector(values, (robot.n_joints, robot.nq), name)
-    if v is not None and v.size == robot.n_joints:
-        v = np.concatenate([v, np.zeros(robot.nf)])
-    return v
+from .common import UsageError, console, fmt, load_model, print_json, state_vector, subcommand
 
 
 def cmd_sensitivity(args) -> int:
@@ -20,7 +13,7 @@ def cmd_sensitivity(args) -> int:
     from ..analysis import sensitivity
     from ..analysis.motion_sensitivity import FIGURES
     robot = load_model(args.model)
-    q, qd, qdd = (_state(robot, v, f"--{n}") for v, n in ((args.q, "q"), (args.qd, "qd"), (args.qdd, "qdd")))
+    q, qd, qdd = (state_vector(robot, v, f"--{n}") for v, n in ((args.q, "q"), (args.qd, "qd"), (args.qdd, "qdd")))
     if args.of in FIGURES:
         from ..trajectory import from_spec
 

@@ -138,6 +138,13 @@ def cmd_plan(args) -> int:
     print(f"{robot.name}: {rep['status']} after {rep['iterations']} iterations in {rep['seconds']:.3g} s, "
           f"constraint violation {rep['constraint_violation']:.2g}; move {move_T:.4g} s"
           + (f" (horizon {result.duration:.4g} s with pre- and post-actuation)" if pre else ""))
+    dense = rep.get("dense") or {}
+    for kind in ("torque", "rate"):
+        if dense.get(f"{kind}_ratio") is not None:
+            print(f"{kind} limits checked at {dense['points_per_interval']} points per interval"
+                  + (" and on the simulated move" if kind == "torque" else "")
+                  + f": peak {fmt(dense[f'{kind}_peak'])} = {fmt(100 * dense[f'{kind}_ratio'])} % of the limits"
+                  + (f" ({dense['resolves']} re-solve{'s' if dense['resolves'] > 1 else ''} with the bounds backed off)" if dense["resolves"] else ""))
     print(f"{'move':<22} {'path error (mm)':>16} {'residual (mm)':>14}  peak torque")
     for r in runs:
         print(f"{r['name']:<22} {r['path_error_mm']:>16.4g} {r['residual_mm']:>14.4g}  {fmt(r['peak_torque'])}")

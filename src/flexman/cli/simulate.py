@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import FORMULATIONS, UsageError, console, fmt, load_model, print_json, subcommand, vector
+from .common import FORMULATIONS, UsageError, console, fmt, load_model, print_json, state_vector, subcommand, vector
 from ..model.errors import ModelError
 from ..outputs import output_folder, staged
 from ..simulate import METHODS
@@ -59,9 +59,9 @@ def _simulation_options(args, robot) -> dict:
             if not value > 0:
                 raise UsageError(f"--{key}: must be > 0 (got {value})")
             kwargs[key] = value
-    q0 = vector(args.q0, (robot.n_joints, robot.nq), "--q0")
+    q0 = state_vector(robot, args.q0, "--q0")
     if q0 is not None:
-        kwargs["q0"] = np.concatenate([q0, np.zeros(robot.nq - q0.size)])  # flex coords at rest
+        kwargs["q0"] = q0
     torque = vector(args.torque, (robot.n_joints,), "--torque")
     if torque is not None:
         kwargs["torque"] = torque
@@ -139,17 +139,23 @@ def cmd_simulate(args) -> int:
     if args.json:
         print_json(summary)
         return status
-    con = console()
-    con.print(f"[bold]{robot.name}[/bold]: simulated {summary['t_final']:.6g} s with {args.method} "
-              f"({summary['samples']} samples, {wall:.3g} s wall time, {summary['backend']} model, "
-              f"{summary['loop']} loop)")
-    con.print("final q: " + ", ".join(f"{k}={v:.6g}" for k, v in summary["q_final"].items()))
     drift = "" if "torque" in kwargs or "controller" in kwargs else f" (unforced: max change {summary['energy_drift_relative']:.3g} of the energy exchanged)"
     if "prescribed" in kwargs:
         drift = f" (prescribed motion: the joint torques did {summary['work']:.6g} J of work)"
-    con.print(f"energy: {summary['energy_initial']:.6g} -> {summary['energy_final']:.6g} J{drift}")
-    for path in files:
-        con.print(f"wrote {path}")
+    lines = [f"simulated {summary['t_final']:.6g} s with {args.method} ({summary['samples']} samples, {wall:.3g} s wall "
+             f"time, {summary['backend']} model, {summary['loop']} loop)",
+             "final q: " + ", ".join(f"{k}={v:.6g}" for k, v in summary["q_final"].items()),
+             f"energy: {summary['energy_initial']:.6g} -> {summary['energy_final']:.6g} J{drift}"]
+    lines += [f"wrote {path}" for path in files]
+    if sys.stdout.isatty():  # styled on a terminal; plain text into a pipe or file (and no import of rich)
+        from rich.markup import escape
+
+        con = console()
+        con.print(f"[bold]{escape(robot.name)}[/bold]: " + escape(lines[0]))
+        for line in lines[1:]:
+            con.print(escape(line))
+    else:
+        print(f"{robot.name}: " + "\n".join(lines))
     return status
 
 
@@ -193,7 +199,8 @@ def cmd_report(args) -> int:
         runs = variants(robot, kwargs["controller"], kwargs, args.t_final)
         runs[0] = (runs[0][0], res, runs[0][2])  # the profile run is the one above
         pages = {name: ("report.html" if k == 0 else f"report-{name.lower()}.html") for k, (name, _, _) in enumerate(runs)}
-        comparison = {"curves": path_errors(robot, runs), "pages": pages}
+        comparison = {"curves": path_errors(robot, runs), "pages": pages,
+                      "motions": {name: (r.t, r.q) for name, r, _ in runs}}  # the 3D views side by side
         others = [(runs[k][1], out / pages[runs[k][0]], runs[k][0]) for k in range(1, len(runs))]
     with staged() as staging:  # the files replace the old ones together, or none does
         res.report(staging.path(out / "report.html"), magnify=args.magnify, equations=equations,

@@ -23,9 +23,24 @@ import weakref
 import numpy as np
 
 from ..model import inputs, names
-from . import cbuild, emit, pyext
-from .simulator import program, write_input  # noqa: F401
-from .sources import WHATS, c_source, export, header  # noqa: F401
+from . import cbuild
+
+#: the compiled functions of a model (also ``sources.WHATS``)
+WHATS = ("mass_matrix", "bias_forces", "inverse_dynamics", "forward_dynamics")
+#: names imported on first use: loading a cached model needs none of the code generators
+_LAZY = {"emit": None, "pyext": None, "program": "simulator", "write_input": "simulator", "c_source": "sources",
+         "export": "sources", "header": "sources", "simulator": None, "sources": None}
+
+
+def __getattr__(name):
+    import importlib
+
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(f".{_LAZY[name] or name}", __name__)
+    value = module if _LAZY[name] is None else getattr(module, name)
+    globals()[name] = value
+    return value
 
 
 def calling_layout(eom) -> dict:
@@ -187,6 +202,8 @@ _warned = []
 def _build_ext(eom, source, flags):
     """(ctypes library, extension module) of the model, or None when that cannot be built."""
     name = "fm_ext_" + hashlib.sha256(source.encode()).hexdigest()[:16]
+    from . import pyext
+
     text = pyext.source(source, {w: eom.program(w) for w in WHATS}, name, eom.param_values.values())
     try:
         path = cbuild.build_shared(text, flags, extension=True)
@@ -222,6 +239,9 @@ def compile_eom(eom, backend="c", flags=None, ext=None):
     ``ext`` (C only): also build the CPython extension for single calls; default True unless
     the environment variable ``FLEXMAN_NO_EXT=1``. A failed extension build warns once and
     falls back to ctypes."""
+    from . import emit
+    from .sources import c_source
+
     if backend == "numpy":
         source = "import numpy as np\n\n" + "\n".join(
             emit.function_source("numpy", eom.program(w), f"fm_{w}") for w in WHATS)

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import hashlib
 import importlib.machinery
 import importlib.util
 import os
-import shutil
-import subprocess
 import sysconfig
-import tempfile
 from pathlib import Path
 
 import numpy
@@ -40,13 +38,29 @@ def cache_dir() -> Path:
 
 
 def compiler() -> str:
-    """The C compiler: ``$CC`` when set (it must exist), else cc, gcc or clang on the PATH."""
-    cc = os.environ.get("CC", "").strip()
+    """The C compiler: ``$CC`` when set (it must exist), else cc, gcc or clang on the PATH
+    (looked up once per value of CC and PATH)."""
+    return _compiler(os.environ.get("CC", "").strip(), os.environ.get("PATH", ""))
+
+
+def _which(name, path):
+    """The executable ``name`` (a path, or found on ``path``), else None: ``shutil.which`` on
+    POSIX, without importing shutil into every run."""
+    folders = [""] if os.sep in name else path.split(os.pathsep)
+    for folder in folders:
+        candidate = os.path.join(folder, name) if folder else name
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+@functools.lru_cache(maxsize=8)
+def _compiler(cc, path) -> str:
     if cc:
-        if not shutil.which(cc):
+        if not _which(cc, path):
             raise RuntimeError(f"no C compiler found: CC={cc!r} is not an executable on the PATH")
         return cc
-    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    cc = _which("cc", path) or _which("gcc", path) or _which("clang", path)
     if not cc:
         raise RuntimeError("no C compiler found (set CC, or use compile('numpy'))")
     return cc
@@ -163,6 +177,8 @@ def compile_command(flags=None, extension=False) -> tuple:
 
 
 def _run(cmd):
+    import subprocess
+
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode:
         raise RuntimeError(f"C compilation failed ({' '.join(cmd[:6])} ...):\n{res.stderr[-4000:]}")
@@ -203,6 +219,8 @@ def build_shared(source: str, flags=None, extension=False) -> Path:
     with locked(lib):
         if verified(lib):  # another process built it while we waited
             return lib
+        import tempfile
+
         with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
             src = Path(tmp) / "model.c"
             src.write_text(source)
@@ -211,6 +229,8 @@ def build_shared(source: str, flags=None, extension=False) -> Path:
 
 
 def build_executable(source_path, exe_path, flags=("-O2",)):
+    import subprocess
+
     cmd = [compiler(), *flags, "-o", str(exe_path), str(source_path), "-lm"]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode:

@@ -35,7 +35,8 @@ SOURCE = r"""
 #include <string.h>
 
 enum { FM_OK = 0, FM_SINGULAR = 1, FM_TORQUE = 2, FM_DIVERGED = 3, FM_NOMEMORY = 4 };
-enum { FM_TRAJ_HOLD = 0, FM_TRAJ_REST_TO_REST = 1, FM_TRAJ_SPLINE = 2, FM_TRAJ_SPIN_UP = 3, FM_TRAJ_INPUT = 4 };
+enum { FM_TRAJ_HOLD = 0, FM_TRAJ_REST_TO_REST = 1, FM_TRAJ_SPLINE = 2, FM_TRAJ_SPIN_UP = 3, FM_TRAJ_INPUT = 4,
+       FM_TRAJ_FOURIER = 5 };
 enum { FM_PROFILE_SINUSOIDAL = 0, FM_PROFILE_QUINTIC = 1, FM_PROFILE_CUBIC = 2 };
 enum { FM_CTRL_NONE = 0, FM_CTRL_PID = 1, FM_CTRL_COMPUTED_TORQUE = 2, FM_CTRL_DECOUPLING = 3 };
 
@@ -59,12 +60,17 @@ typedef struct {
    spin_up: a = [q0 (n), rate (n)], ramp time t_end;
    spline: a = [breaks (m + 1), c (4 m n), c1 (3 m n), c2 (2 m n)] (the PPoly coefficients of the
    spline and its two derivatives, highest power first);
+   fourier: a = [q0 (n), a (n x h), b (n x h)], h = pieces harmonics, period t_end (FourierSeries);
    hold (no trajectory): q_d = qd_d = qdd_d = 0;
-   input: a = [q_d (n), qd_d (n), qdd_d (n)], set-points written by the caller (an FMU's inputs). */
+   input: a = [q_d (n), qd_d (n), qdd_d (n)], set-points written by the caller (an FMU's inputs).
+   Shaped (n_shift > 0; flexman.control.shaping): sum_i shift_a[i] base(t - shift_t[i]), base the
+   trajectory the other fields describe (an input shaper's impulses convolved with it). */
 typedef struct {
     int kind, profile, n, pieces;
     double t_start, t_end;
     const double *a;
+    int n_shift;
+    const double *shift_t, *shift_a;
 } fm_traj;
 
 /* A built-in controller (flexman.control) plus the torque applied beside it.
@@ -168,7 +174,7 @@ static double fm_piece(const double *c, int k, int m, int n, int i, int j, doubl
     return res;
 }
 
-void fm_trajectory(const fm_traj *tr, double t, double *q, double *qd, double *qdd)
+static void fm_trajectory_base(const fm_traj *tr, double t, double *q, double *qd, double *qdd)
 {
     int n = tr->n;
     if (tr->kind == FM_TRAJ_HOLD) {
@@ -190,6 +196,22 @@ void fm_trajectory(const fm_traj *tr, double t, double *q, double *qd, double *q
             q[j] = q0[j] + qq;
             qd[j] = ramp ? WT * (xr - sin(w * xr) / w) : W[j];
             qdd[j] = ramp ? WT * (1.0 - cos(w * xr)) : 0.0;
+        }
+        return;
+    }
+    if (tr->kind == FM_TRAJ_FOURIER) {  /* periodic for ever: no clipping */
+        int h = tr->pieces;
+        const double *q0 = tr->a, *A = tr->a + n, *B = A + (long)n * h;
+        for (int j = 0; j < n; ++j) {
+            double sq = 0.0, sqd = 0.0, sqdd = 0.0;
+            for (int l = 1; l <= h; ++l) {
+                double w = 2.0 * M_PI / tr->t_end * (double)l, x = t * w, sn = sin(x), cs = cos(x);
+                double aj = A[(long)j * h + l - 1], bj = B[(long)j * h + l - 1];
+                sq += (aj * sn - bj * cs) / w;
+                sqd += aj * cs + bj * sn;
+                sqdd += w * (-aj * sn + bj * cs);
+            }
+            q[j] = q0[j] + sq; qd[j] = sqd; qdd[j] = sqdd;
         }
         return;
     }
@@ -216,6 +238,26 @@ void fm_trajectory(const fm_traj *tr, double t, double *q, double *qd, double *q
         q[j] = fm_piece(c, 4, m, n, i, j, s);
         qd[j] = moving ? fm_piece(c1, 3, m, n, i, j, s) : 0.0;
         qdd[j] = moving ? fm_piece(c2, 2, m, n, i, j, s) : 0.0;
+    }
+}
+
+void fm_trajectory(const fm_traj *tr, double t, double *q, double *qd, double *qdd)
+{
+    if (tr->n_shift <= 0) {
+        fm_trajectory_base(tr, t, q, qd, qdd);
+        return;
+    }
+    int n = tr->n;
+    double part[3 * n + 1];  /* one impulse's copy of the base: q, qd, qdd */
+    for (int j = 0; j < n; ++j) q[j] = qd[j] = qdd[j] = 0.0;
+    for (int i = 0; i < tr->n_shift; ++i) {  /* in impulse order, as the Python sum adds them */
+        double A = tr->shift_a[i];
+        fm_trajectory_base(tr, t - tr->shift_t[i], part, part + n, part + 2 * n);
+        for (int j = 0; j < n; ++j) {
+            q[j] += A * part[j];
+            qd[j] += A * part[n + j];
+            qdd[j] += A * part[2 * n + j];
+        }
     }
 }
 
@@ -466,7 +508,8 @@ class Plant(ctypes.Structure):
 
 class Traj(ctypes.Structure):
     _fields_ = [("kind", ctypes.c_int), ("profile", ctypes.c_int), ("n", ctypes.c_int), ("pieces", ctypes.c_int),
-                ("t_start", ctypes.c_double), ("t_end", ctypes.c_double), ("a", _P)]
+                ("t_start", ctypes.c_double), ("t_end", ctypes.c_double), ("a", _P), ("n_shift", ctypes.c_int),
+                ("shift_t", _P), ("shift_a", _P)]
 
 
 class Control(ctypes.Structure):
@@ -476,7 +519,7 @@ class Control(ctypes.Structure):
 
 
 STATUS = {0: "ok", 1: "singular", 2: "torque", 3: "diverged", 4: "no memory"}
-TRAJ_KINDS = {"hold": 0, "rest_to_rest": 1, "spline": 2, "spin_up": 3, "input": 4}
+TRAJ_KINDS = {"hold": 0, "rest_to_rest": 1, "spline": 2, "spin_up": 3, "input": 4, "fourier": 5}
 PROFILES = {"sinusoidal": 0, "quintic": 1, "cubic": 2}
 CONTROLLER_KINDS = {None: 0, "pid": 1, "computed_torque": 2, "decoupling": 3}
 

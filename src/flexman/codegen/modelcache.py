@@ -27,8 +27,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -152,7 +150,8 @@ def existing_model(robot, formulation="newton_euler"):
         cbuild.compiler()
     except (NotCompilable, RuntimeError):
         return None
-    if not _size_built(robot.nq):
+    clamped_mass = any(link.beam is not None and link.beam.shapes == "clamped_mass" for link in robot.links)
+    if clamped_mass and not _size_built(robot.nq):
         return None  # no model of this size is built: skip the key (a clamped-mass arm's takes seconds)
     kinds = (True, False) if os.environ.get("FLEXMAN_NO_EXT", "") in ("", "0") else (False,)
     for extension in kinds:
@@ -238,6 +237,8 @@ def _build(key, robot, formulation, flags, extension, progress):
     source = c_source(eom, units=units)
     module = None
     lib_path, manifest = _paths(key)
+    import tempfile
+
     with tempfile.TemporaryDirectory(dir=models_dir()) as tmp:
         tmp = Path(tmp)
         text = source
@@ -386,6 +387,8 @@ def _remove_strays(now) -> list:
         try:
             if path.is_dir():
                 if path.name.startswith("tmp") and now - _newest(path) > STRAY_AGE_S:
+                    import shutil
+
                     shutil.rmtree(path)
                     gone.append(path)
                 continue

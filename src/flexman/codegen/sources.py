@@ -7,9 +7,7 @@ from pathlib import Path
 
 from ..model import names
 from ..outputs import write_text
-from . import emit
-
-WHATS = ("mass_matrix", "bias_forces", "inverse_dynamics", "forward_dynamics")
+from . import WHATS, emit  # WHATS: defined once, in the package
 
 
 def header(eom, cm, what):

@@ -51,7 +51,8 @@ class ShapedTrajectory(Trajectory):
 
     def __init__(self, base, shaper):
         self.base, self.shaper = base, shaper
-        A, times = shaper.amplitudes, shaper.times
+        A, times = shaper.amplitudes.copy(), shaper.times.copy()
+        self.impulses = (A, times)  # what the sum uses (the compiled loop reads them too)
 
         def evaluate(t):
             t = np.asarray(t, dtype=float)

@@ -16,6 +16,9 @@ determinant of these two conditions equals ``2 beta**5 f`` with ``f`` of 004 eq.
 """
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
 
 __all__ = [
@@ -114,12 +117,22 @@ def check_loads(M, J, D):
         )
 
 
+def _clamped_free_scaled(b: float) -> float:
+    """``frequency_equation(b, scaled=True)`` of the clamped-free beam for one float, with the
+    math module (the bisection calls it about 60 times per root; NumPy's per-call overhead
+    made that most of a small arm's model build)."""
+    e2 = math.exp(-2.0 * b)
+    return 2.0 * math.exp(-b) + (1.0 + e2) * math.cos(b)
+
+
 def clamped_free_roots(n: int) -> np.ndarray:
     """First n roots of cos(b) cosh(b) + 1 = 0; root k lies in ((k-1) pi, k pi)."""
-    g = lambda b: frequency_equation(b, scaled=True)  # noqa: E731
-    return np.array(
-        [bracketed_root(g, (k - 1) * np.pi, k * np.pi) for k in range(1, n + 1)]
-    )
+    return np.array(_clamped_free_roots(int(n)))
+
+
+@functools.lru_cache(maxsize=None)
+def _clamped_free_roots(n: int) -> tuple:
+    return tuple(bracketed_root(_clamped_free_scaled, (k - 1) * np.pi, k * np.pi) for k in range(1, n + 1))
 
 
 def clamped_mass_roots(n: int, M=0.0, J=0.0, D=0.0) -> np.ndarray:

@@ -287,6 +287,23 @@ class LinearElements(ShapeSet):
 
 
 def shape_set(kind, direction, n, elements=0, M=0.0, J=0.0, D=0.0) -> ShapeSet:
+    """The shape set of one direction of a beam (see :func:`build_shape_set`), shared by every
+    beam with the same arguments: the sets are read-only after construction, and finding the
+    roots and normalizing the modes is most of a small arm's model build, paid once per process.
+    """
+    try:
+        key = (kind, direction, int(n), int(elements), float(M), float(J), float(D))
+    except (TypeError, ValueError):
+        return build_shape_set(kind, direction, n, elements, M, J, D)
+    return _shared_shape_set(*key)
+
+
+@functools.lru_cache(maxsize=256)
+def _shared_shape_set(kind, direction, n, elements, M, J, D) -> ShapeSet:
+    return build_shape_set(kind, direction, n, elements, M, J, D)
+
+
+def build_shape_set(kind, direction, n, elements=0, M=0.0, J=0.0, D=0.0) -> ShapeSet:
     """Build the shape set of one direction of a beam.
 
     kind: 'clamped_free' | 'clamped_mass' | 'polynomial' | 'finite_elements'; direction:

@@ -64,7 +64,7 @@ def check_mass_matrix(robot, q=None, keep_model: bool = True) -> None:
         problem = mass_matrix_problem(robot, q)
     finally:
         if not keep_model:
-            robot.clear_derived()
+            robot.clear_derived(keep_recent=True)  # its run finds the model again (Robot.clear_derived)
     if problem:
         raise ModelError(problem)
 

@@ -44,6 +44,7 @@ MAX_SENSITIVITY_STEPS = 1e6      # RK4 steps of a manoeuvre sensitivity (a Pytho
 MAX_STATICS_POINTS = 1e6         # joint values x load cases of one statics sweep
 MAX_SWEEP_POINTS = 100_000       # points of one parameter sweep (one file of results per point)
 SWEEP_POINT_SECONDS = 600.0      # default wall-time limit of one sweep point (run.time_limit)
+MAX_CACHE_SIZE = 1024 ** 5       # bytes: a model-cache size limit past 1024T is a slip (flexman cache)
 
 # ----- loads and prescribed motion ------------------------------------------------------------
 MAX_FORCE = 1e9                  # N (and N m for moments): an applied endpoint load

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import tomllib
 
 import yaml
 
@@ -165,12 +164,15 @@ def _json_object(pairs):
 
 
 def _parse_other(text: str, fmt: str):
-    try:
-        if fmt == "toml":
+    if fmt == "toml":
+        import tomllib  # here: most runs read YAML, and the TOML parser's import is not free
+
+        try:
             return tomllib.loads(text)  # TOML itself forbids duplicate keys
+        except tomllib.TOMLDecodeError as exc:
+            raise ModelError(f"invalid TOML: {exc}") from None
+    try:
         return json.loads(text, object_pairs_hook=_json_object, parse_int=_json_int)
-    except tomllib.TOMLDecodeError as exc:
-        raise ModelError(f"invalid TOML: {exc}") from None
     except json.JSONDecodeError as exc:
         raise ModelError(f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numbers
+from collections import OrderedDict
 
 import numpy as np
 
@@ -398,6 +399,12 @@ def _check_sliding_beam(link, where: str) -> None:
                          f"[{shortest - link.d:g}, {link.beam.length - link.d:g}]")
 
 
+#: derived constants dropped by ``Robot.clear_derived`` kept process-wide (least recently
+#: dropped go first): (what, content key) -> value
+RECENT_DROPPED = 8
+_RECENT: OrderedDict = OrderedDict()
+
+
 @dataclass
 class Robot:
     """A manipulator: a serial chain or a tree of links (``Link.parent``, :mod:`.tree`), kept in
@@ -545,7 +552,11 @@ class Robot:
         hit = cache.get(what)
         if hit is not None and hit[0] == key:
             return hit[1]
-        value = build(self)
+        try:
+            found = _RECENT.get((what, key), _RECENT)
+        except TypeError:  # an unhashable key part
+            found = _RECENT
+        value = build(self) if found is _RECENT else found
         cache[what] = (key, value)
         return value
 
@@ -560,9 +571,23 @@ class Robot:
         out.__dict__["_derived"] = cache
         return out
 
-    def clear_derived(self) -> None:
-        """Drop every cached derived constant (they are rebuilt on demand)."""
-        self.__dict__.pop("_derived", None)
+    def clear_derived(self, keep_recent: bool = False) -> None:
+        """Drop every cached derived constant (they are rebuilt on demand). ``keep_recent``: keep
+        them process-wide under their content key, the last :data:`RECENT_DROPPED` of them, so a
+        loaded robot's first run reuses the model its load-time check built while a batch of
+        loaded robots does not keep one model each (only for constants ``derived`` built: a
+        substituted one, :meth:`with_derived`, must not reach other robots of that content)."""
+        dropped = self.__dict__.pop("_derived", None) or {}
+        if not keep_recent:
+            return
+        for what, (key, value) in dropped.items():
+            try:
+                _RECENT[(what, key)] = value
+            except TypeError:  # an unhashable key part: nothing to keep
+                continue
+            _RECENT.move_to_end((what, key))
+        while len(_RECENT) > RECENT_DROPPED:
+            _RECENT.popitem(last=False)
 
     # ----- dynamics (delegated to the dynamics layer through the engine slots) -------
     @staticmethod

@@ -7,13 +7,15 @@ docs/motion.md.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..model import inputs
 from ..model.errors import ModelError
 from ..model.robot import mimic_refusal
 from ..trajectory import rest_to_rest
-from .collocation import Problem, solve
+from .collocation import Problem, dense_peaks, solve
 from .result import Plan, PlanningError
 
 __all__ = ["plan", "Plan", "PlanningError", "OBJECTIVES"]
@@ -25,6 +27,12 @@ REGULARIZATION = 1e-4
 #: weight of the joints' squared jerk (normalised): keeps the piecewise-linear accelerations of the
 #: collocation from kinking at every knot, which would excite modes faster than the grid resolves
 SMOOTHING = 1e-2
+#: the limits are checked on the returned trajectory at this many instants per collocation interval
+DENSE_POINTS = 20
+#: a limit holds densely when the peak is at most (1 + LIMIT_TOLERANCE) times it
+LIMIT_TOLERANCE = 1e-3
+#: re-solves with backed-off bounds when the dense check finds a limit exceeded between knots
+MAX_RESOLVES = 4
 
 
 def _joint_vector(value, n, name, positive=False):
@@ -162,10 +170,75 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, kno
     jerk = 60.0 * np.maximum(dq, 1e-3 * max(float(dq.max()), 1e-3)) / (duration or guess_T) ** 3
     problem = Problem(robot, functions, q_start, q_goal, horizon, int(knots), weights, torque, rate,
                       ranges, path_fn, (pre, pre + (duration or 0.0)), guess_traj, guess_T, scale, jerk, max_iter)
-    sol = solve(problem)
-    result = Plan(robot, sol, q_start, q_goal, weights, path_fn, (pre, pre + (duration or sol.T)))
-    result.check()
-    return result
+    return _solve_within_limits(problem, robot, functions, torque, rate,
+                                lambda sol: Plan(robot, sol, q_start, q_goal, weights, path_fn,
+                                                 (pre, pre + (duration or sol.T))))
+
+
+def _solve_within_limits(problem, robot, functions, torque, rate, make_plan):
+    """Solve ``problem``; then check the torque and rate limits densely on the returned trajectory
+    (:func:`~.collocation.dense_peaks`, DENSE_POINTS per interval: the collocation enforces them only
+    at knots and midpoints; the torques also on ``fm.simulate(prescribed=)`` of the planned joints, whose
+    flexible motion is integrated rather than interpolated) and, while a peak exceeds its limit by more than LIMIT_TOLERANCE, re-solve
+    (warm started) with that joint's bound scaled by limit / peak, at most MAX_RESOLVES times. The
+    plan's ``report["dense"]`` holds the densely checked peaks, their ratios to the limits, the
+    bounds the last solve used and the number of re-solves."""
+    bounds = {"torque": None if torque is None else torque.copy(), "rate": None if rate is None else rate.copy()}
+    limits = {"torque": torque, "rate": rate}
+    resolves, iterations, seconds = 0, 0, 0.0
+    while True:
+        sol = solve(problem)
+        iterations, seconds = iterations + sol.iterations, seconds + sol.seconds
+        result = make_plan(sol)
+        if resolves and not (sol.success or sol.status == "Solved_To_Acceptable_Level"):
+            raise PlanningError(
+                f"plan: the limits hold at the knots but not between them, and the re-solve with bounds backed "
+                f"off to {_ratios(bounds, limits)} of them failed ({sol.status.replace('_', ' ').lower()}); raise "
+                "the limits slightly, add knots or allow a longer duration")
+        result.check()
+        peaks = dense_peaks(result, functions, DENSE_POINTS)
+        simulated = _simulated_peak_torque(robot, result) if torque is not None else None
+        if simulated is not None:
+            peaks["torque"] = np.maximum(peaks["torque"], simulated)
+        ratios = {k: peaks[k] / limits[k] for k in ("torque", "rate") if limits[k] is not None}
+        worst = max((float(v.max()) for v in ratios.values()), default=0.0)
+        result.report["dense"] = {
+            "points_per_interval": DENSE_POINTS, "torque_peak": peaks["torque"], "rate_peak": peaks["rate"],
+            "simulated_torque_peak": simulated,
+            "torque_ratio": ratios.get("torque"), "rate_ratio": ratios.get("rate"), "largest_ratio": worst,
+            "within_limits": worst <= 1.0 + LIMIT_TOLERANCE, "resolves": resolves,
+            "iterations_all_solves": iterations, "seconds_all_solves": seconds,
+            "torque_bound": bounds["torque"], "rate_bound": bounds["rate"]}
+        if worst <= 1.0 + LIMIT_TOLERANCE:
+            return result
+        if resolves >= MAX_RESOLVES:
+            warnings.warn(f"plan: after {resolves} re-solves a limit is still exceeded between the knots by "
+                          f"{100 * (worst - 1):.2g} % (report['dense']); add knots", RuntimeWarning, stacklevel=3)
+            return result
+        for k, ratio in ratios.items():  # back off by the measured overshoot (a little more, to land inside)
+            over = ratio > 1.0 + 0.5 * LIMIT_TOLERANCE
+            bounds[k] = np.where(over, bounds[k] / ratio * (1.0 - 0.5 * LIMIT_TOLERANCE), bounds[k])
+        problem.torque_limit, problem.rate_limit, problem.warm = bounds["torque"], bounds["rate"], sol
+        resolves += 1
+
+
+def _simulated_peak_torque(robot, result):
+    """The largest joint torques of ``fm.simulate(prescribed=)`` of the plan's joint motion (the flexible
+    coordinates integrated, not interpolated), from its first knot state, on the dense check's step."""
+    from ..simulate import simulate
+
+    dt = result.h / DENSE_POINTS
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = simulate(robot, result.duration, dt=dt, prescribed=result.trajectory, q0=result.q[0], qd0=result.qd[0])
+    if getattr(res, "diverged", False):
+        return None
+    return np.abs(np.asarray(res.tau)).max(axis=0)
+
+
+def _ratios(bounds, limits) -> str:
+    parts = [f"{np.min(bounds[k] / limits[k]):.4g}" for k in ("torque", "rate") if limits[k] is not None]
+    return " and ".join(parts)
 
 
 def _delayed(traj, pre):

@@ -17,7 +17,9 @@ Constraints (Betts, *Practical Methods for Optimal Control*, ch. 4: compressed H
   torques;
 * both ends at rest: all rates and accelerations zero, the joints at their targets (the
   flexible coordinates then sit at their static deflection, zero without gravity);
-* torque limits at knots and midpoints, rate limits at knots, joint ranges at knots.
+* torque limits at knots and midpoints, rate limits at knots, joint ranges at knots; between them
+  the interpolated motion may exceed a limit by a little: :func:`flexman.planning.plan` checks the
+  returned trajectory densely (:func:`dense_peaks`) and re-solves with the bounds backed off.
 
 Costs are integrated by Simpson's rule on the same grid. The functions come from
 ``fm.derive(robot).casadi()`` (exact derivatives; IPOPT uses the exact Hessian).
@@ -56,6 +58,7 @@ class Problem:
     torque_scale: np.ndarray | None = None
     jerk_scale: np.ndarray | None = None
     max_iter: int = 500
+    warm: object = None      # a Solution of the same grid to start from (a re-solve with tightened limits)
 
 
 @dataclass
@@ -176,6 +179,10 @@ def solve(problem: Problem) -> Solution:
     s = p.guess_duration / Tg
     x0 = [np.vstack([gq, np.zeros((robot.nf, N + 1))]), np.vstack([gv * s, np.zeros((robot.nf, N + 1))]),
           np.vstack([ga * s * s, np.zeros((robot.nf, N + 1))]), np.zeros((robot.nf, N))]
+    if p.warm is not None and len(p.warm.q) == N + 1:  # the previous solution of a re-solve
+        w0 = p.warm
+        x0 = [w0.q.T, w0.qd.T, w0.qdd.T, w0.qdd_mid.T[f] if robot.nf else np.zeros((0, N))]
+        Tg = w0.T
     blocks = [Q, V, A, Af]
     lbx = [lbq, lbv, lba, np.full((robot.nf, N), -big)]
     ubx = [ubq, ubv, uba, np.full((robot.nf, N), big)]
@@ -206,3 +213,19 @@ def solve(problem: Problem) -> Solution:
     q, qd, qdd, qdd_m, tk, tm, Tv = (np.asarray(v) for v in evaluate(xs))
     return Solution(float(Tv.ravel()[0]), q.T, qd.T, qdd.T, qdd_m.T, tk.T, tm.T, stats["return_status"],
                     bool(stats["success"]), int(stats["iter_count"]), violation, seconds, float(sol["f"]))
+
+
+def dense_peaks(plan, functions, points: int) -> dict:
+    """The largest joint torques and rates of the trajectory ``plan`` returns, checked at ``points``
+    evenly spaced instants per interval (both ends included): torques both as the inverse dynamics of
+    the interpolated state (:meth:`Plan.state`: the joints exactly, the flexible coordinates by their
+    Hermite interpolant) and as the planned torque interpolant (:meth:`Plan.torque`), rates on the
+    joint trajectory. {"torque": per joint, "rate": per joint, "points_per_interval": points}."""
+    N = len(plan.t) - 1
+    t = np.linspace(0.0, plan.duration, N * points + 1)
+    q, qd, qdd = plan.state(t)
+    r = plan.robot.joint_index
+    ID = functions["inverse_dynamics"].map(len(t))
+    tau = np.asarray(ID(q.T, qd.T, qdd.T)).T[:, r]
+    torque = np.maximum(np.abs(tau).max(axis=0), np.abs(plan.torque(t)).max(axis=0))
+    return {"torque": torque, "rate": np.abs(qd[:, r]).max(axis=0), "points_per_interval": int(points)}

@@ -13,7 +13,9 @@ the model is not built yet, it
 weighs the estimated build time (:func:`estimated_build_seconds`, from the coordinate count and
 the beams' shapes; measured in docs/scaling.md) against the run's cost on the interpreted model
 (one timed forward-dynamics call times four per step). A run that would finish interpreted before the
-compiler does runs interpreted, and the notice says so, with both estimates.
+compiler does runs interpreted, and the notice says so, with both estimates; the model is then
+built in a detached background process for the next run (:mod:`flexman.codegen.background`,
+``FLEXMAN_BACKGROUND_COMPILE=0`` turns that off).
 """
 from __future__ import annotations
 
@@ -114,6 +116,10 @@ def evaluator(robot, backend=None, formulation="newton_euler", quiet=False, work
             cbuild.compiler()
             worth, why = worth_compiling(robot, RHS_PER_STEP * work)
             if not worth:
+                from ..codegen import background
+
+                if background.start(robot, formulation, estimated_build_seconds(robot)):
+                    why += "; compiling it in the background for the next run (FLEXMAN_BACKGROUND_COMPILE=0: never)"
                 if not quiet:
                     notice(f"running the interpreted model: {why}")
                 return robot

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..model import inputs
 from .backend import evaluator, fixed_step_work
-from .compiled_loop import plan
+from .compiled_loop import LoopUnavailable, plan
 from .run import Progress, backend_name, controller_parts, output_times
 
 METHODS = ("rk4", "dopri5")
@@ -110,7 +110,7 @@ def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, cont
     if torque is not None and not callable(torque) and np.ndim(torque) == 2:  # (B, n_joints): not in C
         why = "per-run torques (B, n_joints) run in the Python loop"
         if loop == "compiled":
-            raise ValueError(f"loop='compiled': {why}")
+            raise LoopUnavailable(f"loop='compiled': {why}")
         compiled = None
     else:
         compiled, why = plan(model, method, nj, controller, torque, grid, loop=loop)

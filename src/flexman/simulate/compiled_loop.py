@@ -5,10 +5,10 @@ reference trajectory, the dynamics and RK4 all in C, output sampling included) w
 in it is known to C: the method is ``"rk4"``, the dynamics are a compiled C model, the controller
 is none or a built-in one (:class:`~flexman.control.PID`, ``ComputedTorque``, ``Decoupling``,
 also from a model file; their saturation and switch-off times included) whose reference is a
-built-in trajectory (``rest_to_rest``, ``spline``, ``spin_up``, model-file manoeuvres), and the
-applied ``torque`` is none, constant or sampled. Prescribed motion with a built-in trajectory
-runs there too. Anything written in Python (a controller or torque function, a shaped or
-hand-written trajectory, a subclass overriding a law) keeps the **Python loop**
+built-in trajectory (``rest_to_rest``, ``spline``, ``spin_up``, a ``FourierSeries``, model-file
+manoeuvres, any of them input-shaped), and the applied ``torque`` is none, constant or sampled. Prescribed motion
+with a built-in trajectory runs there too. Anything written in Python (a controller or torque
+function, a hand-written trajectory, a subclass overriding a law) keeps the **Python loop**
 (:func:`flexman.simulate.run.integrate`), which calls it at every stage.
 
 :func:`plan` says which, and why not compiled; ``loop="python"`` forces the Python loop (the
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import time
 
 import numpy as np
@@ -39,11 +40,24 @@ def _array(a):
 
 def trajectory_struct(traj, n, keep):
     """A ``loop.Traj`` for a built-in trajectory of ``n`` joints (arrays it points to go into
-    ``keep``), or None when the trajectory is not one C knows."""
-    from ..trajectory import SpinUp, Trajectory
+    ``keep``), or None when the trajectory is not one C knows. An input-shaped trajectory
+    (:class:`flexman.control.shaping.ShapedTrajectory`) is its base's struct plus the impulses
+    (amplitudes and delays as data: a new shaper never recompiles)."""
+    from ..trajectory import FourierSeries, SpinUp, Trajectory
 
+    shaping = sys.modules.get("flexman.control.shaping")  # not imported: no shaped trajectory exists
+    if shaping is not None and type(traj) is shaping.ShapedTrajectory:
+        s = trajectory_struct(traj.base, n, keep)
+        if s is None or s.n_shift or getattr(traj, "n", None) != n:
+            return None  # a base C does not know, or shaped twice
+        amplitudes, times = (_array(v) for v in traj.impulses)
+        if amplitudes.ndim != 1 or amplitudes.shape != times.shape or not amplitudes.size:
+            return None
+        keep.extend((amplitudes, times))
+        s.n_shift, s.shift_a, s.shift_t = amplitudes.size, _ptr(amplitudes), _ptr(times)
+        return s
     kind = getattr(traj, "kind", None)
-    if type(traj) not in (Trajectory, SpinUp) or kind not in cloop.TRAJ_KINDS or getattr(traj, "n", None) != n:
+    if type(traj) not in (Trajectory, SpinUp, FourierSeries) or kind not in cloop.TRAJ_KINDS or getattr(traj, "n", None) != n:
         return None
     s = cloop.Traj(kind=cloop.TRAJ_KINDS[kind], n=n, t_start=traj.t_start, t_end=traj.t_end)
     if kind == "rest_to_rest":
@@ -53,6 +67,11 @@ def trajectory_struct(traj, n, keep):
         data = np.concatenate([traj.q_start, traj.q_end - traj.q_start])
     elif kind == "spin_up":
         data = np.concatenate([traj.q_start, traj.rate])
+    elif kind == "fourier":
+        if traj.a.shape != (n, traj.harmonics) or traj.b.shape != traj.a.shape or traj.q0.shape != (n,):
+            return None
+        s.pieces, s.t_end = traj.harmonics, traj.period
+        data = np.concatenate([traj.q0, traj.a.ravel(), traj.b.ravel()])
     else:
         c, c1, c2 = traj.pieces
         m = len(traj.times) - 1
@@ -145,6 +164,11 @@ def _info(status, t_fault, steps):
     return {"steps": steps, "success": False, "diverged": True, "t_fault": float(t_fault), "message": message}
 
 
+
+class LoopUnavailable(ValueError):
+    """loop='compiled' was asked for a run the compiled loop cannot take (the message says why)."""
+
+
 def plan(model, method, n_joints, controller=None, torque=None, t_grid=None, prescribed=None, loop="auto"):
     """(CompiledLoop or None, reason): the compiled loop of a run when it can take it (see the
     module doc), else None and why, in words. ``loop``: "auto", "compiled" (a ValueError naming
@@ -158,7 +182,7 @@ def plan(model, method, n_joints, controller=None, torque=None, t_grid=None, pre
     made = _describe(model, method, n_joints, controller, torque, t_grid, prescribed, keep)
     if isinstance(made, str):
         if loop == "compiled":
-            raise ValueError(f"loop='compiled': {made}")
+            raise LoopUnavailable(f"loop='compiled': {made}")
         return None, made
     return CompiledLoop(model, made, keep, prescribed is not None), "compiled"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from . import series, summary
-from .animation import animation_data
+from .animation import MAX_FRAMES, animation_data
 from .equations import eom_html
 
 MAX_PLOT_POINTS = 4000  # per curve: long runs are drawn from the envelope of their samples
@@ -37,6 +37,11 @@ table.program td { border: none; padding: 0.05em 0.3em; text-align: left; }
 #time-readout { font-family: monospace; font-size: 1.1em; min-width: 9em; }
 .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(520px, 1fr)); gap: 0.5em; }
 .plot { height: 300px; }
+.arms3 { display: grid; grid-template-columns: repeat(auto-fit, minmax(300px, 1fr)); gap: 0.4em; }
+.arms3 figure { margin: 0; } .arms3 figcaption { font-weight: bold; text-align: center; }
+.arm-small { width: 100%; height: 440px; }
+#cmp-scrub { flex: 1; min-width: 200px; }
+#cmp-time { font-family: monospace; font-size: 1.1em; min-width: 9em; }
 pre { background: #f7f7f7; padding: 0.6em; max-height: 40em; overflow: auto; font-size: 0.85em; }
 .muted { color: #666; }
 """
@@ -58,7 +63,7 @@ ANIMATION_JS = r"""
   const slider = document.getElementById('scrub');
   const readout = document.getElementById('time-readout');
   const button = document.getElementById('play');
-  const plots = Array.from(document.querySelectorAll('.plot'));
+  const plots = Array.from(document.querySelectorAll('.plot:not(.cmp)'));
   slider.max = n - 1;
   let frame = 0, playing = false, startWall = 0, startSim = 0, lastCursor = 0;
   const tEnd = A.frames[n - 1].t;
@@ -133,6 +138,161 @@ ANIMATION_JS = r"""
   }));
 })();
 """
+
+
+COMPARISON_JS = r"""
+(function () {
+  const C = JSON.parse(document.getElementById('comparison-animation').textContent);
+  const PARTS = ['ghost_rigid', 'ghost_beams', 'rigid', 'beams', 'joints', 'tip', 'trail'];
+  const views = C.runs.map((_, k) => document.getElementById('cmp-arm-' + k));
+  const n = C.times.length;
+  const slider = document.getElementById('cmp-scrub');
+  const readout = document.getElementById('cmp-time');
+  const button = document.getElementById('cmp-play');
+  const curve = document.getElementById('plot-comparison');
+  slider.max = n - 1;
+  let frame = 0, playing = false, startWall = 0, startSim = 0, lastCursor = 0, syncing = false;
+
+  function style(run) {
+    return {
+      ghost_rigid: {mode: 'lines', line: {color: '#cccccc', width: 3}},
+      ghost_beams: {mode: 'lines', line: {color: '#cccccc', width: 3}},
+      rigid: {mode: 'lines', line: {color: '#444444', width: 8}},
+      beams: {mode: 'lines', line: {color: run.colour, width: 7}},
+      joints: {mode: 'markers', marker: {color: '#444444', size: 4}},
+      tip: {mode: 'markers', marker: {color: run.colour, size: 6, line: {color: '#000', width: 1}}},
+      trail: {mode: 'lines', line: {color: run.colour, width: 2, dash: 'dot'}},
+    };
+  }
+  function part(run, i, p) {  // the trail: the end-effector's path up to frame i
+    if (p !== 'trail') return run.frames[i][p];
+    return [0, 1, 2].map(a => run.trail[a].slice(0, i + 1));
+  }
+  function traces(run, i) {
+    const st = style(run);
+    return PARTS.map(p => { const v = part(run, i, p);
+      return Object.assign({type: 'scatter3d', x: v[0], y: v[1], z: v[2], hoverinfo: 'skip', name: p,
+                            showlegend: false}, st[p]); });
+  }
+  const r = C.range;
+  const layout = {
+    margin: {l: 0, r: 0, t: 0, b: 0}, showlegend: false,
+    scene: {aspectmode: 'cube', xaxis: {range: r[0], title: {text: 'x [m]'}},
+            yaxis: {range: r[1], title: {text: 'y [m]'}}, zaxis: {range: r[2], title: {text: 'z [m]'}},
+            camera: {eye: {x: 1.4, y: -1.4, z: 0.9}}},
+    uirevision: 'keep',
+  };
+  function moveCursor(t) {
+    if (curve && curve.layout) Plotly.relayout(curve, {'shapes[0].x0': t, 'shapes[0].x1': t});
+  }
+  function show(i, cursor) {
+    frame = Math.max(0, Math.min(n - 1, Math.round(i)));
+    C.runs.forEach((run, k) => {
+      const v = PARTS.map(p => part(run, frame, p));
+      Plotly.restyle(views[k], {x: v.map(a => a[0]), y: v.map(a => a[1]), z: v.map(a => a[2])},
+                     PARTS.map((_, j) => j));
+    });
+    slider.value = frame;
+    readout.textContent = 't = ' + C.times[frame].toFixed(3) + ' s';
+    if (cursor !== false) moveCursor(C.times[frame]);
+  }
+  function tick(now) {
+    if (!playing) return;
+    const t = startSim + (now - startWall) / 1000 * parseFloat(document.getElementById('cmp-speed').value);
+    let i = frame;
+    while (i < n - 1 && C.times[i + 1] <= t) i++;
+    if (i !== frame) {
+      const cursor = now - lastCursor > 250;
+      if (cursor) lastCursor = now;
+      show(i, cursor);
+    }
+    if (frame >= n - 1) { pause(); return; }
+    requestAnimationFrame(tick);
+  }
+  function play() {
+    if (frame >= n - 1) show(0, false);
+    playing = true; button.textContent = 'Pause';
+    startWall = performance.now(); startSim = C.times[frame];
+    requestAnimationFrame(tick);
+  }
+  function pause() { playing = false; button.textContent = 'Play'; moveCursor(C.times[frame]); }
+  button.addEventListener('click', () => playing ? pause() : play());
+  document.getElementById('cmp-back').addEventListener('click', () => { pause(); show(frame - 1); });
+  document.getElementById('cmp-forward').addEventListener('click', () => { pause(); show(frame + 1); });
+  slider.addEventListener('input', () => { pause(); show(parseInt(slider.value)); });
+  function syncCameras(source) {  // turning one view turns the others
+    return ev => {
+      if (syncing || !ev || !ev['scene.camera']) return;
+      syncing = true;
+      Promise.all(views.filter(v => v !== source).map(v => Plotly.relayout(v, {'scene.camera': ev['scene.camera']})))
+        .finally(() => { syncing = false; });
+    };
+  }
+  Promise.all(C.runs.map((run, k) => Plotly.newPlot(views[k], traces(run, 0), layout,
+                                                      {responsive: true, displaylogo: false}))).then(() => {
+    views.forEach(v => v.on('plotly_relayout', syncCameras(v)));
+    show(0);
+    window.flexmanComparison = {show: show, play: play, pause: pause, get frame() { return frame; },
+                                get playing() { return playing; }, frames: n, times: C.times,
+                                runs: C.runs.map(run => run.name)};
+  });
+  if (curve && curve.on) curve.on('plotly_click', ev => {
+    const t = ev.points[0].x; let i = 0;
+    while (i < n - 1 && C.times[i + 1] <= t) i++;
+    pause(); show(i);
+  });
+})();
+"""
+
+
+def comparison_animation(robot, motions, magnify=None, max_frames=MAX_FRAMES) -> dict:
+    """The data of the side-by-side animation of the same move made several ways: ``motions``
+    {name: (t, q)}. One time axis (the first run's frame times; every other run shows its sample
+    nearest each), one magnification (automatic: from the largest deflection of all runs) and one
+    cube holding every run, so the views compare. {"times", "magnify", "range", "runs": [{"name",
+    "colour", "frames" (as :func:`animation_data`, without the true-scale parts), "trail" (x, y, z
+    of the end-effector at every frame)}]}."""
+    from .animation import auto_magnification, frame_indices
+
+    items = [(name, np.asarray(t, dtype=float), np.asarray(q, dtype=float).reshape(len(t), -1))
+             for name, (t, q) in motions.items()]
+    t0 = items[0][1]
+    times = t0[frame_indices(len(t0), max_frames)]
+    if magnify is None:
+        magnify = auto_magnification(robot, np.concatenate([q for _, _, q in items], axis=0))
+    runs, lo, hi = [], [], []
+    for k, (name, t, q) in enumerate(items):
+        idx = np.clip(np.searchsorted(t, times), 1, len(t) - 1) if len(t) > 1 else np.zeros(len(times), int)
+        if len(t) > 1:
+            idx = np.where(np.abs(t[idx - 1] - times) <= np.abs(t[idx] - times), idx - 1, idx)
+        anim = animation_data(robot, times, q[idx], magnify=magnify, max_frames=len(times))
+        frames = [{p: v for p, v in f.items() if not p.startswith("true_")} for f in anim["frames"]]
+        trail = [[f["tip"][a][0] for f in frames] for a in range(3)]
+        runs.append({"name": name, "colour": COLOURS[k % len(COLOURS)], "frames": frames, "trail": trail})
+        lo.append([a for a, _ in anim["range"]])
+        hi.append([b for _, b in anim["range"]])
+    lo, hi = np.min(lo, axis=0), np.max(hi, axis=0)
+    centre, half = 0.5 * (lo + hi), 0.5 * float((hi - lo).max())
+    return {"times": [float(x) for x in times], "magnify": float(magnify), "runs": runs,
+            "range": [[float(c - half), float(c + half)] for c in centre]}
+
+
+def _comparison_views(data) -> str:
+    """The controls and the side-by-side 3D views of :func:`comparison_animation`'s ``data``."""
+    controls = ("<div class='controls'><button id='cmp-play'>Play</button><button id='cmp-back' title='previous frame'>"
+                "&#9664;</button><button id='cmp-forward' title='next frame'>&#9654;</button>"
+                "<input id='cmp-scrub' type='range' min='0' max='0' step='1' value='0' aria-label='time'>"
+                "<span id='cmp-time'>t = 0 s</span><label>speed <select id='cmp-speed'>"
+                "<option value='0.1'>0.1x</option><option value='0.25'>0.25x</option><option value='0.5'>0.5x</option>"
+                "<option value='1' selected>1x</option><option value='2'>2x</option></select></label></div>")
+    views = "".join(f"<figure><figcaption style='color:{run['colour']}'>{html.escape(run['name'])}</figcaption>"
+                    f"<div class='arm-small' id='cmp-arm-{k}'></div></figure>" for k, run in enumerate(data["runs"]))
+    return (f"<h3>The arms side by side</h3><p class='muted'>The {len(data['runs'])} runs at the same instant, "
+            f"driven by one time slider; deflections drawn {data['magnify']:g} times their size in every view, "
+            "the same axes in each; turning one view turns the others. Colours as in the error curves above: the "
+            "beams and the end-effector, with its path so far dotted; dark grey: rigid parts; light grey: the same "
+            "joints with undeformed links. Click a point of the error curves to jump there.</p>"
+            + controls + f"<div class='arms3'>{views}</div>")
 
 
 def _plotly_js() -> str:
@@ -219,10 +379,11 @@ def _section(title: str, body: str, anchor: str) -> str:
     return f"<section id='{anchor}'><h2>{html.escape(title)}</h2>\n{body}\n</section>"
 
 
-def comparison_section(comparison) -> tuple:
+def comparison_section(comparison, animation=None) -> tuple:
     """(section html, plotly figure) of ``comparison``: {"curves": {name: (t, error in m, end of
     that move in s)}, "pages": {name: relative link to that run's own report}}: the end-effector's
-    distance from the rigid arm along each run's own command, for the same move made several ways."""
+    distance from the rigid arm along each run's own command, for the same move made several ways;
+    with ``animation`` (:func:`comparison_animation`) also the arms side by side, synchronised."""
     data, rows = [], []
     for k, (name, (t, err, end)) in enumerate(comparison["curves"].items()):
         t, err = np.asarray(t, dtype=float), np.asarray(err, dtype=float)
@@ -232,16 +393,22 @@ def comparison_section(comparison) -> tuple:
         label = f"<a href='{html.escape(link)}'>{html.escape(name)}</a>" if link else html.escape(name)
         rows.append([label, f"{end:.3g}", f"{1e3 * during.max():.4g}" if during.size else "-",
                      f"{1e3 * after.max():.4g}" if after.size else "-"])
+    t_first = float(data[0]["x"][0]) if data and data[0]["x"] else 0.0
     figure = {"data": data, "layout": {"margin": {"l": 60, "r": 10, "t": 30, "b": 40},
                                        "title": {"text": "end-effector distance from the rigid arm on its command"},
                                        "xaxis": {"title": {"text": "t [s]"}},
-                                       "yaxis": {"title": {"text": "mm"}, "type": "log"}}}
+                                       "yaxis": {"title": {"text": "mm"}, "type": "log"},
+                                       "shapes": [{"type": "line", "xref": "x", "yref": "paper", "x0": t_first,
+                                                   "x1": t_first, "y0": 0, "y1": 1,
+                                                   "line": {"color": "#999", "width": 1}}]}}
     head = ("<tr><th>move</th><th>ends at (s)</th><th>largest error during the move (mm)</th>"
             "<th>largest error from 0.2 s after its end (mm)</th></tr>")
     table = "<table>" + head + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows) + "</table>"
     body = ("<p class='muted'>The same move made three ways, each under decoupling + LQR control; the error is the "
             "end-effector's distance from the rigid arm moved along that run's own joint command. Each name links to "
-            "that run's own report with its 3D animation.</p>" + table + "<div class='plot' id='plot-comparison'></div>")
+            "that run's own report (all its plots).</p>" + table
+            + "<div class='plot cmp' id='plot-comparison'></div>"
+            + (_comparison_views(animation) if animation else ""))
     return _section("The same move three ways", body, "comparison"), figure
 
 
@@ -251,7 +418,8 @@ def report_html(result, robot=None, title=None, magnify=None, equations="auto", 
     symbolic equations are shown ("auto": Newton-Euler for a rigid arm, Book's recursion for a
     flexible one), or None to leave them out; ``magnify``: deflection factor in the
     animation (None: automatic); ``note``: a line under the title (e.g. how the run was driven);
-    ``comparison``: the same move made other ways (see :func:`comparison_section`)."""
+    ``comparison``: the same move made other ways (see :func:`comparison_section`; its optional
+    "motions" {name: (t, q)} adds their 3D animations side by side, :func:`comparison_animation`)."""
     robot = robot if robot is not None else getattr(result, "robot", None)
     if robot is None:
         raise ValueError("report: the result carries no robot; pass robot=")
@@ -284,8 +452,11 @@ def report_html(result, robot=None, title=None, magnify=None, equations="auto", 
         _section("Natural frequencies", summary.frequencies_html(robot, q[0]) + summary.convergence_html(robot),
                  "frequencies"),
     ]
+    compare_anim = None
     if comparison:
-        section, figures["comparison"] = comparison_section(comparison)
+        if comparison.get("motions"):
+            compare_anim = comparison_animation(robot, comparison["motions"], magnify=magnify)
+        section, figures["comparison"] = comparison_section(comparison, compare_anim)
         sections.insert(0, section)
     if equations == "auto" and getattr(robot, "mimic", None):
         equations = None  # (fm.derive refuses mimic joints: no equations section)
@@ -309,7 +480,9 @@ def report_html(result, robot=None, title=None, magnify=None, equations="auto", 
                  "samples before it; use a smaller step or a stiff method.</p>")
     body = (f"<h1>{html.escape(title)}</h1>{lead}" + "\n".join(sections)
             + _json_script("plot-data", figures) + _json_script("animation-data", anim)
-            + f"<script>{plots_js}</script><script>{ANIMATION_JS}</script>")
+            + (_json_script("comparison-animation", compare_anim) if compare_anim else "")
+            + f"<script>{plots_js}</script><script>{ANIMATION_JS}</script>"
+            + (f"<script>{COMPARISON_JS}</script>" if compare_anim else ""))
     return f"<!DOCTYPE html>\n<html lang='en'><head>{head}</head><body>{body}</body></html>\n"
 
 

@@ -3,13 +3,12 @@ in the report's animation) beside the key time histories (joints against the ref
 deflections, and the end-effector error under a tracking controller, else the energy)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from . import series
 from .animation import auto_magnification
 from .arm import arm_lines
+from .plots import save_figure
 
 INSTANTS = 7  # arm drawings in the 3D panel, evenly spread over the run
 
@@ -66,8 +65,7 @@ def plot_summary(result, path=None, robot=None, magnify=None):
             ax.set_xlabel("time [s]")
     fig.tight_layout(rect=(0, 0, 1, 0.96))
     if path is not None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=90)
+        save_figure(fig, path, dpi=90)
     return fig
 
 
@@ -90,7 +88,7 @@ def plot_arm(robot, q=None, path=None, magnify=1.0, size=(5, 4.5)):
     _equal_limits(ax)
     fig.tight_layout()
     if path is not None:
-        fig.savefig(path, dpi=80)
+        save_figure(fig, path, dpi=80)
     return fig
 
 
