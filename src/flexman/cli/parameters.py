@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import UsageError, console, fmt, load_model, print_json, state_vector, subcommand
+from .common import UsageError, console, fmt, load_model, print_json, state_vector, subcommand, vector
 
 
 def cmd_sensitivity(args) -> int:
