@@ -334,3 +334,67 @@ class FourierSeries(Trajectory):
         np.savetxt(buf, np.column_stack([t, q, qd, qdd]), delimiter=",", fmt="%.17g", header=",".join(header),
                    comments="")
         return write_text(path, buf.getvalue())
+
+
+# Quintic Hermite basis on s in [0, 1]: coefficients of s^0..s^5 for p0, h v0, h^2 a0, h^2 a1, h v1, p1.
+_HERMITE5 = np.array([[1, 0, 0, -10, 15, -6],
+                      [0, 1, 0, -6, 8, -3],
+                      [0, 0, 0.5, -1.5, 1.5, -0.5],
+                      [0, 0, 0, 0.5, -1.0, 0.5],
+                      [0, 0, 0, -4, 7, -3],
+                      [0, 0, 0, 10, -15, 6]], dtype=float)
+
+
+def sampled(t, q, qd, qdd):
+    """A Trajectory through samples of (q, qd, qdd) at increasing times t: quintic Hermite
+    interpolation, so positions, rates and accelerations equal the samples there and are
+    continuous between them (what a controller following a sampled reference sees)."""
+    t = np.asarray(t, dtype=float)
+    q, qd, qdd = (np.asarray(a, dtype=float).reshape(t.size, -1) for a in (q, qd, qdd))
+    if t.ndim != 1 or t.size < 2 or not np.all(np.diff(t) > 0):
+        raise ValueError("t: expected at least two strictly increasing times")
+    n = q.shape[1]
+    powers = np.arange(6)
+    d1 = _HERMITE5[:, 1:] * powers[1:]            # coefficients of s^0..s^4
+    d2 = d1[:, 1:] * powers[1:5]                  # coefficients of s^0..s^3
+
+    def evaluate(tc):
+        tc = np.asarray(tc, dtype=float)
+        i = np.clip(np.searchsorted(t, tc, side="right") - 1, 0, t.size - 2)
+        h = (t[i + 1] - t[i])[..., None]
+        s = ((tc - t[i])[..., None] / h)[..., 0]
+        S = s[..., None] ** powers                 # (..., 6)
+        b0, b1, b2 = S @ _HERMITE5.T, S[..., :5] @ d1.T, S[..., :4] @ d2.T   # (..., 6) basis values
+        ends = [q[i], h * qd[i], h * h * qdd[i], h * h * qdd[i + 1], h * qd[i + 1], q[i + 1]]
+        pos = sum(b0[..., k, None] * e for k, e in enumerate(ends))
+        vel = sum(b1[..., k, None] * e for k, e in enumerate(ends)) / h
+        acc = sum(b2[..., k, None] * e for k, e in enumerate(ends)) / (h * h)
+        return pos, vel, acc
+
+    return Trajectory(t[0], t[-1], evaluate, n)
+
+
+def from_csv(path):
+    """The joint reference written by :meth:`FourierSeries.to_csv` (or any CSV with a header
+    ``t, q1.., qd1.., qdd1..``) as a Trajectory (:func:`sampled`), e.g. for
+    ``fm.simulate(robot, T, prescribed=from_csv("excitation.csv"))``."""
+    from pathlib import Path
+
+    path = Path(path)
+    with open(path, encoding="utf-8") as fh:
+        header = [h.strip() for h in fh.readline().split(",")]
+    n = (len(header) - 1) // 3
+    want = ["t"] + [f"{p}{i + 1}" for p in ("q", "qd", "qdd") for i in range(n)]
+    if n < 1 or header != want:
+        raise ValueError(f"{path}: expected the header {','.join(want) if n else 't,q1,qd1,qdd1'} "
+                         f"(got {','.join(header)[:80]})")
+    try:
+        data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+    except ValueError as exc:
+        raise ValueError(f"{path}: not a table of numbers ({' '.join(str(exc).split())[:80]})") from None
+    if data.shape[0] < 2 or not np.all(np.isfinite(data)):
+        raise ValueError(f"{path}: expected at least two rows of finite numbers")
+    try:
+        return sampled(data[:, 0], data[:, 1:1 + n], data[:, 1 + n:1 + 2 * n], data[:, 1 + 2 * n:])
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None

@@ -7,13 +7,21 @@ condition number of the stacked base regressor over one period (in SI units, the
 Swevers et al. and of Gautier & Khalil): a small condition number means every identifiable
 combination of parameters is seen by the torques, none drowned by the others.
 
-The limits are kept by construction rather than by a constrained optimiser: each joint's series
-is scaled to the largest amplitude its position range, rate and acceleration limits allow and
-centred in its range (closed form), and when torque limits are given the whole motion is slowed
-in amplitude by bisection until every torque fits. The optimiser therefore searches only the
-*shape* of the motion: a few random starts, the best refined by L-BFGS-B (finite differences),
-with a penalty on torque excess during the search and the exact scaling at the end, checked on a
-grid ten times finer than the one optimised.
+The search: ``starts`` random series (normal coefficients decaying as 1/harmonic), each scaled
+to the largest amplitude its position range, rate and acceleration limits allow and slowed by
+bisection until its torques fit, are ranked by condition number; the best ``refine`` of them
+are optimised by SLSQP over all coefficients at once. The objective is the log condition number
+with its analytic gradient (``d log s = u^T dY v / s`` for the extreme singular values, the
+regressor's derivatives taken point by point on the grid and carried through the Fourier basis);
+the position, rate and acceleration limits on the grid are linear constraints in the
+coefficients and the torque limits nonlinear ones with their Jacobian, all with a 1 % margin.
+The best optimised series is then shrunk where needed (each joint's oscillation, then the whole
+motion for the torques) until every limit holds: positions, rates and accelerations at their
+exact extremes (Newton-polished), torques 0.1 % inside on a grid 40 times finer than the one
+optimised.
+
+``random_condition`` is the honest comparison: the median over 11 further random series, drawn
+independently of the starts and scaled to the same limits the same way.
 """
 from __future__ import annotations
 
@@ -23,6 +31,7 @@ from ..trajectory import FourierSeries
 from . import rigid_regressor as rr
 
 MAX_HARMONICS = 20
+TORQUE_GUARD = 1.0 - 1e-3  # torques kept this far inside their limits on the check grid (peaks between its points)
 
 
 def default_limits(robot) -> dict:
@@ -136,7 +145,7 @@ def _fit_torque(design, x, L, fine, amplitude=None):
     traj = design.series(x, 1.0, amplitude)
     if L["tau"] is None:
         return traj
-    within = lambda tr: np.all(np.abs(fine.torque(tr)) <= L["tau"])  # noqa: E731
+    within = lambda tr: np.all(np.abs(fine.torque(tr)) <= TORQUE_GUARD * L["tau"])  # noqa: E731
     if within(traj):
         return traj
     still = design.series(x, 0.0)
@@ -152,16 +161,208 @@ def _fit_torque(design, x, L, fine, amplitude=None):
     return design.series(x, lo, amplitude)
 
 
-def excitation(robot, period, harmonics, limits=None, seed=0, starts=20, iterations=30, samples=None):
+class _Problem:
+    """log condition number of the base regressor over the design grid and the limits there, as
+    functions of the normalised series z = [q0 (n), a (n, H), b (n, H)] with its gradient.
+
+    ``q0_i = mid_i + half_span_i z``, ``a, b = qd_max_i z``. The regressor depends on the series
+    only through (q, qd, qdd) at each grid point, so its derivatives are taken point by point: Y
+    is linear in qdd (a unit step is exact) and quadratic in qd (a central difference is exact),
+    central differences in q; the chain rule through the Fourier basis gives the gradient in z
+    for 5n + 1 regressor evaluations, whatever the number of harmonics."""
+
+    def __init__(self, robot, design, L, base, margin):
+        self.robot, self.design, self.L = robot, design, L
+        self.n, self.H = robot.n_joints, design.H
+        self.indep = base.independent
+        self.pi = rr.standard_parameters(robot)
+        self.arm = np.array([link.armature for link in robot.links], dtype=float)
+        self.visc = np.array([link.viscous for link in robot.links], dtype=float)
+        self.coul = np.array([link.coulomb for link in robot.links], dtype=float)
+        self.mid = L["q"].mean(axis=1)
+        self.half = 0.5 * (L["q"][:, 1] - L["q"][:, 0])
+        self.shrink = 1.0 - margin
+        self._cache = (None, None)
+
+    def series(self, z):
+        n, H = self.n, self.H
+        q0 = self.mid + self.half * z[:n]
+        c = z[n:].reshape(n, 2 * H) * self.L["qd"][:, None]
+        return FourierSeries(self.design.period, q0, c[:, :H], c[:, H:])
+
+    def z_of(self, traj):
+        c = np.hstack([traj.a, traj.b]) / self.L["qd"][:, None]
+        return np.concatenate([(traj.q0 - self.mid) / self.half, c.ravel()])
+
+    def _states(self, z):
+        n = self.n
+        Bq, Bv, Ba = self.design.B
+        c = z[n:].reshape(n, -1) * self.L["qd"][:, None]
+        q0 = self.mid + self.half * z[:n]
+        return q0 + Bq @ c.T, Bv @ c.T, Ba @ c.T  # (K, n) each
+
+    def _tau(self, Y, qd, qdd):
+        return Y @ self.pi + self.arm * qdd + self.visc * qd + self.coul * np.sign(qd)
+
+    def evaluate(self, z, grad=True):
+        """{"f": log condition number, "tau": torques on the grid, with grad: "grad" (of f) and
+        "dtau" (d tau / dz, (K n, len(z)))}; the last point is remembered."""
+        cached = self._cache
+        if cached[0] is not None and np.array_equal(cached[0], z) and (not grad or "grad" in cached[1]):
+            return cached[1]
+        n = self.n
+        q, qd, qdd = self._states(z)
+        K, h = q.shape[0], 1e-6
+        eye = np.eye(n)
+        # every state the derivatives need, in one regressor call: base, q + h e_j, qd + h e_j,
+        # qdd + e_j (forward differences: O(h) in q, O(h) in qd where Y is quadratic, exact in qdd)
+        Qs, Vs, As = [q], [qd], [qdd]
+        if grad:
+            for j in range(n):
+                Qs.append(q + h * eye[j]); Vs.append(qd); As.append(qdd)
+            for j in range(n):
+                Qs.append(q); Vs.append(qd + h * eye[j]); As.append(qdd)
+            for j in range(n):
+                Qs.append(q); Vs.append(qd); As.append(qdd + eye[j])
+        Y = rr.regressor(self.robot, np.concatenate(Qs), np.concatenate(Vs), np.concatenate(As))
+        Y = Y.reshape(len(Qs), K, n, -1)
+        Y0 = Y[0]
+        Yb = Y0[..., self.indep].reshape(K * n, -1)
+        U, s, Vt = np.linalg.svd(Yb, full_matrices=False)
+        smin = max(s[-1], 1e-300)
+        out = {"f": float(np.log(s[0] / smin)), "tau": self._tau(Y0, qd, qdd)}
+        if grad:
+            W = (np.outer(U[:, 0], Vt[0]) / s[0] - np.outer(U[:, -1], Vt[-1]) / smin).reshape(K, n, -1)
+            dq = (Y[1:1 + n] - Y0) / h                 # (n, K, n, P): d Y / d q_j at every grid point
+            dv = (Y[1 + n:1 + 2 * n] - Y0) / h
+            da = Y[1 + 2 * n:] - Y0
+            Bq, Bv, Ba = self.design.B
+            # d f / d (q_j, qd_j, qdd_j) at every grid point (d log s = u^T dY v / s), then through the basis
+            gq, gv, ga = (np.einsum("kip,jkip->kj", W, d[..., self.indep]) for d in (dq, dv, da))
+            out["grad"] = np.concatenate([self.half * gq.sum(axis=0),
+                                          ((Bq.T @ gq + Bv.T @ gv + Ba.T @ ga).T * self.L["qd"][:, None]).ravel()])
+            Tq, Tv, Ta = (np.einsum("jkip,p->kij", d, self.pi) for d in (dq, dv, da))  # (K, n_rows, n_joints)
+            Tv = Tv + (self.visc * eye)[None]
+            Ta = Ta + (self.arm * eye)[None]
+            J0 = Tq * self.half[None, None, :]                                            # d tau[k, i] / d q0_j
+            Jc = (Tq[..., None] * Bq[:, None, None, :] + Tv[..., None] * Bv[:, None, None, :]
+                  + Ta[..., None] * Ba[:, None, None, :]) * self.L["qd"][None, None, :, None]   # ... / d coefficients
+            out["dtau"] = np.concatenate([J0, Jc.reshape(K, n, -1)], axis=2).reshape(K * n, -1)
+        self._cache = (z.copy(), out)
+        return out
+
+    def linear_constraints(self):
+        """A z + b >= 0 for the position, rate and acceleration limits on the grid (normalised)."""
+        n, H = self.n, self.H
+        Bq, Bv, Ba = self.design.B
+        K = Bq.shape[0]
+        rows, offs = [], []
+        s = self.shrink
+        for j in range(n):
+            def block(B0, basis, scale):  # value of that quantity at each grid point, per z
+                A = np.zeros((K, n + n * 2 * H))
+                A[:, j] = B0
+                A[:, n + j * 2 * H:n + (j + 1) * 2 * H] = basis * self.L["qd"][j]
+                return A / scale
+            Aq = block(self.half[j], Bq, self.half[j])      # (q - mid) / half
+            Av = block(0.0, Bv, self.L["qd"][j])
+            Aa = block(0.0, Ba, self.L["qdd"][j])
+            for A in (Aq, Av, Aa):
+                rows += [-A, A]
+                offs += [np.full(K, s), np.full(K, s)]
+        return np.vstack(rows), np.concatenate(offs)
+
+    def torque_constraint(self, z):
+        e = self.evaluate(z, grad=False)
+        lim = self.L["tau"] * self.shrink
+        r = (e["tau"] / lim).ravel()
+        return np.concatenate([1.0 - r, 1.0 + r])
+
+    def torque_jacobian(self, z):
+        e = self.evaluate(z)
+        K = e["tau"].shape[0]
+        J = e["dtau"] / np.tile(self.L["tau"] * self.shrink, K)[:, None]
+        return np.vstack([-J, J])
+
+
+def _derivative(traj, k, t):
+    """The k-th time derivative of a series' positions at times t, (len(t), n)."""
+    w = 2.0 * np.pi / traj.period * np.arange(1, traj.harmonics + 1)
+    x = np.asarray(t, dtype=float)[:, None, None] * w + 0.5 * np.pi * k
+    out = (w ** (k - 1.0) * (traj.a * np.sin(x) - traj.b * np.cos(x))).sum(-1)
+    return out + traj.q0 if k == 0 else out
+
+
+def _extremes(traj, k, t):
+    """(min, max) per joint of the k-th derivative over the whole period, exact: every local
+    extreme on the grid t polished by Newton steps on the next derivative."""
+    x = _derivative(traj, k, t)
+    out = []
+    for sign in (-1.0, 1.0):
+        y = sign * x
+        peak = (y >= np.roll(y, 1, axis=0)) & (y >= np.roll(y, -1, axis=0))
+        rows, cols = np.nonzero(peak)
+        tp = t[rows]
+        for _ in range(4):
+            d1 = _derivative(traj, k + 1, tp)[np.arange(tp.size), cols]
+            d2 = _derivative(traj, k + 2, tp)[np.arange(tp.size), cols]
+            step = np.where(sign * d2 < 0, -d1 / np.where(d2 == 0, 1.0, d2), 0.0)
+            tp = tp + np.clip(step, -(t[1] - t[0]), t[1] - t[0])
+        polished = sign * _derivative(traj, k, tp)[np.arange(tp.size), cols]
+        best = y.max(axis=0)
+        np.maximum.at(best, cols, polished)
+        out.append(sign * best)
+    return out[0], out[1]
+
+
+def _fit_limits(traj, L, fine):
+    """The series shrunk (each joint's oscillation about its own centre, then the whole motion
+    about the centre of each joint's motion by bisection for the torques) until every limit
+    holds on the fine grid; None when even the arm held still at that centre exceeds a torque."""
+    lo, hi = L["q"][:, 0], L["q"][:, 1]
+    (qmin, qmax), (vmin, vmax), (amin, amax) = (_extremes(traj, k, fine.t) for k in range(3))
+    osc_lo, osc_hi = qmin - traj.q0, qmax - traj.q0
+    f = np.minimum.reduce([np.ones_like(lo), (hi - lo) / np.maximum(osc_hi - osc_lo, 1e-300),
+                           L["qd"] / np.maximum(np.maximum(-vmin, vmax), 1e-300),
+                           L["qdd"] / np.maximum(np.maximum(-amin, amax), 1e-300)])
+    f = np.where(f < 1.0, f * (1.0 - 1e-12), f)
+    q0 = np.clip(traj.q0, lo - f * osc_lo, hi - f * osc_hi)
+    out = FourierSeries(traj.period, q0, traj.a * f[:, None], traj.b * f[:, None])
+    if L["tau"] is None:
+        return out
+    centre = q0 + 0.5 * f * (osc_lo + osc_hi)
+
+    def scaled(g):
+        return FourierSeries(traj.period, centre + g * (q0 - centre), out.a * g, out.b * g)
+
+    within = lambda tr: np.all(np.abs(fine.torque(tr)) <= TORQUE_GUARD * L["tau"])  # noqa: E731
+    if within(out):
+        return out
+    good, bad = 0.0, 1.0
+    if not within(scaled(0.0)):
+        return None
+    for _ in range(30):
+        g = 0.5 * (good + bad)
+        good, bad = (g, bad) if within(scaled(g)) else (good, g)
+    return scaled(good)
+
+
+def excitation(robot, period, harmonics, limits=None, seed=0, starts=20, iterations=30, samples=None,
+               refine=2, margin=0.01):
     """An excitation trajectory (:class:`flexman.trajectory.FourierSeries`) whose base regressor
     has a small condition number, within ``limits`` = {"q": [lower, upper] per joint, "qd", "qdd",
     "tau": largest magnitudes} (missing keys: :func:`default_limits`).
 
-    ``period`` (s) and ``harmonics`` fix the series; ``starts`` random shapes are tried and the
-    best refined by at most ``iterations`` L-BFGS-B steps on ``samples`` points per period. The
-    result carries ``.condition`` (over one period, fine grid), ``.limits`` and
-    ``.random_condition`` (the median of the random starts scaled to the same limits: what an
-    unoptimised series gives). Rigid arms only."""
+    ``period`` (s) and ``harmonics`` fix the series. ``starts`` random series, each scaled to the
+    largest amplitude the limits allow, are ranked by condition number and the best ``refine``
+    of them optimised by SLSQP (at most ``iterations`` steps each) on ``samples`` points per
+    period: the objective is the log condition number with its analytic gradient, the position,
+    rate and acceleration limits linear constraints and the torque limits nonlinear ones, all
+    kept with a relative ``margin`` on the grid; the best result is then shrunk where needed
+    until every limit holds between the grid points too. The result carries ``.condition`` (over
+    one period, fine grid), ``.limits`` and ``.random_condition``: the median condition number
+    of 11 random series (drawn independently of ``seed``'s starts) scaled to the same limits,
+    what an unoptimised series gives. Rigid arms only."""
     from scipy.optimize import minimize
 
     rr.check_rigid(robot, "excitation")
@@ -179,36 +380,44 @@ def excitation(robot, period, harmonics, limits=None, seed=0, starts=20, iterati
     P = len(base.independent)
     samples = int(samples or max(12 * H, 3 * P // n + 1, 40))
     design = _Design(robot, period, H, L, samples)
-    fine = _Design(robot, period, H, L, 10 * samples)
+    fine = _Design(robot, period, H, L, 40 * samples)  # where every limit is checked
     if L["tau"] is not None:
         _fit_torque(design, np.ones((n, 2 * H)), L, fine)  # impossible torque limits: refused before searching
 
-    def split(flat):  # shape coefficients and each joint's fraction of its largest amplitude
-        return flat[:n * 2 * H].reshape(n, 2 * H), 1.0 / (1.0 + np.exp(-flat[n * 2 * H:]))
-
-    def cost(flat):
-        x, amplitude = split(flat)
-        traj = design.series(x, 1.0, amplitude)
-        q, qd, qdd = traj(design.t)
-        Y = rr.regressor(robot, q, qd, qdd)[..., base.independent]
-        sv = np.linalg.svd(Y.reshape(-1, P), compute_uv=False)
-        value = np.log(sv[0] / max(sv[-1], 1e-300))
-        if L["tau"] is not None:
-            excess = np.max(np.abs(robot.inverse_dynamics(q, qd, qdd)) / L["tau"]) - 1.0
-            value += 10.0 * max(excess, 0.0) ** 2
-        return value
-
-    rng = np.random.default_rng(seed)
     decay = np.tile(1.0 / np.arange(1, H + 1), 2)
-    full = np.full(n, 3.0)  # amplitude fraction 0.95 at the start
-    tries = [rng.standard_normal((n, 2 * H)) * decay for _ in range(max(1, int(starts)))]
-    costs = [cost(np.concatenate([x.ravel(), full])) for x in tries]
-    best = np.concatenate([tries[int(np.argmin(costs))].ravel(), full])
-    sol = minimize(cost, best, method="L-BFGS-B", options={"maxiter": int(iterations), "eps": 1e-4})
-    x, amplitude = split(sol.x if sol.fun < min(costs) else best)
-    traj = _fit_torque(design, x, L, fine, amplitude)
-    traj.condition = condition(robot, traj, 10 * samples, base)
-    rand = [condition(robot, _fit_torque(design, xr, L, fine), 10 * samples, base) for xr in tries[:5]]
-    traj.random_condition = float(np.median(rand))
+
+    def shapes(rng, count):
+        return [rng.standard_normal((n, 2 * H)) * decay for _ in range(count)]
+
+    problem = _Problem(robot, design, L, base, margin)
+    rng = np.random.default_rng(seed)
+    tries = [_fit_limits(_fit_torque(design, x, L, fine), L, fine) for x in shapes(rng, max(1, int(starts)))]
+    tries = [tr for tr in tries if tr is not None]  # None: a start whose still centre needs too much torque
+    if not tries:
+        raise ValueError("limits.tau: no random start fits these torque limits away from the centre of the joint "
+                         "ranges; raise the torque limits or narrow the position ranges (limits.q)")
+    ranked = sorted(tries, key=lambda tr: problem.evaluate(problem.z_of(tr), grad=False)["f"])
+    A, b = problem.linear_constraints()
+    cons = [{"type": "ineq", "fun": lambda z: A @ z + b, "jac": lambda z: A}]
+    if L["tau"] is not None:
+        cons.append({"type": "ineq", "fun": problem.torque_constraint, "jac": problem.torque_jacobian})
+    best, best_cond = None, np.inf
+    for start in ranked[:max(1, int(refine))]:
+        z0 = problem.z_of(start)
+        sol = minimize(lambda z: problem.evaluate(z, grad=False)["f"], z0, jac=lambda z: problem.evaluate(z)["grad"],
+                       method="SLSQP", constraints=cons, options={"maxiter": int(iterations), "ftol": 1e-6})
+        for cand in (problem.series(sol.x), start):
+            fitted = _fit_limits(cand, L, fine)
+            if fitted is None:
+                continue
+            c = condition(robot, fitted, 10 * samples, base)
+            if c < best_cond:
+                best, best_cond = fitted, c
+    traj = best
+    traj.condition = best_cond
+    baseline = [_fit_limits(_fit_torque(design, x, L, fine), L, fine)
+                for x in shapes(np.random.default_rng([seed, 27]), 11)]
+    traj.random_condition = float(np.median([condition(robot, tr, 10 * samples, base) for tr in baseline
+                                             if tr is not None]))
     traj.limits = L
     return traj

@@ -44,6 +44,8 @@ from .signals import filtered_motion
 
 MIN_SAMPLES_PER_PARAMETER = 10   # samples kept after trimming, per base parameter
 FOLDS = 5                        # blocks of the built-in held-out check
+# beam fits: the log-parameters to 1e-8 (far below any standard error), not to roundoff
+XTOL, FTOL = 1e-8, 1e-10
 BIAS_SUBSAMPLE = 2000            # samples (at most a quarter of them) used to estimate the filter's bias
 
 
@@ -202,8 +204,6 @@ def identify(robot, t, q, tau, parameters=None, cutoff=None, order=4, armature=F
     :func:`identify_beam`."""
     t, q, tau = signals.check_signals(robot, t, q, tau)
     if parameters is not None:
-        if cutoff is None:  # the simulated fit keeps the former default: a tenth of the Nyquist frequency
-            cutoff = 0.05 * signals.sampling_rate(t)
         return identify_beam(robot, t, q, tau, parameters, tip=tip, curvature=curvature, cutoff=cutoff,
                              order=order, **options)
     if options:
@@ -370,7 +370,9 @@ def identify_beam(robot, t, q, tau, parameters, tip=None, curvature=None, cutoff
     """Beam properties by nonlinear least squares on prescribed-motion simulations (module docstring).
 
     Residuals (each channel divided by its measured RMS so that torques, metres and 1/m mix):
-    simulated minus measured joint torques (weight ``tau_weight``), tip offsets, curvatures."""
+    simulated minus measured joint torques (weight ``tau_weight``), tip offsets, curvatures.
+    ``cutoff`` (Hz) of the filter on the measured joint motion: default read from the data as
+    for rigid arms (:func:`.signals.choose_cutoff`), reported with the result."""
     from scipy.optimize import least_squares
 
     from ..simulate import simulate
@@ -399,11 +401,15 @@ def identify_beam(robot, t, q, tau, parameters, tip=None, curvature=None, cutoff
             raise ValueError(f"curvature: data of shape ({N}, {xs.size}, 3) expected, got {data.shape}")
         channels.append(("curvature", data.reshape(N, -1)))
     channels.append(("tau", tau))
+    from_data = cutoff is None
+    if from_data:
+        cutoff = signals.choose_cutoff(t, q, tau)
+    cutoff, order = signals.check_filter(t, cutoff, order)
     qf, _, _, _ = filtered_motion(t, q, cutoff, order)
     dt = float(np.mean(np.diff(t)))
     traj = _JointSpline(t, qf, dt)
     t_final = float(t[-1] - t[0])
-    trim = max(10, N // 20)  # the filter's and the spline's end effects
+    trim = _default_trim(t, cutoff)  # the filter's and the spline's end effects
     scales = {}
     for key, data in channels:
         rms = np.sqrt(np.nanmean(data[trim:N - trim] ** 2, axis=0))
@@ -413,7 +419,17 @@ def identify_beam(robot, t, q, tau, parameters, tip=None, curvature=None, cutoff
         bad = names[int(np.flatnonzero(start <= 0)[0])]
         raise ValueError(f"parameters: {bad} is 0 in the model file; give it a positive starting value")
 
-    def outputs(x):
+    memo = {}
+
+    def outputs(x):  # one simulation per parameter vector (least_squares asks again for points it saw)
+        key = np.asarray(x, dtype=float).tobytes()
+        if key not in memo:
+            if len(memo) > 8:
+                memo.clear()
+            memo[key] = simulated(x)
+        return memo[key]
+
+    def simulated(x):
         variant = physical.with_values(robot, dict(zip(names, start * np.exp(x))))
         res = simulate(variant, t_final, dt=dt, method=method, prescribed=traj, progress=False, backend=backend)
         k = min(len(res.t), N)
@@ -444,13 +460,13 @@ def identify_beam(robot, t, q, tau, parameters, tip=None, curvature=None, cutoff
     J0 = np.stack([(residual(x + 1e-4 * e) - residual(x - 1e-4 * e)) / 2e-4 for e in np.eye(len(names))], axis=1)
     _check_separable(J0, names)
     for _ in range(1):  # fit, then weight each channel by its own residual level (noise unknown), refit
-        sol = least_squares(residual, x, diff_step=1e-6, xtol=1e-10, ftol=1e-12)
+        sol = least_squares(residual, x, diff_step=1e-6, xtol=XTOL, ftol=FTOL)
         x = sol.x
         parts = misfits(x)
         for key, _ in channels:
             std = np.sqrt(np.nanmean(parts[key] ** 2, axis=0))
             scales[key] = np.where(std > 0, std, scales[key])
-    sol = least_squares(residual, x, diff_step=1e-6, xtol=1e-10, ftol=1e-12)
+    sol = least_squares(residual, x, diff_step=1e-6, xtol=XTOL, ftol=FTOL)
     values = start * np.exp(sol.x)
     J = sol.jac
     dof = max(len(sol.fun) - len(names), 1)
@@ -460,9 +476,10 @@ def identify_beam(robot, t, q, tau, parameters, tip=None, curvature=None, cutoff
     sv = np.linalg.svd(J, compute_uv=False)
     out, k = outputs(sol.x)
     sigma = np.sqrt(np.mean((out["tau"] - tau[:k]) ** 2, axis=0))
-    notes = [f"least_squares: {sol.nfev} simulations, {sol.message}"]
+    notes = [f"least_squares: {sol.nfev} + {sol.njev * len(names)} simulations, {sol.message}"]
     return Identification(names, values, np.sqrt(np.diag(cov)), cov, sigma, N,
-                          float(sv[0] / sv[-1]) if sv[-1] > 0 else np.inf, None, notes)
+                          float(sv[0] / sv[-1]) if sv[-1] > 0 else np.inf, None, notes, cutoff=cutoff,
+                          cutoff_from_data=from_data)
 
 
 def _check_separable(J, names):

@@ -69,7 +69,7 @@ def _convergence(robot, q, args) -> int:
     from rich.table import Table
 
     table = Table(title=f"{robot.name}: lowest natural frequencies (rad/s) as the modes per beam grow; "
-                        f"change against {study.counts[-1]}")
+                        "change against the converged reference")
     table.add_column("per beam", justify="right")
     for kind, rows in (("free", study.free), ("locked", study.locked)):
         for i in range(rows.shape[1]):
@@ -78,10 +78,13 @@ def _convergence(robot, q, args) -> int:
         cells = [f"{fmt(v)} ({100 * d:+.1f} %)" if np.isfinite(v) else "-"
                  for v, d in list(zip(f, df)) + list(zip(l, dl))]
         table.add_row(str(c), *cells)
+    ref = [study.reference_row(kind, rows.shape[1]) for kind, rows in (("free", study.free), ("locked", study.locked))]
+    table.add_row("reference", *[fmt(v) if np.isfinite(v) else "-" for v in np.concatenate(ref)])
     con = console()
     con.print(table)
     own = ", ".join(f"{b}: {n}" for b, n in study.own_counts.items())
-    con.print(f"the model's own ({own}) is {100 * study.model_error:.1f} % from the finest; "
+    con.print(f"reference: {study.reference_method}")
+    con.print(f"the model's own ({own}) is {100 * study.model_error:.1f} % from the reference; "
               f"{study.enough} per beam come within {100 * study.tolerance:.0f} %")
     if args.plot:
         con.print(f"plot: {path}")
@@ -96,6 +99,6 @@ def register(sub) -> None:
                    help="constant joint rates: frequencies about that steady motion (joints held, gyroscopic terms in)")
     p.add_argument("--convergence", action="store_true",
                    help="the lowest frequencies (joints free and locked) as every beam gets 1, 2, 3, 5 modes "
-                        "(or elements), with the change against the finest")
+                        "(or elements), with the change against a converged finite-element reference")
     p.add_argument("--modes", type=int, nargs="+", metavar="N", help="the counts per beam of --convergence")
     p.add_argument("--plot", metavar="PNG", help="with --convergence: save the plot there")

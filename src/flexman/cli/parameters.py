@@ -1,10 +1,11 @@
 """The commands about a model's parameters, ``flexman sensitivity`` (derivatives with respect to
-them) and ``flexman identify`` (their values from measurements); registered in :mod:`flexman.cli`."""
+them), ``flexman excite`` (a motion to measure them on) and ``flexman identify`` (their values
+from measurements); registered in :mod:`flexman.cli`."""
 from __future__ import annotations
 
 import numpy as np
 
-from .common import UsageError, console, fmt, load_model, print_json, state_vector, subcommand
+from .common import UsageError, console, fmt, load_model, print_json, state_vector, subcommand, vector
 
 
 def cmd_sensitivity(args) -> int:
@@ -83,6 +84,72 @@ def cmd_identify(args) -> int:
     return 0
 
 
+# excitation limits: the key of fm.analysis.excitation's limits and the option that sets it
+_LIMIT_OPTIONS = {"qdd": "--accel-limit", "qd": "--rate-limit", "tau": "--torque-limit",
+                  "q": "the model's joint limits"}
+
+
+def cmd_excite(args) -> int:
+    """An optimised Fourier excitation written as a CSV reference (t, q.., qd.., qdd..)."""
+    from ..analysis.excitation import excitation
+    from ..outputs import output_file
+
+    robot = load_model(args.model)
+    out = output_file(args.out, "--out", force=args.force, protect=(args.model,))
+    if args.rate <= 0:
+        raise UsageError("--rate: must be > 0 samples per second")
+    if args.periods < 1:
+        raise UsageError("--periods: must be at least 1")
+    limits = {}
+    for key, values in (("qd", args.rate_limit), ("qdd", args.accel_limit), ("tau", args.torque_limit)):
+        if values is not None:
+            arr = vector(values, (1, robot.n_joints), _LIMIT_OPTIONS[key])
+            limits[key] = arr if arr.size == robot.n_joints else float(arr[0])
+    try:
+        traj = excitation(robot, args.period, args.harmonics, limits=limits, seed=args.seed,
+                          **({"starts": args.starts} if args.starts else {}))
+    except ValueError as exc:
+        text = str(exc)
+        names = [(f"limits.{k}", o) for k, o in sorted(_LIMIT_OPTIONS.items(), key=lambda kv: -len(kv[0]))]
+        for name, option in names + [("period", "--period"), ("harmonics", "--harmonics")]:
+            if text.startswith(f"{name}:"):
+                text = option + text[len(name):]
+                break
+        raise ValueError(text) from None
+    traj.to_csv(out, rate=args.rate, periods=args.periods)
+    t, q, qd, qdd = traj.samples(max(args.rate, 20 * args.harmonics / args.period), 1)
+    L = traj.limits
+    peaks = {"q_low": q.min(axis=0), "q_high": q.max(axis=0), "qd": np.abs(qd).max(axis=0),
+             "qdd": np.abs(qdd).max(axis=0)}
+    if L["tau"] is not None:
+        peaks["tau"] = np.abs(robot.inverse_dynamics(q, qd, qdd)).max(axis=0)
+    summary = {"model": robot.name, "out": str(out), "period": traj.period, "harmonics": traj.harmonics,
+               "condition": traj.condition, "random_condition": traj.random_condition,
+               "limits": {k: v for k, v in L.items() if v is not None}, "peaks": peaks,
+               "q0": traj.q0, "a": traj.a, "b": traj.b}
+    if args.json:
+        print_json(summary)
+        return 0
+    from rich.table import Table
+
+    table = Table(title=f"{robot.name}: excitation, period {traj.period:g} s, {traj.harmonics} harmonics; "
+                        f"regressor condition number {traj.condition:.3g} (random series, same limits: "
+                        f"{traj.random_condition:.3g})")
+    for col in ("joint", "q range", "limits", "|qd| max", "limit", "|qdd| max", "limit") + (
+            ("|tau| max", "limit") if L["tau"] is not None else ()):
+        table.add_column(col, justify="right")
+    for j in range(robot.n_joints):
+        row = [str(j + 1), f"[{q[:, j].min():.4g}, {q[:, j].max():.4g}]", f"[{L['q'][j, 0]:.4g}, {L['q'][j, 1]:.4g}]",
+               f"{peaks['qd'][j]:.4g}", f"{L['qd'][j]:.4g}", f"{peaks['qdd'][j]:.4g}", f"{L['qdd'][j]:.4g}"]
+        if L["tau"] is not None:
+            row += [f"{peaks['tau'][j]:.4g}", f"{L['tau'][j]:.4g}"]
+        table.add_row(*row)
+    con = console()
+    con.print(table)
+    con.print(f"reference: {out} ({args.periods} period(s) at {args.rate:g} Hz: t, q, qd, qdd)")
+    return 0
+
+
 def register(sub) -> None:
     """Add both commands to the ``flexman`` parser (``subcommand``: cli._subcommand)."""
     p = subcommand(sub, "sensitivity", cmd_sensitivity,
@@ -98,6 +165,24 @@ def register(sub) -> None:
     p.add_argument("--qdd", type=float, nargs="+", metavar="QDD", help="accelerations (inverse_dynamics)")
     p.add_argument("--t-final", type=float, metavar="T", help="duration of the manoeuvre (tip figures), s")
     p.add_argument("--dt", type=float, metavar="DT", help="RK4 step (tip figures), s (default 1e-3)")
+
+    p = subcommand(sub, "excite", cmd_excite,
+                   "an optimised Fourier excitation for identification, written as a CSV reference (rigid arms)")
+    p.add_argument("--period", type=float, required=True, metavar="T", help="period of the series, s")
+    p.add_argument("--harmonics", type=int, default=5, metavar="N", help="harmonics of the series (default 5)")
+    p.add_argument("--out", required=True, metavar="CSV", help="the reference: t, q1.., qd1.., qdd1..")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
+    p.add_argument("--rate", type=float, default=1000.0, metavar="HZ", help="samples per second in --out (default 1000)")
+    p.add_argument("--periods", type=int, default=1, metavar="N", help="periods written to --out (default 1)")
+    p.add_argument("--rate-limit", type=float, nargs="+", metavar="QD",
+                   help="largest joint rates, one or one per joint (default 1 rad/s, 0.5 m/s); positions keep "
+                        "the model's joint limits")
+    p.add_argument("--accel-limit", type=float, nargs="+", metavar="QDD",
+                   help="largest joint accelerations, one or one per joint (default 5 rad/s^2, 2 m/s^2)")
+    p.add_argument("--torque-limit", type=float, nargs="+", metavar="TAU",
+                   help="largest joint torques (forces), one or one per joint (default none)")
+    p.add_argument("--starts", type=int, metavar="N", help="random series tried before optimising (default 20)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random starts (default 0)")
 
     p = subcommand(sub, "identify", cmd_identify, "identify base inertial (or beam) parameters from measured data")
     p.add_argument("data", metavar="DATA", help="CSV with header t, q1.., tau1.. (tip_x, tip_y, tip_z for beams)")

@@ -88,10 +88,12 @@ def convergence_html(robot) -> str:
     for c, f, df, l, dl in zip(study.counts, study.free, study.free_change, study.locked, study.locked_change):
         rows.append([c] + [f"{fmt(v, 5)} ({100 * d:+.1f} %)" if v == v else "-"
                            for v, d in list(zip(f, df)) + list(zip(l, dl))])
+    ref = [study.reference_row(kind, r.shape[1]) for kind, r in (("free", study.free), ("locked", study.locked))]
+    rows.append(["reference"] + [fmt(v, 5) if v == v else "-" for v in np.concatenate(ref)])
     note = study.notice()
     lead = f"<p class='notice'>{html.escape(note)}</p>" if note else ""
     return lead + table(headers, rows, caption="Modal convergence: lowest frequencies as every beam gets more modes "
-                                               f"(change against {study.counts[-1]})")
+                                               f"(change against the reference: {html.escape(study.reference_method)})")
 
 
 def frequencies_html(robot, q=None) -> str:
