@@ -26,6 +26,10 @@ ACHIEVED |= {(a, d, f, "trunc1", x) for a in t2.ARMS for d in t2.DISCRETIZATIONS
 ACHIEVED -= {("RRP", "finite_elements", "book", "trunc1", "add")}
 ACHIEVED |= {(a, d, f, "trunc0", x) for a in t2.ARMS for d in t2.DISCRETIZATIONS for f in FORMS[a] for x in BOTH}
 
+# One xdist worker (make test: --dist loadgroup) runs these and test_cli's document-table test, so
+# the derivations table2.derived caches are made once for both.
+pytestmark = pytest.mark.xdist_group("table2")
+
 
 def random_q(rng, robot):
     q = rng.normal(size=robot.nq) * 0.05
