@@ -27,7 +27,7 @@ thesis: $(STAMP)
 # installs it first when it is missing (apt-get update, apt-get install chromium; as root or with
 # passwordless sudo), or stops before the tests with the command that installs it.
 test: browser $(STAMP)
-	$(PY) -m pytest -q -n 2
+	$(PY) -m pytest -q -n 2 --dist loadgroup
 
 # FLEXMAN_SKIP_BROWSER=1 skips the browser test on purpose (and this step); FLEXMAN_CHROMIUM names
 # another chromium binary.

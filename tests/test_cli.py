@@ -347,6 +347,7 @@ def test_document_tables_text_marks_met_counts(monkeypatch, capsys):
 
 
 @pytest.mark.slow  # the whole comparison: 13-25 s
+@pytest.mark.xdist_group("table2")  # with tests/test_table2.py: table2.comparison() reads the derivations it cached
 def test_document_tables_json_match_papers_and_independent_derivations(capsys):
     """Every 004 Table 2 row with the paper's numbers; ours is the derivation it names and no
     worse than Book's recursion in standard DH; 000 Table 4.1's 7-coordinate row is Book's."""

@@ -5,7 +5,6 @@ see flexman.literature.table2 and bench/table2.py for the comparison and the rea
 import numpy as np
 import pytest
 
-import flexman as fm
 from flexman.literature import table2 as t2
 from flexman.symbolic.program import run_program
 
@@ -26,6 +25,10 @@ ACHIEVED |= {("RRR", "finite_elements", "book", "ours", "mul")}
 ACHIEVED |= {(a, d, f, "trunc1", x) for a in t2.ARMS for d in t2.DISCRETIZATIONS for f in FORMS[a] for x in BOTH}
 ACHIEVED -= {("RRP", "finite_elements", "book", "trunc1", "add")}
 ACHIEVED |= {(a, d, f, "trunc0", x) for a in t2.ARMS for d in t2.DISCRETIZATIONS for f in FORMS[a] for x in BOTH}
+
+# One xdist worker (make test: --dist loadgroup) runs these and test_cli's document-table test, so
+# the derivations table2.derived caches are made once for both.
+pytestmark = pytest.mark.xdist_group("table2")
 
 
 def random_q(rng, robot):
@@ -59,7 +62,8 @@ def test_generated_mass_matrix_equals_numeric(name, disc):
     robot = t2.arm(name, disc)
     rng = np.random.default_rng(4)
     for form in t2.formulations(robot):
-        fast = fm.derive(robot, formulation=form).compile("numpy")
+        # the derivation the table counts (t2.derived: derived once, shared with the rows)
+        fast = t2.derived(name, disc, "standard", form).compile("numpy")
         for _ in range(3):
             q = random_q(rng, robot)
             assert np.abs(fast.mass_matrix(q) - robot.mass_matrix(q)).max() < 1e-10
@@ -68,8 +72,8 @@ def test_generated_mass_matrix_equals_numeric(name, disc):
 @pytest.mark.parametrize("name,disc", CASES)
 @pytest.mark.parametrize("dh", ["standard", "modified"])
 def test_reduced_mass_matrix_equals_numeric_and_ignores_q1(name, disc, dh):
-    robot = t2.arm(name, disc, dh)
-    prog = fm.derive(robot, formulation="book").program("mass_matrix")
+    robot = t2.arm(name, disc, dh)  # a fresh arm: the reference M below is its numeric model's
+    prog = t2.derived(name, disc, dh, "book").program("mass_matrix")  # = fm.derive(arm, "book"), shared with the rows
     deps = prog.dependencies()
     assert not any("q1" in deps[label] for label, _, _ in prog.outputs["M"][1])  # M never depends on q1
     rng = np.random.default_rng(5)

@@ -54,6 +54,8 @@ counts) differ from the standard-DH arm's; its finite-element arm is the same ar
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from ..model import Beam, Link, RigidBody, Robot
@@ -172,13 +174,31 @@ def formulations(robot) -> tuple:
 TRUNCATE = (1, 0)  # orders of the truncated mass matrices in table2_rows
 
 
-def _count(robot, formulation, **options):
-    """derive(...).op_count("mass_matrix"), or None where the formulation fell back to Book's
-    recursion (its row would repeat Book's)."""
+@lru_cache(maxsize=None)
+def derived(name: str, discretization: str = "assumed_modes", dh: str = "standard", formulation: str = "book",
+            truncate=None):
+    """``derive(arm(name, discretization, dh), formulation, parameters="numeric", truncate=...)``,
+    derived once per process: the table's rows, :func:`comparison` and :func:`cheapest_mass_matrix`
+    use the same arms, and the polynomial normal form of one mass matrix costs seconds (every
+    quantity they read is a pure function of these arguments). Shared: do not modify the result."""
     from ..symbolic import derive
 
-    eom = derive(robot, formulation=formulation, parameters="numeric", **options)
-    return None if eom.fell_back else eom.op_count("mass_matrix")
+    return derive(arm(name, discretization, dh), formulation=formulation, parameters="numeric", truncate=truncate)
+
+
+def _count(name, discretization, dh, formulation, truncate=None, traced=False):
+    """derive(...).op_count("mass_matrix") of one arm (:func:`derived`), or None where the
+    formulation fell back to Book's recursion (its row would repeat Book's). ``traced``: the
+    formulation's traced program as it is, i.e. ``derive(..., reduce_mass_matrix=False)``'s count,
+    read from the same trace (the options that shape the trace are the same)."""
+    eom = derived(name, discretization, dh, formulation, truncate)
+    if eom.fell_back:
+        return None
+    if traced:
+        from ..symbolic.eom import _program
+
+        return _program(eom.tape, eom._x, eom._values, "mass_matrix", eom.robot).op_count()
+    return eom.op_count("mass_matrix")
 
 
 def table2_rows(arms=ARMS, discretizations=DISCRETIZATIONS) -> list:
@@ -195,9 +215,9 @@ def table2_rows(arms=ARMS, discretizations=DISCRETIZATIONS) -> list:
         for disc in discretizations:
             robot = arm(name, disc)
             pm, pa = PAPER[name, disc]
-            trunc = {k: _count(robot, "book", truncate=k) for k in TRUNCATE}
+            trunc = {k: _count(name, disc, "standard", "book", truncate=k) for k in TRUNCATE}
             for form in formulations(robot):
-                traced = _count(robot, form, reduce_mass_matrix=False)
+                traced = _count(name, disc, "standard", form, traced=True)
                 if traced is None:
                     continue
                 dh, _, counts = cheapest_mass_matrix(name, disc, (form,))
@@ -232,7 +252,7 @@ def cheapest_mass_matrix(name: str, discretization: str, forms=None) -> tuple:
     found = []
     for dh in ("standard", "modified"):
         robot = arm(name, discretization, dh)
-        found += [(dh, form, _count(robot, form)) for form in (forms or formulations(robot))]
+        found += [(dh, form, _count(name, discretization, dh, form)) for form in (forms or formulations(robot))]
     return min((f for f in found if f[2] is not None), key=lambda f: total_operations(f[2]))
 
 
