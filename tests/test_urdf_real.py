@@ -1,6 +1,6 @@
 """Real robot descriptions as they are written: the URDFs of ``example-robot-data`` (the set
-Pinocchio's own tests use), read by flexman with the root link fixed, against Pinocchio reading
-the same files (mass matrix, bias forces, inverse dynamics; joint damping and friction taken out
+Pinocchio's own tests use), read by flexman with the root link fixed (and freed: floating=True),
+against Pinocchio reading the same files (mass matrix, bias forces, inverse dynamics; joint damping and friction taken out
 on our side, Pinocchio's dynamics have none)."""
 from __future__ import annotations
 
@@ -89,6 +89,39 @@ def test_mimic_urdf_matches_reduced_pinocchio(rel):
     M = np.triu(M) + np.triu(M, 1).T
     refs = (G.T @ M @ G, G.T @ pin.nonLinearEffects(model, data, qp, G @ qd), G.T @ pin.rnea(model, data, qp, G @ qd, G @ qdd))
     for ours, ref in zip((robot.mass_matrix(q), robot.bias_forces(q, qd), robot.inverse_dynamics(q, qd, qdd)), refs):
+        assert np.abs(ours - ref).max() <= 1e-10 * max(1.0, np.abs(ref).max())
+
+
+# Free bodies with no joint: refused with a fixed root ("nothing moves"), whole robots when freed.
+FREE_BODIES = ["hector_description/robots/quadrotor_base.urdf", "iris_description/robots/iris_simple.urdf"]
+
+
+@pytest.mark.skipif(not FILES, reason="example-robot-data is not installed")
+@pytest.mark.parametrize("rel", READ + FREE_BODIES)
+def test_real_urdf_with_a_floating_base_matches_pinocchio(rel):
+    """fm.load(urdf, floating=True): legged robots, humanoids, flying arms and every fixed-base
+    file freed at its root. flexman's six base coordinates (x, y, z, then yaw, pitch, roll about
+    z, y, x: Trans Rz Ry Rx) are Pinocchio's composite root joint PX PY PZ RZ RY RX, so M, b and
+    inverse dynamics compare entry by entry at a random state."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        robot = fm.load(ROOT / rel, floating=True)
+    root = pin.JointModelComposite()
+    for joint in (pin.JointModelPX(), pin.JointModelPY(), pin.JointModelPZ(), pin.JointModelRZ(), pin.JointModelRY(),
+                  pin.JointModelRX()):
+        root.addJoint(joint)
+    model = pin.buildModelFromUrdf(str(ROOT / rel), root)
+    assert model.nv == robot.nq
+    for link in robot.links:
+        link.viscous = link.coulomb = 0.0
+    rng = np.random.default_rng(len(rel) + 1)
+    q, qd, qdd = (rng.uniform(-1.0, 1.0, robot.nq) for _ in range(3))
+    data = model.createData()
+    qp = pin_q(model, q)
+    M = pin.crba(model, data, qp)
+    M = np.triu(M) + np.triu(M, 1).T
+    for ours, ref in ((robot.mass_matrix(q), M), (robot.bias_forces(q, qd), pin.nonLinearEffects(model, data, qp, qd)),
+                      (robot.inverse_dynamics(q, qd, qdd), pin.rnea(model, data, qp, qd, qdd))):
         assert np.abs(ours - ref).max() <= 1e-10 * max(1.0, np.abs(ref).max())
 
 

@@ -22,10 +22,12 @@ ROBOTS = robots_dir()
 
 
 def pin_q(model, q):
-    """Pinocchio's configuration for joint values q: continuous joints as (cos, sin)."""
-    out = []
-    for joint, qi in zip(list(model.joints)[1:], q):
-        out += [np.cos(qi), np.sin(qi)] if joint.nq == 2 else [qi]
+    """Pinocchio's configuration for joint values q: continuous joints as (cos, sin), a joint of
+    several coordinates (a composite root) as its values."""
+    out, i = [], 0
+    for joint in list(model.joints)[1:]:
+        out += [np.cos(q[i]), np.sin(q[i])] if joint.nq == 2 and joint.nv == 1 else list(q[i:i + joint.nv])
+        i += joint.nv
     return np.array(out)
 
 
