@@ -189,24 +189,25 @@ def _largest_within(make, tau_hi, fine, L, steps=30):
     keep[::10] = True
     for d in (-1, 0, 1):
         keep[(near + d) % m] = True
-    good, bad = 0.0, 1.0
     while True:
         ts = t[keep]
-        lo, hi = good, bad
+        lo, hi = 0.0, 1.0
         while hi - lo > 2.0 ** -steps:  # four halvings per torque call: 15 amplitudes at once
-            gs = lo + (hi - lo) * np.arange(1, 16) / 16
-            states = [np.concatenate(parts) for parts in zip(*(make(g)(ts) for g in gs))]
+            gs = lo + (hi - lo) * np.arange(17) / 16
+            states = [np.concatenate(parts) for parts in zip(*(make(g)(ts) for g in gs[1:16]))]
             tau = fine.robot.inverse_dynamics(*states).reshape(15, ts.size, -1)
             ok = np.all(np.abs(tau) <= lim, axis=(1, 2))
-            first_bad = int(np.argmin(ok)) if not ok.all() else 15
-            lo, hi = (gs[first_bad - 1] if first_bad else lo), (gs[first_bad] if first_bad < 15 else hi)
-        if lo == good:
-            return good
+            i, k = 0, 16
+            while k - i > 1:  # the halvings' own path (the torques need not grow with g)
+                m = (i + k) // 2
+                i, k = (m, k) if ok[m - 1] else (i, m)
+            lo, hi = gs[i], gs[k]
+        if lo == 0.0:
+            return lo
         over = np.any(np.abs(fine.robot.inverse_dynamics(*make(lo)(t))) > lim, axis=1)
         if not over.any():
             return lo
-        keep |= over
-        bad = lo
+        keep |= over  # a point the halvings did not test decides: test it too, and search again
 
 
 class _Problem:
