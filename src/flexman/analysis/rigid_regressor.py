@@ -24,7 +24,6 @@ columns through them and names the combinations (a ``base parameter`` such as
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,24 +101,26 @@ def regressor(robot, q, qd, qdd, armature=False, viscous=False, coulomb=False) -
     flat = [a.reshape(-1, n) for a in (q, qd, qdd)]
     count = flat[0].shape[0]
     cols = 10 * n
-    units = pseudo_inertia(np.eye(10))  # (10, 4, 4)
-    base = build(robot)
-    model = copy.copy(base)
-    links = []
-    for j, lk in enumerate(base.links):
-        lk = copy.copy(lk)
-        stack = np.zeros((cols, 1, 4, 4))
-        stack[10 * j:10 * j + 10, 0] = units
-        lk.body_tip, lk.body_base = stack, np.zeros((4, 4))
-        lk.armature, lk.viscous, lk.coulomb = 0.0, 0.0, 0.0
-        links.append(lk)
-    model.links = links
-    Y = np.empty((count, n, cols))
-    chunk = max(1, 20000 // cols)  # keeps the (cols, chunk, 4, 4) intermediates near tens of MB
+    units = pseudo_inertia(np.eye(10)).reshape(10, 16)  # (10, 16): J of each unit parameter, flattened
+    model = build(robot)
+    parents = [lk.parent for lk in model.links]
+    Y = np.zeros((count, n, cols))
+    chunk = 4000  # keeps the (chunk, 4, 4) frames of every link near tens of MB
     for s in range(0, count, chunk):
-        part = [a[s:s + chunk] for a in flat]
-        tau = lagrange4.inverse_dynamics(model, *part, friction=False)  # (cols, chunk, n)
-        Y[s:s + chunk] = np.moveaxis(tau, 0, -1)
+        recs = lagrange4.forward(model, *(a[s:s + chunk] for a in flat))
+        # tau_i = sum_j tr(dW_j/dq_i J_j Wdd_j^T) over the links j carried by joint i: with J_j the
+        # unit matrices of link j's ten parameters, column (j, k) of row i is the contraction of
+        # (dW_j/dq_i)^T Wdd_j with U_k; dW_j/dq_i = dW_parent(j)/dq_i A_j, dW_i/dq_i = W0_i A1_i
+        dW = [None] * n  # dW[j]: {i: dW_j/dq_i}
+        for j, rec in enumerate(recs):
+            own = {j: rec["W0"] @ rec["A1"]}
+            if parents[j] >= 0:
+                own.update({i: d @ rec["A"] for i, d in dW[parents[j]].items()})
+            dW[j] = own
+            Wdd = rec["Wdd"]
+            for i, d in own.items():
+                X = (np.swapaxes(d, -1, -2) @ Wdd).reshape(-1, 16)
+                Y[s:s + chunk, i, 10 * j:10 * j + 10] = X @ units.T
     extra = [np.eye(n)[None] * a[:, :, None] for a, flag in
              ((flat[2], armature), (flat[1], viscous), (np.sign(flat[1]), coulomb)) if flag]
     if extra:
