@@ -248,3 +248,14 @@ def test_frequency_sensitivity_of_a_mimic_tree(tmp_path):
     d = np.asarray(sens.derivative).reshape(-1)
     assert np.abs(fd).max() > 1e-3
     np.testing.assert_allclose(d, fd, rtol=1e-5, atol=1e-7 * np.abs(fd).max())
+
+
+def test_curvature_of_a_mimic_tree_is_the_full_robots(tmp_path):
+    """Beam curvature of a mimic tree: the full robot's (every joint free) at G q + c."""
+    _, robot = _tree(tmp_path, overlay=BEAMS)
+    G, c = _full_map(robot)
+    q = np.concatenate([[0.3, -0.4, 0.2], np.linspace(0.01, 0.02, robot.nf)])
+    for link in (1, 2):
+        ours = fm.analysis.curvature(robot, q, link, [0.0, 0.1])
+        np.testing.assert_array_equal(ours, fm.analysis.curvature(robot.full, G @ q + c, link, [0.0, 0.1]))
+        assert np.abs(ours).max() > 0.1
