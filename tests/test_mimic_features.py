@@ -259,3 +259,19 @@ def test_curvature_of_a_mimic_tree_is_the_full_robots(tmp_path):
         ours = fm.analysis.curvature(robot, q, link, [0.0, 0.1])
         np.testing.assert_array_equal(ours, fm.analysis.curvature(robot.full, G @ q + c, link, [0.0, 0.1]))
         assert np.abs(ours).max() > 0.1
+
+
+def test_a_loaded_mimic_robot_does_not_share_its_full_robot_with_another_load(tmp_path):
+    """Loading checks the model and keeps its derived constants process-wide by content; the full
+    robot (which shares the links) is not among them: editing one loaded robot leaves a second
+    load of the same file alone (its full robot's links are its own)."""
+    path = tmp_path / "tree.urdf"
+    path.write_text(__import__("test_mimic").tree_urdf())
+    a = fm.load(path)
+    for link in a.links:
+        link.viscous = 5.0
+    b = fm.load(path)
+    assert all(x is y for x, y in zip(b.full.links, b.links)) and all(lk.viscous == 0.0 for lk in b.full.links)
+    q, qd = np.array([0.3, -0.4, 0.2]), np.array([0.5, -0.2, 0.7])
+    model, _, G, c = pinocchio_reduced(path)
+    assert _rel(b.inverse_dynamics(q, qd, 0 * q), _pinocchio_reduced_terms(model, G, c, q, qd, 0 * q)[2]) < 1e-10
