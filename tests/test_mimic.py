@@ -1,6 +1,6 @@
 """URDF <mimic> joints (q_j = multiplier q_i + offset): the reduced dynamics of a small tree
 against Pinocchio's full model reduced by q_full = G q + c, one-line errors for bad mimics, the
-refusals left (writing a URDF, planning), and the Panda (two fingers, one following the other)
+refusal left (the per-link numeric model), and the Panda (two fingers, one following the other)
 simulated interpreted."""
 from __future__ import annotations
 
@@ -150,15 +150,17 @@ def test_mimic_of_a_mimic_joint_is_refused(tmp_path):
     assert "\n" not in str(info.value)
 
 
-def test_what_is_still_refused_is_one_line(tmp_path):
-    """Writing a URDF (URDF has <mimic>, but flexman writes the rigid part only) and motion planning
-    refuse a robot with mimic joints in one line naming the followers; derivation, generated code,
-    model files, overlays and statics take it (tests/test_mimic_derived.py)."""
+def test_the_per_link_numeric_model_is_refused_in_one_line(tmp_path):
+    """Writing a URDF, planning, the regressor and the rest take a robot with mimic joints
+    (tests/test_mimic_features.py); what still refuses it is the numeric model built one
+    coordinate per link, which the reduced API never asks for, and the excitation design (its
+    torque-limit gradients take one coordinate per link): one line naming the followers."""
+    from flexman.dynamics.structure import numeric_model
+
     path = tmp_path / "tree.urdf"
     path.write_text(tree_urdf())
     robot = fm.load(path)
-    for call in (lambda: fm.save(robot, tmp_path / "x.urdf"),
-                 lambda: fm.plan(robot, np.zeros(3), np.full(3, 0.1), duration=1.0)):
+    for call in (lambda: numeric_model(robot), lambda: fm.analysis.excitation(robot, 2.0, 3)):
         with pytest.raises(ModelError) as info:
             call()
         assert "mimic joints (l3)" in str(info.value) and "\n" not in str(info.value)

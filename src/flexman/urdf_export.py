@@ -11,8 +11,7 @@ import numpy as np
 
 from .dynamics import dh
 from .dynamics.beam_tensors import rod_second_moments
-from .model.errors import ModelError
-from .model.robot import RigidBody, Robot, mimic_refusal
+from .model.robot import RigidBody, Robot
 from .model.rotations import matrix_rpy
 from .model.urdf import urdf_identifier
 
@@ -42,9 +41,10 @@ def unique_link_names(robot: Robot) -> list:
 def robot_to_urdf(robot: Robot) -> str:
     """URDF text for the rigid part of a robot: beams become rigid rods, hubs and the payload
     join their link's inertial. Gravity, joint armature and the beams' flexibility are not
-    expressible in URDF and are left out."""
-    if getattr(robot, "mimic", None):
-        raise ModelError(mimic_refusal(robot, "writing a URDF"))
+    expressible in URDF and are left out. Mimic joints (:class:`~flexman.model.MimicRobot`): every
+    link is written, each follower's joint with ``<mimic joint= multiplier= offset=>``."""
+    mimic = getattr(robot, "mimic", None) or {}
+    index = {link.name: i for i, link in enumerate(robot.links)}
     names = unique_link_names(robot)
     lines = ['<?xml version="1.0"?>', f'<robot name="{urdf_identifier(robot.name)}">', '  <link name="base_link"/>']
     parents, to_urdfs = robot.parents, []
@@ -93,6 +93,10 @@ def robot_to_urdf(robot: Robot) -> str:
             lines.append(f'    <limit lower="{_fmt(lo)}" upper="{_fmt(hi)}" effort="1e6" velocity="1e3"/>')
         if link.viscous or link.coulomb:
             lines.append(f'    <dynamics damping="{_fmt(link.viscous)}" friction="{_fmt(link.coulomb)}"/>')
+        if link.name in mimic:
+            source, multiplier, offset = mimic[link.name]
+            lines.append(f'    <mimic joint="{joint_name.format(index[source] + 1)}" multiplier="{_fmt(multiplier)}" '
+                         f'offset="{_fmt(offset)}"/>')
         lines.append("  </joint>")
         to_urdfs.append(to_urdf)
     taken = set(names) | {"base_link"}

@@ -425,6 +425,11 @@ def excitation(robot, period, harmonics, limits=None, seed=0, starts=20, iterati
     from scipy.optimize import minimize
 
     rr.check_rigid(robot, "excitation")
+    if getattr(robot, "mimic", None):  # (its torque-limit gradients take one coordinate per link)
+        from ..model.errors import ModelError
+        from ..model.robot import mimic_refusal
+
+        raise ModelError(mimic_refusal(robot, "excitation design"))
     try:
         period = float(period)
     except (TypeError, ValueError):

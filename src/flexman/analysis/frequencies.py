@@ -57,6 +57,11 @@ def _flexible_forces(robot, q, qd, pf, pv):
     qq = q.astype(pf.dtype)
     vv = qd.astype(pv.dtype)
     qq[sl], vv[sl] = pf, pv
+    if getattr(robot, "mimic", None):  # mimic joints: the full robot at G q + c, G qd; its flexible
+        G, c = robot.mimic_map()      # rows are the reduced ones (G maps the flexible coordinates one to one)
+        full = robot.full
+        tau = lagrange4.inverse_dynamics(numeric_model(full), qq @ G.T + c, vv @ G.T, np.zeros(full.nq), friction=False)
+        return tau[full.flex_index]
     return lagrange4.inverse_dynamics(numeric_model(robot), qq, vv, np.zeros(robot.nq), friction=False)[sl]
 
 

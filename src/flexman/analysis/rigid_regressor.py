@@ -32,27 +32,26 @@ from ..dynamics import lagrange4
 from ..dynamics.structure import build
 from ..model import inputs
 from ..model.errors import ModelError
-from ..model.robot import mimic_refusal
 
 INERTIAL = ("m", "MX", "MY", "MZ", "XX", "XY", "YY", "XZ", "YZ", "ZZ")  # Pinocchio's dynamic parameter order
 _INERTIA_ENTRIES = {"XX": (0, 0), "XY": (0, 1), "YY": (1, 1), "XZ": (0, 2), "YZ": (1, 2), "ZZ": (2, 2)}
 
 
 def check_rigid(robot, what="regressor"):
-    """Refuse, naming ``what``, an arm the rigid regressor does not describe (flexible links, mimic joints)."""
-    if getattr(robot, "mimic", None):
-        raise ModelError(mimic_refusal(robot, what))
+    """Refuse, naming ``what``, an arm the rigid regressor does not describe (flexible links)."""
     if not robot.is_rigid:
         raise ValueError(f"{what}: the robot has flexible links; the rigid identification regressor needs a rigid "
                          "arm (identify beam parameters with fm.identify(..., parameters=[...]))")
 
 
 def parameter_names(robot, armature=False, viscous=False, coulomb=False) -> list:
-    """Names of the regressor's columns, in order."""
-    names = [f"{p}{i + 1}" for i in range(robot.n_joints) for p in INERTIAL]
+    """Names of the regressor's columns, in order (with mimic joints: numbered by ``robot.links``,
+    the followers' included)."""
+    count = len(robot.links) if getattr(robot, "mimic", None) else robot.n_joints
+    names = [f"{p}{i + 1}" for i in range(count) for p in INERTIAL]
     for flag, tag in ((armature, "Ia"), (viscous, "Fv"), (coulomb, "Fc")):
         if flag:
-            names += [f"{tag}{i + 1}" for i in range(robot.n_joints)]
+            names += [f"{tag}{i + 1}" for i in range(count)]
     return names
 
 
@@ -81,7 +80,7 @@ def from_pseudo_inertia(J) -> np.ndarray:
 def standard_parameters(robot, armature=False, viscous=False, coulomb=False) -> np.ndarray:
     """The robot's own parameter vector ``pi`` (columns of :func:`regressor`, same order)."""
     check_rigid(robot, "standard_parameters")
-    model = build(robot)
+    model = build(getattr(robot, "full", robot))  # (mimic joints: every link's parameters, the followers' included)
     out = [from_pseudo_inertia(lk.body_tip + lk.body_base) for lk in model.links]
     values = list(np.concatenate(out))
     for flag, key in ((armature, "armature"), (viscous, "viscous"), (coulomb, "coulomb")):
@@ -92,10 +91,16 @@ def standard_parameters(robot, armature=False, viscous=False, coulomb=False) -> 
 
 def regressor(robot, q, qd, qdd, armature=False, viscous=False, coulomb=False) -> np.ndarray:
     """Y (..., n_joints, P) with ``Y @ standard_parameters(robot, ...) == robot.inverse_dynamics``
-    for a rigid arm; columns named by :func:`parameter_names`."""
+    for a rigid arm; columns named by :func:`parameter_names`. Mimic joints (``q_full = G q + c``):
+    ``Y = G^T Y_full(G q + c, G qd, G qdd)``, the full robot's columns (every link's, friction
+    columns per link) reduced like its torques."""
     check_rigid(robot)
     q, qd, qdd = inputs.states(robot, q=q, qd=qd, qdd=qdd)
     q, qd, qdd = (inputs.finite(inputs.real(a, n), n) for a, n in ((q, "q"), (qd, "qd"), (qdd, "qdd")))
+    if getattr(robot, "mimic", None):
+        G, c = robot.mimic_map()
+        Y = regressor(robot.full, q @ G.T + c, qd @ G.T, qdd @ G.T, armature, viscous, coulomb)
+        return np.swapaxes(G, 0, 1) @ Y
     q, qd, qdd = np.broadcast_arrays(q, qd, qdd)
     batch, n = q.shape[:-1], robot.n_joints
     flat = [a.reshape(-1, n) for a in (q, qd, qdd)]
@@ -187,8 +192,9 @@ def _coef(k):
 def random_states(robot, samples, rng):
     """Random (q, qd, qdd), each (samples, n_joints), within the joint limits where given."""
     n = robot.n_joints
-    lo = np.array([l.limits[0] if l.limits else (-np.pi if l.joint == "revolute" else -0.5) for l in robot.links])
-    hi = np.array([l.limits[1] if l.limits else (np.pi if l.joint == "revolute" else 0.5) for l in robot.links])
+    links = robot.joint_links  # (mimic joints: the independent ones)
+    lo = np.array([l.limits[0] if l.limits else (-np.pi if l.joint == "revolute" else -0.5) for l in links])
+    hi = np.array([l.limits[1] if l.limits else (np.pi if l.joint == "revolute" else 0.5) for l in links])
     q = rng.uniform(lo, hi, (samples, n))
     return q, rng.uniform(-2.0, 2.0, (samples, n)), rng.uniform(-5.0, 5.0, (samples, n))
 

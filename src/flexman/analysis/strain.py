@@ -38,7 +38,7 @@ def _beam(robot, link, x):
     if robot.links[link].joint == "prismatic":
         raise ValueError(f"link: link {link} is a sliding beam (prismatic joint); curvature is available "
                          "for beams on revolute joints")
-    beam = numeric_model(robot).links[link].beam
+    beam = numeric_model(getattr(robot, "full", robot)).links[link].beam  # (mimic joints: the full robot's links)
     xs = np.asarray(x, dtype=float)
     if not np.all(np.isfinite(xs)):
         raise ValueError("x: positions along the beam must be finite numbers")
@@ -53,6 +53,9 @@ def _coordinates(robot, q, link):
     q = np.asarray(q, dtype=float)
     if q.shape[-1:] != (robot.nq,):
         raise ValueError(f"q: expected {robot.nq} coordinates in the last axis, got shape {q.shape}")
+    if getattr(robot, "mimic", None):  # mimic joints: the full robot's coordinates, q_full = G q + c
+        G, c = robot.mimic_map()
+        robot, q = robot.full, q @ G.T + c
     return q[..., numeric_model(robot).links[link].flex]
 
 

@@ -770,6 +770,15 @@ class MimicRobot(Robot):
         return super().content_key() + (("mimic",) + tuple(
             (k, v[0], float(v[1]), float(v[2])) for k, v in sorted(self.mimic.items())),)
 
+    def clear_derived(self, keep_recent: bool = False) -> None:
+        """As :meth:`Robot.clear_derived`, but the full robot is never kept process-wide: it shares
+        this robot's links, so another robot of the same content must not receive it (its links
+        would follow this one's edits); its own derived constants are kept instead."""
+        hit = (self.__dict__.get("_derived") or {}).pop("full", None)
+        if hit is not None and keep_recent:
+            hit[1].clear_derived(keep_recent=True)
+        super().clear_derived(keep_recent)
+
     def derived(self, what: str, build):
         if what == "parameter_values":  # the physical parameters are the links': the full robot's
             return self.full.derived(what, build)

@@ -12,8 +12,6 @@ import warnings
 import numpy as np
 
 from ..model import inputs
-from ..model.errors import ModelError
-from ..model.robot import mimic_refusal
 from ..trajectory import rest_to_rest
 from .collocation import Problem, dense_peaks, solve
 from .result import Plan, PlanningError
@@ -106,8 +104,6 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, kno
     Every plan starts and ends at rest: all rates and accelerations zero (so the flexible coordinates
     at their static deflection, zero without gravity). Failures are one-line :class:`PlanningError`.
     """
-    if getattr(robot, "mimic", None):
-        raise ModelError(mimic_refusal(robot, "plan"))
     n = robot.n_joints
     q_start = _joint_vector(q_start, n, "q_start")
     q_goal = _joint_vector(q_goal, n, "q_goal")
@@ -120,7 +116,7 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, kno
     rate = None if limits.get("rate") is None else _joint_vector(limits["rate"], n, "limits.rate", True)
     if not isinstance(knots, (int, np.integer)) or not 4 <= knots <= 1000:
         raise ValueError(f"knots: expected a whole number of intervals in [4, 1000] (got {knots!r})")
-    ranges = [tuple(lk.limits) if lk.limits is not None else None for lk in robot.links] + [None] * robot.nf
+    ranges = [tuple(lk.limits) if lk.limits is not None else None for lk in robot.joint_links] + [None] * robot.nf
     for name, qv in (("q_start", q_start), ("q_goal", q_goal)):
         for i, rng in enumerate(ranges[:n]):
             if rng is not None and not rng[0] <= qv[i] <= rng[1]:
