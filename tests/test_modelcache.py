@@ -225,3 +225,85 @@ def test_extension_failure_falls_back_to_ctypes(fresh_cache, monkeypatch):
     model = modelcache.compiled_model(robot)
     assert model.ext is None
     assert_same_dynamics(model, robot)
+
+
+# ----- native code (-march=native) and the processor in the cache key ----------------------------
+def test_native_flags_and_cpu_in_the_key(fresh_cache, monkeypatch):
+    """Models of this machine's cache are compiled with -march=native and keyed by the processor;
+    FLEXMAN_NATIVE=0 gives the portable flags (and the key of a portable build)."""
+    monkeypatch.delenv("FLEXMAN_NATIVE", raising=False)
+    robot = fm.examples.load("flx_flexible_pendulum")
+    fingerprint = cbuild.cpu_fingerprint()
+    if fingerprint is None:
+        pytest.skip("no /proc/cpuinfo: portable flags only")
+    import platform
+
+    assert fingerprint.startswith(platform.machine()) and fingerprint == cbuild.cpu_fingerprint()
+    cmd, _, tag = cbuild.compile_command()
+    assert cbuild.NATIVE in cmd and fingerprint in tag
+    native_key = modelcache.model_key(robot)[0]
+    monkeypatch.setattr(cbuild, "cpu_fingerprint", lambda: "x86_64-0123456789abcdef")  # another processor type
+    assert modelcache.model_key(robot)[0] != native_key
+    monkeypatch.undo()
+    monkeypatch.setenv("FLEXMAN_CACHE", str(fresh_cache.parent))
+    monkeypatch.setenv("FLEXMAN_NATIVE", "0")
+    cmd, _, tag = cbuild.compile_command()
+    assert cbuild.NATIVE not in cmd and "cpu" not in tag and cmd[1:] == cbuild.CFLAGS
+    assert modelcache.model_key(robot)[0] != native_key
+    assert cbuild.compile_command(["-O1", "-shared", "-fPIC"])[0][1:] == ["-O1", "-shared", "-fPIC"]  # given flags as given
+
+
+def test_native_entry_is_not_loaded_on_another_cpu(fresh_cache, monkeypatch):
+    """A native entry records its processor; a process on another processor type (same cache
+    folder: a network home) neither finds it under its key nor accepts its manifest: it builds its own."""
+    monkeypatch.delenv("FLEXMAN_NATIVE", raising=False)
+    if cbuild.cpu_fingerprint() is None:
+        pytest.skip("no /proc/cpuinfo: portable flags only")
+    robot = fm.examples.load("flx_flexible_pendulum")
+    model = modelcache.compiled_model(robot)
+    key = modelcache.model_key(robot)[0]
+    manifest = json.loads((fresh_cache / f"{key}.json").read_text())
+    assert manifest["cpu"] == cbuild.cpu_fingerprint() and cbuild.NATIVE in manifest["compiler"]
+    assert_same_dynamics(model, robot)
+    real = cbuild.cpu_fingerprint()
+    monkeypatch.setattr(cbuild, "cpu_fingerprint", lambda: real[:-4] + "beef")
+    assert modelcache._read_entry(key) is None  # the manifest's processor is not this one
+    modelcache.clear_memory()
+    assert modelcache.existing_model(robot) is None  # nothing built for this processor
+    other = modelcache.compiled_model(robot)
+    assert len(list(fresh_cache.glob("*.so"))) == 2  # its own entry beside the first
+    assert_same_dynamics(other, robot)
+
+
+def test_compiler_refusing_native_gets_portable_flags(fresh_cache, monkeypatch, tmp_path):
+    """A compiler that refuses -march=native (some clang / ARM setups) builds with the portable
+    flags (asked once per compiler); the entry stays keyed by the processor."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    wrapper = tmp_path / "no-native-cc"
+    wrapper.write_text(f'#!/bin/sh\nfor a in "$@"; do [ "$a" = "-march=native" ] && {{ echo "unsupported" >&2; exit 1; }}; done\n'
+                       f'exec {cc} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("CC", str(wrapper))
+    monkeypatch.delenv("FLEXMAN_NATIVE", raising=False)
+    assert not cbuild._accepts_native(str(wrapper))
+    assert cbuild._accepts_native(cc)
+    assert cbuild.buildable([str(wrapper), "-O2", cbuild.NATIVE]) == [str(wrapper), "-O2"]
+    lib = cbuild.build_shared("double fm_thrice(double x) { return 3.0 * x; }\n")
+    import ctypes
+
+    f = cbuild.load(lib).fm_thrice
+    f.restype, f.argtypes = ctypes.c_double, [ctypes.c_double]
+    assert f(1.5) == 4.5
+    robot = fm.examples.load("flx_flexible_pendulum")
+    model = modelcache.compiled_model(robot)
+    manifest, = [json.loads(p.read_text()) for p in fresh_cache.glob("*.json")]
+    assert cbuild.NATIVE not in manifest["compiler"]
+    assert_same_dynamics(model, robot)
+
+
+def test_exported_artefacts_stay_portable():
+    """FMUs (built for other machines) never get -march=native: their flags are the portable ones."""
+    from flexman.codegen import fmu
+
+    assert cbuild.NATIVE not in cbuild.CFLAGS and cbuild.NATIVE not in fmu.FLAGS
+    assert fmu.FLAGS[:len(cbuild.CFLAGS)] == cbuild.CFLAGS

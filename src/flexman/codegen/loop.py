@@ -128,14 +128,22 @@ static int fm_ldl(int n, double *A)
     return FM_OK;
 }
 
-/* Solve with the factors of fm_ldl: x holds the right-hand side on entry, the solution on exit. */
+/* Solve with the factors of fm_ldl: x holds the right-hand side on entry, the solution on exit.
+   (The sums run in a local, in the same order: x may alias A as far as the compiler knows, so
+   updating x[i] in place stored it at every term.) */
 static void fm_ldl_apply(int n, const double *A, double *x)
 {
-    for (int i = 0; i < n; ++i)
-        for (int k = 0; k < i; ++k) x[i] -= A[i * n + k] * x[k];
+    for (int i = 0; i < n; ++i) {
+        double s = x[i];
+        for (int k = 0; k < i; ++k) s -= A[i * n + k] * x[k];
+        x[i] = s;
+    }
     for (int i = 0; i < n; ++i) x[i] /= A[i * n + i];
-    for (int i = n - 1; i >= 0; --i)
-        for (int k = i + 1; k < n; ++k) x[i] -= A[k * n + i] * x[k];
+    for (int i = n - 1; i >= 0; --i) {
+        double s = x[i];
+        for (int k = i + 1; k < n; ++k) s -= A[k * n + i] * x[k];
+        x[i] = s;
+    }
 }
 
 /* y = G x for the n x m row-major G (a gain matrix times a vector, as NumPy's x @ G.T). */

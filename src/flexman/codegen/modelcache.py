@@ -14,7 +14,9 @@ shapes follow from the loads they carry, so for them every value is part of the 
 On disk (``cbuild.cache_dir()/models``) an entry is the library ``<key>.so`` and its manifest
 ``<key>.json`` (calling layout, parameter names, the library's SHA-256, flexman version); the
 key hashes the structure, the formulation, the code generator's version and the compiler
-command. Entries are written with ``cbuild.publish`` under ``cbuild.locked`` and used only when
+command; natively compiled entries (``-march=native``, the default: ``cbuild.default_flags``)
+also the processor's ``cbuild.cpu_fingerprint``, which their manifest records too (``"cpu"``), so
+a cache folder shared by different processors never loads one's code on another. Entries are written with ``cbuild.publish`` under ``cbuild.locked`` and used only when
 the library still has the digest its manifest records; anything else is rebuilt.
 
 Loading an entry from disk sets its manifest's mtime ("last used"). :func:`entries`,
@@ -178,6 +180,8 @@ def _read_entry(key):
         return None
     if not isinstance(data, dict) or data.get("key") != key or data.get("format") != FORMAT:
         return None
+    if data.get("cpu") is not None and data["cpu"] != cbuild.cpu_fingerprint():
+        return None  # native code of another processor type (the key already says so; a second guard)
     try:
         if cbuild.file_digest(lib) != data.get("sha256"):
             return None
@@ -240,6 +244,8 @@ def _build(key, robot, formulation, flags, extension, progress):
         tmp = Path(tmp)
         text = source
         cmd, suffix, _ = cbuild.compile_command(flags, extension)
+        native = cbuild.NATIVE in cmd
+        cmd = cbuild.buildable(cmd)  # what runs: without -march=native where the compiler refuses it
         if extension:
             module = f"fm_model_{key[:16]}"
             text = pyext.source(source, {w: eom.program(w) for w in WHATS}, module, eom.param_values.values())
@@ -257,6 +263,7 @@ def _build(key, robot, formulation, flags, extension, progress):
         data = {"format": FORMAT, "key": key, "flexman": __version__, "robot": robot.name,
                 "formulation": formulation, "nq": robot.nq, "parameters": list(eom.param_values),
                 "layout": layout, "module": module, "sha256": digest, "compiler": cmd,
+                "cpu": cbuild.cpu_fingerprint() if native else None,
                 "derive_seconds": t_derive, "compile_seconds": t_compile}
         tmp_manifest = tmp / "manifest.json"
         tmp_manifest.write_text(json.dumps(data, indent=1))
