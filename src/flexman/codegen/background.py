@@ -92,10 +92,8 @@ def start(robot, formulation="newton_euler", estimated_seconds=0.0):
 def _spawn(job):
     import subprocess
 
-    import flexman
-
     env = dict(os.environ, FLEXMAN_BACKGROUND_COMPILE="0")
-    package_root = os.path.dirname(os.path.dirname(os.path.abspath(flexman.__file__)))
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # above flexman/
     env["PYTHONPATH"] = os.pathsep.join([package_root] + [p for p in [os.environ.get("PYTHONPATH")] if p])
     try:
         return subprocess.Popen([sys.executable, "-m", "flexman.codegen.background", str(job)], env=env,

@@ -195,9 +195,7 @@ def _count(name, discretization, dh, formulation, truncate=None, traced=False):
     if eom.fell_back:
         return None
     if traced:
-        from ..symbolic.eom import _program
-
-        return _program(eom.tape, eom._x, eom._values, "mass_matrix", eom.robot).op_count()
+        return eom.traced_program("mass_matrix").op_count()
     return eom.op_count("mass_matrix")
 
 

@@ -158,9 +158,16 @@ class EOM:
             if what == "mass_matrix" and self.options["reduce_mass_matrix"]:
                 program = self._reduced_mass_matrix()[1]
             else:
-                program = _program(self.tape, self._x, self._values, what, self.robot)
+                program = self.traced_program(what)
             self._programs[what] = program
         return self._programs[what]
+
+    def traced_program(self, what="eom") -> Program:
+        """The straight-line program of one output set as traced (dead code removed), before the
+        mass matrix's reductions: what ``reduce_mass_matrix=False`` would give."""
+        if what not in LAYOUT:
+            raise ValueError(f"what: unknown {what!r}; use one of {', '.join(WHATS)}")
+        return _program(self.tape, self._x, self._values, what, self.robot)
 
     def op_count(self, what="inverse_dynamics") -> dict:
         """{"mul", "add" (incl. sub), "div", "fn" (sin/cos/sqrt)} of the final program."""
