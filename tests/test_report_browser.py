@@ -205,7 +205,8 @@ def test_compare_page_shows_three_arms_side_by_side(browser, compare_report):
         page.click("#cmp-forward")
         settle(page, f"{cmp}.frame === 121")
         page.select_option("#cmp-speed", "0.1")
-        page.click("#cmp-play")
+        # the button itself: a click by position can land elsewhere while a loaded machine still lays the page out
+        page.eval_on_selector("#cmp-play", "b => b.click()")
         settle(page, f"{cmp}.playing")
         page.wait_for_timeout(400)
         first = page.evaluate(f"{cmp}.frame")

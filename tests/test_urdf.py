@@ -189,6 +189,26 @@ def test_bad_urdf_gives_one_line_naming_the_element(tmp_path, case):
     assert expected in message and "\n" not in message
 
 
+def test_long_urdf_names_are_cut_with_a_hash_and_save_as_a_model_file():
+    """A 60-character link name (URDF sets no limit; a model file's names stop at 40): cut to 40
+    with a hash of the whole name, so two long names sharing their first 40 characters stay
+    apart, and the robot saves and loads back as a model file with the same M."""
+    from flexman.model.names import MAX_NAME
+    from flexman.model.serialize import robot_from_dict, robot_to_dict
+    from flexman.model.urdf import robot_from_urdf
+
+    long_a, long_b = "x" * 59 + "a", "x" * 59 + "b"
+    text = ('<robot name="r"><link name="b"/>' + GOOD_LINK.format(n=long_a) + GOOD_LINK.format(n=long_b)
+            + _joint("j1", "b", long_a) + _joint("j2", long_a, long_b) + "</robot>")
+    robot = robot_from_urdf(text)
+    names = [link.name for link in robot.links]
+    assert all(len(n) == MAX_NAME and n.startswith("x" * 31) for n in names) and names[0] != names[1]
+    q = np.array([0.3, -0.2])
+    again = robot_from_dict(robot_to_dict(robot))
+    assert [link.name for link in again.links] == names
+    np.testing.assert_allclose(again.mass_matrix(q), robot.mass_matrix(q), rtol=1e-14)
+
+
 def test_implausible_inertial_is_kept_as_written_with_a_warning():
     """Principal moments (0.1, 0.1, 0.5) break the triangle inequality: read as written, as
     Pinocchio does, with one warning naming the link; a well-formed inertia beside it is not

@@ -15,6 +15,7 @@ names the URDF element.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from . import limits as size_limits
 from .checks import check_model
 from .errors import ModelError
 from .floating import floating_links
-from .names import printable
+from .names import MAX_NAME, printable
 from .rotations import matrix_rpy, rpy_matrix
 from .robot import (Link, MimicRobot, Placement, RigidBody, Robot, bound_text, bounds, inertia_problem, meets_bound,
                     unit_vector)
@@ -131,9 +132,13 @@ def _inertial(link_elem, where: str) -> RigidBody | None:
 
 def urdf_identifier(name: str) -> str:
     """A flexman identifier for a URDF name: characters other than ASCII letters, digits and _
-    become _ (so the name also passes a model file's identifier check when saved)."""
+    become _, and a name longer than a model file allows is cut with a short hash of the whole
+    name (distinct names stay distinct), so the name also passes a model file's checks when saved."""
     out = re.sub(r"\W", "_", name, flags=re.ASCII)
-    return out if re.match(r"[A-Za-z_]", out) else f"_{out}"
+    out = out if re.match(r"[A-Za-z_]", out) else f"_{out}"
+    if len(out) > MAX_NAME:
+        out = f"{out[:MAX_NAME - 9]}_{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+    return out
 
 
 def _unique_identifiers(names, where: str) -> None:
