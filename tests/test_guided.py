@@ -99,7 +99,15 @@ def assert_same_robot(path):
 def spawn(tmp_path, *args):
     env = dict(os.environ, TERM="dumb", COLUMNS="200")
     return pexpect.spawn(COMMAND[0], COMMAND[1:] + list(args), cwd=str(tmp_path), env=env, encoding="utf-8",
-                         timeout=TIMEOUT, dimensions=(50, 250))
+                         timeout=TIMEOUT, dimensions=(50, 250), preexec_fn=_terminal_signals)
+
+
+def _terminal_signals():
+    """Ctrl-C interrupts, as in a terminal: a suite started in the background (``make test &``, a
+    non-interactive shell's job) passes SIGINT on ignored, and Python then installs no handler."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def piped(tmp_path, answers, *args):
