@@ -15,7 +15,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "src" / "flexman"
 
 LAYERS = {
-    "model": 0, "outputs": 0, "trajectory": 0, "version": 0,
+    "model": 0, "lazy": 0, "outputs": 0, "trajectory": 0, "version": 0,
     "discretize": 1,
     "dynamics": 2,
     "symbolic": 3, "codegen": 3,

@@ -4,9 +4,10 @@ statics under endpoint loads and beam strain, closed-loop studies, the identific
 The names below are imported on first use (``flexman.analysis.natural_frequencies``), so that a
 simulation needing one analysis module does not import them all.
 """
-import importlib
 import sys
 import types
+
+from ..lazy import lazy_names
 
 _WHERE = {
     'BetaResult': 'beta_ode',
@@ -58,18 +59,7 @@ class _Package(types.ModuleType):
 sys.modules[__name__].__class__ = _Package
 
 
-def __getattr__(name):
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_WHERE))
-
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)
 
 __all__ = [
     "linearize",

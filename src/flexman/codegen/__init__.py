@@ -22,6 +22,7 @@ import weakref
 
 import numpy as np
 
+from ..lazy import lazy_names
 from ..model import inputs, names
 from . import cbuild
 
@@ -32,15 +33,7 @@ _LAZY = {"emit": None, "pyext": None, "program": "simulator", "write_input": "si
          "export": "sources", "header": "sources", "simulator": None, "sources": None}
 
 
-def __getattr__(name):
-    import importlib
-
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = importlib.import_module(f".{_LAZY[name] or name}", __name__)
-    value = module if _LAZY[name] is None else getattr(module, name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)
 
 
 def calling_layout(eom) -> dict:

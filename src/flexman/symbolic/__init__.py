@@ -5,23 +5,13 @@ straight-line programs, operation counts, text/LaTeX, GIM structure, compiled co
 The names are imported on first use: reading a model's parameter vector (:mod:`.params`, at
 every compiled run) needs the tracer only.
 """
-import importlib
+from ..lazy import lazy_names
 
 _WHERE = {"EOM": "eom", "FORMULATIONS": "eom", "derive": "eom", "Program": "program", "Tape": "tracer",
           "Tracer": "tracer"}
 
 
-def __getattr__(name):
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)
 
 
 __all__ = ["EOM", "FORMULATIONS", "Program", "Tape", "Tracer", "derive"]
