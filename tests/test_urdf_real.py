@@ -55,17 +55,7 @@ def test_real_urdf_matches_pinocchio(rel):
     model = pin.buildModelFromUrdf(str(ROOT / rel))
     # the same coordinates in the same order (depth-first, urdfdom's order of child joints)
     assert [model.names[j] for j in range(1, model.njoints)] == [j for j in _joint_names(robot, ROOT / rel)]
-    for link in robot.links:
-        link.viscous = link.coulomb = 0.0
-    rng = np.random.default_rng(len(rel))
-    q, qd, qdd = (rng.uniform(-1.0, 1.0, robot.nq) for _ in range(3))
-    data = model.createData()
-    qp = pin_q(model, q)
-    M = pin.crba(model, data, qp)
-    M = np.triu(M) + np.triu(M, 1).T
-    for ours, ref in ((robot.mass_matrix(q), M), (robot.bias_forces(q, qd), pin.nonLinearEffects(model, data, qp, qd)),
-                      (robot.inverse_dynamics(q, qd, qdd), pin.rnea(model, data, qp, qd, qdd))):
-        assert np.abs(ours - ref).max() <= 1e-10 * max(1.0, np.abs(ref).max())
+    _same_dynamics_as_pinocchio(robot, model, np.random.default_rng(len(rel)))
 
 
 @pytest.mark.skipif(not FILES, reason="example-robot-data is not installed")
@@ -112,9 +102,14 @@ def test_real_urdf_with_a_floating_base_matches_pinocchio(rel):
         root.addJoint(joint)
     model = pin.buildModelFromUrdf(str(ROOT / rel), root)
     assert model.nv == robot.nq
+    _same_dynamics_as_pinocchio(robot, model, np.random.default_rng(len(rel) + 1))
+
+
+def _same_dynamics_as_pinocchio(robot, model, rng):
+    """M, b and inverse dynamics equal Pinocchio's model of the same file to 1e-10 (relative to
+    the larger of 1 and the largest entry) at a random state, joint friction and damping taken out."""
     for link in robot.links:
         link.viscous = link.coulomb = 0.0
-    rng = np.random.default_rng(len(rel) + 1)
     q, qd, qdd = (rng.uniform(-1.0, 1.0, robot.nq) for _ in range(3))
     data = model.createData()
     qp = pin_q(model, q)

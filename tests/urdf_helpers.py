@@ -54,6 +54,22 @@ def pinocchio_reduced(path):
     return model, free, G, c
 
 
+def free_flight_momenta(robot, q, qd):
+    """(linear, angular) momentum of a robot on a floating base (x, y, z, yaw, pitch, roll first):
+    the generalized momenta M qd along a rigid translation, and along a rigid rotation of
+    everything about each axis through the origin (spatial angular velocity = E (yaw', pitch', roll'))."""
+    p = robot.mass_matrix(q) @ qd
+    yaw, pitch = q[3], q[4]
+    E = np.array([[0, -np.sin(yaw), np.cos(yaw) * np.cos(pitch)],
+                  [0, np.cos(yaw), np.sin(yaw) * np.cos(pitch)], [1, 0, -np.sin(pitch)]])
+    angular = []
+    for e in np.eye(3):
+        v = np.zeros(robot.nq)
+        v[:3], v[3:6] = np.cross(e, q[:3]), np.linalg.solve(E, e)
+        angular.append(v @ p)
+    return p[:3], np.array(angular)
+
+
 # Two revolute joints with rotated origins and inertials, the second about an oblique axis: the
 # robot the overlay's beam.axis tests turn a beam on (link "a").
 AXIS_URDF = """<robot name="r"><link name="b"/>
