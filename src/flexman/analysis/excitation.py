@@ -406,6 +406,10 @@ def _fit_limits(traj, L, fine):
     return scaled(_largest_within(scaled, tau_full, fine, L))
 
 
+MAX_STARTS = 1000  # random series tried: each costs one torque fit; more only wastes time
+MAX_SAMPLES = 100_000  # grid points per period (the fine grid holds 40 times as many)
+
+
 def excitation(robot, period, harmonics, limits=None, seed=0, starts=20, iterations=30, samples=None,
                refine=2, margin=0.01):
     """An excitation trajectory (:class:`flexman.trajectory.FourierSeries`) whose base regressor
@@ -439,6 +443,14 @@ def excitation(robot, period, harmonics, limits=None, seed=0, starts=20, iterati
     if isinstance(harmonics, bool) or not float(harmonics).is_integer() or not 1 <= harmonics <= MAX_HARMONICS:
         raise ValueError(f"harmonics: expected a whole number from 1 to {MAX_HARMONICS} (got {harmonics!r})")
     H, n = int(harmonics), robot.n_joints
+    if isinstance(seed, bool) or not float(seed).is_integer() or not 0 <= seed < 2**63:
+        raise ValueError(f"seed: expected a whole number from 0 to 2**63-1 (got {seed!r:.40})")
+    if isinstance(starts, bool) or not float(starts).is_integer() or not 1 <= starts <= MAX_STARTS:
+        raise ValueError(f"starts: expected a whole number from 1 to {MAX_STARTS} (got {starts!r:.40})")
+    if samples is not None and (isinstance(samples, bool) or not float(samples).is_integer()
+                                or not 1 <= samples <= MAX_SAMPLES):
+        raise ValueError(f"samples: expected a whole number from 1 to {MAX_SAMPLES} (got {samples!r:.40})")
+    seed, starts = int(seed), int(starts)
     L = _limits(robot, limits)
     base = rr.base_parameters(robot)
     P = len(base.independent)

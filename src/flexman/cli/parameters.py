@@ -111,7 +111,8 @@ def cmd_excite(args) -> int:
     except ValueError as exc:
         text = str(exc)
         names = [(f"limits.{k}", o) for k, o in sorted(_LIMIT_OPTIONS.items(), key=lambda kv: -len(kv[0]))]
-        for name, option in names + [("period", "--period"), ("harmonics", "--harmonics")]:
+        for name, option in names + [("period", "--period"), ("harmonics", "--harmonics"), ("seed", "--seed"),
+                                     ("starts", "--starts")]:
             if text.startswith(f"{name}:"):
                 text = option + text[len(name):]
                 break

@@ -814,4 +814,5 @@ def mimic_refusal(robot, what: str) -> str:
     """The one sentence refusing ``what`` for a robot with mimic joints."""
     names = ", ".join(sorted(robot.mimic))
     return (f"{what} is not supported for a robot with mimic joints ({names}) yet; its mass matrix, bias forces, "
-            "inverse and forward dynamics, energies, frames, Jacobians and interpreted simulation are")
+            "inverse and forward dynamics, energies, frames, Jacobians and interpreted simulation are supported; "
+            "use one of those instead.")
