@@ -160,6 +160,7 @@ def test_excite_command_writes_a_reference_that_simulate_follows(tmp_path, capsy
     (["--rate-limit", "1", "2"], "--rate-limit: expected 1 or 3 values"),
     (["--harmonics", "30"], "--harmonics: expected a whole number from 1 to 20"),
     (["--seed", "-1"], "--seed: expected a whole number from 0 to 2**63-1"),
+    (["--period", "1e9"], "--period: 1e+09 s x --periods 1 at --rate 1000 makes 1e+12 rows"),
     (["--starts", "5000"], "--starts: expected a whole number from 1 to 1000"),
 ])
 def test_excite_command_refuses_in_one_line(tmp_path, capsys, argv, message):

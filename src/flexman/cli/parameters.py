@@ -89,6 +89,9 @@ _LIMIT_OPTIONS = {"qdd": "--accel-limit", "qd": "--rate-limit", "tau": "--torque
                   "q": "the model's joint limits"}
 
 
+MAX_EXCITE_ROWS = 10_000_000  # rows of the excitation CSV (about 1 GB of text for six joints)
+
+
 def cmd_excite(args) -> int:
     """An optimised Fourier excitation written as a CSV reference (t, q.., qd.., qdd..)."""
     from ..analysis.excitation import excitation
@@ -100,6 +103,13 @@ def cmd_excite(args) -> int:
         raise UsageError("--rate: must be > 0 samples per second")
     if args.periods < 1:
         raise UsageError("--periods: must be at least 1")
+    if not (np.isfinite(args.period) and args.period > 0):
+        raise UsageError("--period: must be a finite number of seconds > 0")
+    rows = args.rate * args.period * args.periods
+    if not rows <= MAX_EXCITE_ROWS:
+        raise UsageError(f"--period: {args.period:g} s x --periods {args.periods} at --rate {args.rate:g} makes "
+                         f"{rows:.3g} rows, more than the limit of {MAX_EXCITE_ROWS:,}; shorten the period or lower "
+                         "the rate")
     limits = {}
     for key, values in (("qd", args.rate_limit), ("qdd", args.accel_limit), ("tau", args.torque_limit)):
         if values is not None:
