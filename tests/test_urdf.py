@@ -175,6 +175,9 @@ BAD = {
                + "</robot>", 'joint name="j1">: joint type \'planar\''),
     "bad number": ('<robot name="r"><link name="b"/>' + GOOD_LINK.format(n="a").replace('value="1"', 'value="x"')
                    + _joint("j1", "b", "a") + "</robot>", "inertial/mass: attribute value=\"x\""),
+    "swapped limits": ('<robot name="r"><link name="b"/>' + GOOD_LINK.format(n="a")
+                       + _joint("j1", "b", "a").replace('lower="-1" upper="1"', 'lower="3" upper="-3"') + "</robot>",
+                       "limit: lower (3) is above upper (-3)"),
 }
 
 

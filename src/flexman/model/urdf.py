@@ -283,7 +283,10 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
         if kind != "continuous" and lim is not None and lim.get("lower") is not None:
             lo = float(_floats(lim, "lower", 1, f"{where}: {jw}/limit")[0])
             hi = float(_floats(lim, "upper", 1, f"{where}: {jw}/limit", (0.0,))[0])
-            # no range (lo >= hi) or one beyond any angle or length (URDFs write 1e16 for none): no limits
+            if lo > hi:  # (as a model file with the same limits is refused)
+                raise ModelError(f"{where}: {jw}/limit: lower ({lo:g}) is above upper ({hi:g}); swap them, or "
+                                 "remove the limit element for an unlimited joint")
+            # no range (lo == hi) or one beyond any angle or length (URDFs write 1e16 for none): no limits
             limits = (lo, hi) if lo < hi and max(abs(lo), abs(hi)) <= MAX_LIMIT[MOVING[kind]] else None
         dyn = j.find("dynamics")
         damping = float(_floats(dyn, "damping", 1, f"{where}: {jw}/dynamics", (0.0,))[0])
