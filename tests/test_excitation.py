@@ -200,3 +200,35 @@ def test_sampled_reference_interpolates_exactly_between_samples(tmp_path):
     (tmp_path / "bad.csv").write_text("t,q1,qdd1\n0,0,0\n")
     with pytest.raises(ValueError, match=r"bad.csv: expected the header t,q1,qd1,qdd1"):
         from_csv(tmp_path / "bad.csv")
+
+
+def _csv_of(path, t, q, qd, qdd, prefix=b""):
+    rows = "\n".join(f"{a:.17g},{b:.17g},{c:.17g},{d:.17g}" for a, b, c, d in zip(t, q, qd, qdd))
+    path.write_bytes(prefix + ("t,q1,qd1,qdd1\n" + rows + "\n").encode())
+    return path
+
+
+def test_from_csv_reads_a_byte_order_mark_and_refuses_bad_files_in_one_line(tmp_path):
+    """from_csv: a UTF-8 BOM is read; non-UTF-8 bytes, an over-long single line and rates or
+    accelerations that contradict the positions are refused naming the file (one line each)."""
+    from flexman.trajectory import from_csv
+
+    t = np.linspace(0.0, 1.0, 201)
+    q, qd, qdd = np.sin(3 * t), 3 * np.cos(3 * t), -9 * np.sin(3 * t)
+    traj = from_csv(_csv_of(tmp_path / "bom.csv", t, q, qd, qdd, prefix=b"\xef\xbb\xbf"))
+    np.testing.assert_allclose(traj(0.5)[0], [np.sin(1.5)], atol=1e-12)
+    bad = {
+        "latin.csv": (b"t,q1,qd1,qdd1\n0,0,0,0\n1,\xe9,0,0\n", "not UTF-8 text"),
+        "long.csv": (b"t,q1,qd1,qdd1\n" + b"1" * 10**6, "row 2 is longer than"),
+        "longhead.csv": (b"t" * 10**5, "the first line is longer than 4096"),
+    }
+    for name, (content, message) in bad.items():
+        (tmp_path / name).write_bytes(content)
+        with pytest.raises(ValueError) as info:
+            from_csv(tmp_path / name)
+        assert str(info.value).startswith(str(tmp_path / name)) and message in str(info.value)
+        assert "\n" not in str(info.value)
+    for name, args, message in [("rates.csv", (q, 0 * qd, qdd), "qd1 contradicts q1"),
+                                ("accel.csv", (q, qd, 0 * qdd), "qdd1 contradicts qd1")]:
+        with pytest.raises(ValueError, match=message):
+            from_csv(_csv_of(tmp_path / name, t, *args))

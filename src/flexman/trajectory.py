@@ -374,27 +374,79 @@ def sampled(t, q, qd, qdd):
     return Trajectory(t[0], t[-1], evaluate, n)
 
 
+MAX_CSV_BYTES = 1 << 30       # a reference file larger than 1 GiB is refused before it is read
+_MAX_CELL = 64                # characters of one number in a row (with its comma), for the line-length guard
+
+
+def _consistency(path, t, q, qd, qdd):
+    """Refuse rates and accelerations that contradict the positions: the Hermite rule
+    q1 - q0 = h/2 (qd0 + qd1) + h^2/12 (qdd0 - qdd1) and the trapezoid qd1 - qd0 = h/2 (qdd0 + qdd1)
+    hold to O(h^5) and O(h^3) for smooth motion; a record whose residual is 1 % (positions) or
+    10 % (rates) of the largest step is not one motion."""
+    h = np.diff(t)[:, None]
+    rp = q[1:] - q[:-1] - h / 2 * (qd[1:] + qd[:-1]) - h * h / 12 * (qdd[:-1] - qdd[1:])
+    rv = qd[1:] - qd[:-1] - h / 2 * (qdd[1:] + qdd[:-1])
+    for r, a, what, share in ((rp, q, "qd", 1e-2), (rv, qd, "qdd", 0.1)):
+        step = np.abs(np.diff(a, axis=0)).max(axis=0)
+        scale = share * step + 1e-9 * (1.0 + np.abs(a).max(axis=0))
+        bad = np.abs(r) > scale
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            name = "q" if what == "qd" else "qd"
+            raise ValueError(f"{path}: row {i + 3}: {what}{j + 1} contradicts {name}{j + 1} (integrating {what}{j + 1} "
+                             f"from t={t[i]:g} to {t[i + 1]:g} s misses the change of {name}{j + 1} by "
+                             f"{abs(r[i, j]):.3g}); write rates and accelerations of the same motion, or sample it "
+                             "more finely")
+
+
 def from_csv(path):
     """The joint reference written by :meth:`FourierSeries.to_csv` (or any CSV with a header
     ``t, q1.., qd1.., qdd1..``) as a Trajectory (:func:`sampled`), e.g. for
-    ``fm.simulate(robot, T, prescribed=from_csv("excitation.csv"))``."""
+    ``fm.simulate(robot, T, prescribed=from_csv("excitation.csv"))``. A UTF-8 byte-order mark is
+    accepted; files over 1 GiB, over-long lines and rates or accelerations that contradict the
+    positions are refused in one line."""
     from pathlib import Path
 
     path = Path(path)
-    with open(path, encoding="utf-8") as fh:
-        header = [h.strip() for h in fh.readline().split(",")]
-    n = (len(header) - 1) // 3
-    want = ["t"] + [f"{p}{i + 1}" for p in ("q", "qd", "qdd") for i in range(n)]
-    if n < 1 or header != want:
-        raise ValueError(f"{path}: expected the header {','.join(want) if n else 't,q1,qd1,qdd1'} "
-                         f"(got {','.join(header)[:80]})")
     try:
-        data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+        size = path.stat().st_size
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if size > MAX_CSV_BYTES:
+        raise ValueError(f"{path}: {size / 2**20:.0f} MiB, more than the limit of {MAX_CSV_BYTES >> 20} MiB for a "
+                         "reference file; write fewer rows")
+    try:
+        with open(path, encoding="utf-8-sig", newline=None) as fh:
+            first = fh.readline(4096)
+            if len(first) == 4096 and not first.endswith("\n"):
+                raise ValueError(f"{path}: the first line is longer than 4096 characters; expected the header "
+                                 "t,q1..,qd1..,qdd1..")
+            header = [h.strip() for h in first.split(",")]
+            n = (len(header) - 1) // 3
+            want = ["t"] + [f"{p}{i + 1}" for p in ("q", "qd", "qdd") for i in range(n)]
+            if n < 1 or header != want:
+                raise ValueError(f"{path}: expected the header {','.join(want) if n else 't,q1,qd1,qdd1'} "
+                                 f"(got {','.join(header)[:80]!r})")
+            longest = _MAX_CELL * len(header) + 2
+            rows = []
+            for k, line in enumerate(iter(lambda: fh.readline(longest + 1), ""), start=2):
+                if len(line) > longest:
+                    raise ValueError(f"{path}: row {k} is longer than {longest} characters, more than "
+                                     f"{len(header)} numbers can take")
+                if line.strip():
+                    rows.append(line)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
+    try:
+        data = np.loadtxt(rows, delimiter=",", ndmin=2)
     except ValueError as exc:
         raise ValueError(f"{path}: not a table of numbers ({' '.join(str(exc).split())[:80]})") from None
-    if data.shape[0] < 2 or not np.all(np.isfinite(data)):
-        raise ValueError(f"{path}: expected at least two rows of finite numbers")
+    if data.shape[0] < 2 or data.shape[1] != len(header) or not np.all(np.isfinite(data)):
+        raise ValueError(f"{path}: expected at least two rows of {len(header)} finite numbers")
+    t, q, qd, qdd = data[:, 0], data[:, 1:1 + n], data[:, 1 + n:1 + 2 * n], data[:, 1 + 2 * n:]
     try:
-        return sampled(data[:, 0], data[:, 1:1 + n], data[:, 1 + n:1 + 2 * n], data[:, 1 + 2 * n:])
+        traj = sampled(t, q, qd, qdd)
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
+    _consistency(path, t, q, qd, qdd)
+    return traj
