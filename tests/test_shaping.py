@@ -268,6 +268,10 @@ def test_robustness_plot(tmp_path):
     (lambda: fm.control.shaper(hub_link(), [[0.0, 1.0, 2.0]]), "q: give one configuration"),
     (lambda: Shaper.design("ZVD", np.arange(1.0, 12.0)), "modes: a ZVD shaper for 11 modes would have 177147 impulses"),
     (lambda: Shaper.design("ZV", 5.0)(lambda t: (t, t, t)), "traj: expected a flexman.trajectory.Trajectory"),
+    (lambda: fm.control.shaper(hub_link(), tr.rest_to_rest([0], [1], 1.0), samples=10**6),
+     "samples: give a whole number from 1 to 1000"),
+    (lambda: fm.control.shaper(hub_link(), [0.0], t=float("nan")), "t: give the time (s)"),
+    (lambda: fm.control.shaper(hub_link(), [0.0], t=True), "t: give the time (s)"),
 ])
 def test_bad_input_is_one_clear_line(call, words):
     with pytest.raises(ValueError) as err:

@@ -275,6 +275,9 @@ def _merge(lo, hi, zeta, gap):
             np.array([np.mean(g[2]) for g in groups]))
 
 
+MAX_SAMPLES = 1000  # instants of a trajectory analysed by shaper(); each is one eigenvalue analysis
+
+
 def shaper(robot, q, kind="ZV", modes=None, damping=None, tolerance=0.05, controller=None, t=None, samples=9,
            merge=0.01):
     """The input shaper of ``robot``'s vibration modes at ``q``.
@@ -297,8 +300,17 @@ def shaper(robot, q, kind="ZV", modes=None, damping=None, tolerance=0.05, contro
     if robot.nf == 0:
         raise ValueError(f"robot: '{robot.name}' has no flexible modes (no beam with modes); input shaping "
                          "needs a flexible link (add a beam: to a link)")
-    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
-        raise ValueError(f"samples: give a whole number >= 1 of instants along the trajectory, got {samples!r}")
+    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or not 1 <= samples <= MAX_SAMPLES:
+        raise ValueError(f"samples: give a whole number from 1 to {MAX_SAMPLES} of instants along the trajectory "
+                         f"(each is one eigenvalue analysis), got {samples!r:.40}")
+    if t is not None:
+        try:
+            ok = not isinstance(t, (bool, np.bool_)) and np.isfinite(float(t))
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ValueError(f"t: give the time (s) at which to linearize the closed loop as one finite number, "
+                             f"got {t!r:.40}")
     times, states, rates = _configurations(robot, q, samples)
     found = []
     for k, qk in enumerate(states):
