@@ -11,7 +11,6 @@ import warnings
 
 import numpy as np
 
-from ..model import inputs
 from ..trajectory import rest_to_rest
 from .collocation import Problem, dense_peaks, solve
 from .result import Plan, PlanningError
