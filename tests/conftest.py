@@ -17,6 +17,7 @@ os.environ["FLEXMAN_BACKEND"] = "numeric"
 os.environ["FLEXMAN_BACKGROUND_COMPILE"] = "0"  # a test that wants background builds asks for them
 os.environ.setdefault("FLEXMAN_CACHE", os.path.join(tempfile.gettempdir(), f"flexman-test-cache-{getattr(os, 'getuid', lambda: 0)()}"))
 
+from backends import KINDS
 from flexman import Link, RigidBody, Robot
 
 
@@ -89,3 +90,14 @@ def compiled_backend(monkeypatch):
 
     monkeypatch.setenv("FLEXMAN_BACKEND", "auto")
     monkeypatch.setattr(backend, "worth_compiling", lambda robot, work: (True, ""))
+
+
+@pytest.fixture(params=KINDS)
+def backend(request):
+    """Each backend of tests/backends.py in turn (numeric, traced, c, loop, casadi, fmu): a test
+    that takes it runs its feature on every backend, skipping those the feature does not support."""
+    if request.param == "casadi":
+        pytest.importorskip("casadi")
+    if request.param == "fmu":
+        pytest.importorskip("fmpy")
+    return request.param

@@ -577,18 +577,10 @@ def _write_floating(robot, items) -> tuple:
     return out, old_to_new
 
 
-def robot_to_dict(robot: Robot) -> dict:
-    """Plain data for a robot, in the model-file schema (angles in radians).
-
-    Optional fields are written only when they differ from their defaults, so files stay short.
-    """
-    out = {"name": robot.name}
-    if getattr(robot, "description", ""):
-        out["description"] = robot.description
-    if getattr(robot, "source", ""):
-        out["source"] = copy.deepcopy(robot.source)
-    out["gravity"] = _floats(robot.gravity)
-    out["dh"] = robot.dh
+def link_items(robot: Robot) -> list:
+    """One model-file item per link of ``robot`` (a floating base still as its six links), in
+    ``robot.links``'s order: for code that pairs the file data with the links (a cache key per
+    link); :func:`robot_to_dict` writes each floating base as one item."""
     links = []
     names = [link.name for link in robot.links]
     for link in robot.links:
@@ -616,6 +608,23 @@ def robot_to_dict(robot: Robot) -> dict:
             source, multiplier, offset = robot.mimic[link.name]
             item["mimic"] = {"joint": source, "multiplier": float(multiplier), "offset": float(offset)}
         links.append(item)
+    return links
+
+
+def robot_to_dict(robot: Robot) -> dict:
+    """Plain data for a robot, in the model-file schema (angles in radians).
+
+    Optional fields are written only when they differ from their defaults, so files stay short.
+    """
+    out = {"name": robot.name}
+    if getattr(robot, "description", ""):
+        out["description"] = robot.description
+    if getattr(robot, "source", ""):
+        out["source"] = copy.deepcopy(robot.source)
+    out["gravity"] = _floats(robot.gravity)
+    out["dh"] = robot.dh
+    names = [link.name for link in robot.links]
+    links = link_items(robot)
     out["links"], moved = _write_floating(robot, links)
     if robot.payload is not None:
         out["payload"] = _body_dict(robot.payload)
