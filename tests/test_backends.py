@@ -121,3 +121,49 @@ def test_floating_default_backend_compiles_and_equals_numeric(robots, monkeypatc
     assert res.stats["backend"] == "compiled" and ref.stats["backend"] == "numeric"
     _close(res.q, ref.q)
     _close(res.qd, ref.qd)
+
+
+def test_floating_plan_and_its_prescribed_run_on_compiled_equal_numeric(robots, monkeypatch):
+    """fm.plan of a floating flexible arm on the default backend (the dense torque check simulates
+    the plan compiled) equals the plan on the numeric backend; the plan's prescribed run too."""
+    from flexman.simulate import backend as be
+
+    robot = robots["floating_file_beam"]
+    q0 = np.zeros(robot.n_joints)
+    goal = q0.copy()
+    goal[6] = 0.3
+    limits = {"torque": [50.0] * robot.n_joints}
+    monkeypatch.setattr(be, "worth_compiling", lambda robot, work: (True, ""))
+    plans = {}
+    for name in ("auto", "numeric"):
+        monkeypatch.setenv("FLEXMAN_BACKEND", name)
+        plans[name] = fm.plan(robot, q0, goal, duration=0.5, knots=20, limits=limits)
+    a, b = plans["auto"], plans["numeric"]
+    _close(a.q, b.q)
+    _close(a.report["dense"]["simulated_torque_peak"], b.report["dense"]["simulated_torque_peak"])
+    runs = [fm.simulate(robot, a.duration, dt=a.h / 4, prescribed=a.trajectory, q0=a.q[0], qd0=a.qd[0],
+                        progress=False, backend=kind) for kind in ("compiled", "numeric")]
+    assert runs[0].stats["backend"] == "compiled"
+    _close(runs[0].q, runs[1].q)
+    _close(runs[0].tau, runs[1].tau)
+    assert np.abs(runs[1].q[-1, 6] - 0.3) < 1e-6
+
+
+def test_floating_fmu_from_the_cli_equals_numeric(robots, tmp_path):
+    """``flexman export MODEL --fmu`` of a floating model file (compiled C inside the FMU): its
+    co-simulation equals the numeric RK4 run."""
+    import fmpy
+
+    from flexman import cli
+
+    path = _write(tmp_path, "sat.yaml", FLOATING_FILE)
+    out = tmp_path / "sat.fmu"
+    assert cli.main(["export", str(path), "--fmu", str(out), "--kind", "cs"]) in (0, None)
+    robot = robots["floating_file_beam"]
+    q0, qd0, tau = _state(robot, np.random.default_rng(3))
+    names = robot.coordinate_names
+    start = {**{n: float(v) for n, v in zip(names, q0)}, **{f"qd_{n}": float(v) for n, v in zip(names, qd0)},
+             **{f"tau{j + 1}": float(t) for j, t in enumerate(tau)}, "step_size": 1e-3}
+    res = fmpy.simulate_fmu(str(out), fmi_type="CoSimulation", stop_time=0.05, output_interval=1e-3, start_values=start)
+    _, q_ref, _ = run(robot, "numeric", 0.05, 1e-3, q0, qd0, tau)
+    _close(np.stack([res[n] for n in names], axis=-1), q_ref)
