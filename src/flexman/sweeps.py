@@ -190,6 +190,11 @@ def _figures(robot, run, figures, settle_fraction):
         warnings.simplefilter("ignore", RuntimeWarning)
         try:  # the compiled loop (C) when the run allows it: fast, and bounded by the run-size limits
             res = simulate(robot, t_final, progress=False, loop="compiled", **kwargs)
+            took = float(res.stats.get("wall_time", 0.0))  # the run, not the model's build
+            if took > limit:  # one C call cannot stop early: the limit is enforced when it returns
+                raise PointTimeLimit(f"run.time_limit: the point ran past {limit:g} s of wall time (the compiled run "
+                                     f"took {took:.3g} s in one call); raise run.time_limit, shorten t_final or use a "
+                                     "larger dt")
         except LoopUnavailable:
             timed = {**kwargs, "torque": _within_time(kwargs.get("torque"), limit, robot.n_joints)}
             res = simulate(robot, t_final, progress=False, **timed)  # the Python loop, which checks the clock
