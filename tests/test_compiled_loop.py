@@ -199,15 +199,23 @@ def test_python_callables_keep_the_python_loop(compiled_backend, arm):
 
 
 def test_controllers_use_the_compiled_model(compiled_backend, arm, monkeypatch):
-    """A model-based controller in a compiled run evaluates no interpreted mass matrix per stage."""
-    from flexman.dynamics import api
+    """A model-based controller in a compiled run takes M and b from the compiled model at every
+    stage: what the controllers call (``control.mass_and_bias``) is handed the compiled model,
+    never the interpreted robot, and the interpreted recursion behind it is not run."""
+    import flexman.control as control
+    from flexman.simulate import backend
 
-    calls = []
-    original = api.mass_matrix
-    monkeypatch.setattr(api, "mass_matrix", lambda *a, **k: calls.append(1) or original(*a, **k))
+    seen, interpreted = [], []
+    real, real_interpreted = control.mass_and_bias, backend.mass_matrix_and_bias
+    monkeypatch.setattr(control, "mass_and_bias", lambda model, q, qd: seen.append(model) or real(model, q, qd))
+    monkeypatch.setattr(backend, "mass_matrix_and_bias",
+                        lambda *a: interpreted.append(1) or real_interpreted(*a))
     dec = Decoupling(arm, MOVE, gp=100.0, gv=20.0)
-    fm.simulate(arm, 0.05, controller=dec, progress=False, backend="compiled", loop="python")
-    assert len(calls) <= 2  # the start check of the mass matrix, not one per stage
+    res = fm.simulate(arm, 0.05, controller=dec, progress=False, backend="compiled", loop="python")
+    assert res.stats["backend"] == "compiled"
+    assert len(seen) >= 4 * 50  # every RK4 stage of 50 steps
+    assert all(getattr(m, "backend", None) == "c" for m in seen), {type(m).__name__ for m in seen}
+    assert interpreted == []
     assert dec.using(fm.codegen.modelcache.compiled_model(arm)).terms.backend == "c"
 
 
