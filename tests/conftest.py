@@ -1,21 +1,28 @@
-"""Shared test fixtures: random but physically valid rigid arms; the evaluation backend.
+"""Shared test fixtures: random but physically valid rigid arms; the evaluation backends.
 
-Simulations use the interpreted model unless a test opts in to the compiled one (the
-``compiled_backend`` fixture), so the suite does not compile C for every model it simulates
-(nor in the background: a test asks for that);
-compiled artefacts go to a cache under the system's temporary folder, never ~/.cache.
+The suite runs on the default backend (``auto``), as users do: each simulation weighs a build
+of the compiled model against its run (:func:`flexman.simulate.backend.worth_compiling`) and
+uses a model that is already built. Tests where the numeric path is the subject say
+``backend="numeric"``; ``compiled_backend`` insists on compiled code however short the run;
+``backend`` (tests/backends.py) runs a test on every backend. All compiled models of one test
+run share one cache, a fresh temporary folder (never ~/.cache) removed at the end, unless
+FLEXMAN_CACHE is set. No background builds (a test that wants them asks): a detached compiler per
+random robot would compete with the suite for the cores.
 """
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 
 import numpy as np
 import pytest
 
-os.environ["FLEXMAN_BACKEND"] = "numeric"
 os.environ["FLEXMAN_BACKGROUND_COMPILE"] = "0"  # a test that wants background builds asks for them
-os.environ.setdefault("FLEXMAN_CACHE", os.path.join(tempfile.gettempdir(), f"flexman-test-cache-{getattr(os, 'getuid', lambda: 0)()}"))
+if not os.environ.get("FLEXMAN_CACHE"):
+    os.environ["FLEXMAN_CACHE"] = tempfile.mkdtemp(prefix="flexman-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["FLEXMAN_CACHE"], True)
 
 from backends import KINDS
 from flexman import Link, RigidBody, Robot

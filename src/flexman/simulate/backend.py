@@ -5,7 +5,7 @@ on disk, see :mod:`flexman.codegen.modelcache`) when a C compiler is available a
 can be compiled, and otherwise the interpreted model, saying so in one line on stderr (once
 per reason and process). ``"compiled"`` insists (an error names the reason) and
 ``"numeric"`` never compiles. The environment variable ``FLEXMAN_BACKEND`` sets the default
-(the test suite sets ``numeric`` and opts in where it tests the compiled path).
+(the test suite runs on the default, and on ``numeric`` where the interpreted path is the subject).
 
 ``"auto"`` pays for itself: when the caller says how much work the run is (``work``: its steps
 of one state, RK4 steps times runs; for adaptive methods the output steps, a lower bound) and
