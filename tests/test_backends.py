@@ -15,7 +15,7 @@ import flexman as fm
 from backends import SIMULATING, model, run
 from test_floating_file import MODEL as FLOATING_FILE
 from test_mimic import tree_urdf
-from test_trees import SATELLITE, random_tree
+from test_trees import random_tree
 from urdf_helpers import ROBOTS
 
 pytestmark = pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc")), reason="no C compiler")
@@ -47,7 +47,6 @@ CASES = {
     "floating_file_beam": lambda tmp: fm.load(_write(tmp, "satb.yaml", FLOATING_FILE)),
     "floating_urdf": lambda tmp: _urdf_floating(tmp, beam=False),
     "floating_urdf_beam": lambda tmp: _urdf_floating(tmp, beam=True),
-    "floating_satellite_urdf": lambda tmp: fm.load(_write(tmp, "sat.urdf", SATELLITE), floating=True),
     "mimic": lambda tmp: fm.load(_write(tmp, "tree.urdf", tree_urdf())),
     "tree": lambda tmp: random_tree(2, n=4),
     "flexible_serial": lambda tmp: fm.examples.load("flx_three_link"),
