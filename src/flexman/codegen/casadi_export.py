@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..extras import require
+
 #: program operation -> CasADi expression of its arguments (SX values or floats)
 OPERATIONS = {
     "add": lambda a, b: a + b,
@@ -35,11 +37,7 @@ FUNCTIONS = {
 
 
 def _casadi():
-    try:
-        import casadi
-    except ImportError:  # declared in pyproject.toml; a broken install says so in one line
-        raise ImportError("casadi is not installed: pip install casadi (flexman's CasADi export and planner need it)") from None
-    return casadi
+    return require("casadi", "the CasADi export")
 
 
 def program_function(program, name, input_groups, param_values=None):
