@@ -109,7 +109,7 @@ def _is_zero(x):
 
 def _numpy_program(name, tape, inputs, outputs):
     """(Program, callable) of NumPy code from tracer outputs ({group: object array})."""
-    from ..codegen import emit
+    from ..symbolic import emit
     from ..symbolic.program import Program
 
     prog = Program.from_tape(name, tape, inputs, outputs)

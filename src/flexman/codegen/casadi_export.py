@@ -2,7 +2,7 @@
 
 One more way to evaluate the straight-line programs of :mod:`flexman.symbolic.program`: each
 instruction becomes one CasADi ``SX`` operation through :data:`OPERATIONS` (the table that plays
-the part :data:`flexman.codegen.emit.DIALECTS` plays for source text), so the graph is built
+the part :data:`flexman.symbolic.emit.DIALECTS` plays for source text), so the graph is built
 instruction by instruction from the program, never by evaluating generated source. CasADi then
 gives exact derivatives of the equations of motion, which is what an optimiser (IPOPT, for
 :func:`flexman.plan`) needs. Parameters of a symbolic-parameter EOM are fixed at the EOM's values.

@@ -36,7 +36,8 @@ import numpy as np
 from ..model import names
 from ..model.errors import ModelError
 from ..outputs import output_file, staged
-from . import cbuild, emit, fmi2
+from . import cbuild, fmi2
+from ..symbolic import emit
 from .sources import c_source
 
 KINDS = ("me", "cs", "both")

@@ -19,7 +19,7 @@ import re
 
 import numpy as np
 
-from . import names
+from . import engine, names
 from .checks import check_model
 from .errors import ModelError
 from .gauges import check_gauges
@@ -312,7 +312,7 @@ def robot_from_dict(data, check_mass: bool = True) -> Robot:
 
     Besides the data-class fields, the robot gets ``controller`` (a plain dict or None),
     ``manoeuvre`` (a plain dict or None: a joint motion for ``simulate --prescribed``, checked
-    here by building it, see :func:`flexman.trajectory.from_spec`),
+    here by building it through the engine slot `check_manoeuvre`: :func:`flexman.trajectory.from_spec`),
     ``description`` (text) and ``source`` (text or a list of citations) as attributes.
     """
     try:
@@ -355,11 +355,9 @@ def _robot_from_dict(data) -> Robot:
         robot.controller = copy.deepcopy(_plain(data["controller"], "controller"))
     robot.manoeuvre = None
     if data.get("manoeuvre") is not None:
-        from ..trajectory import from_spec
-
         spec = copy.deepcopy(_plain(data["manoeuvre"], "manoeuvre"))
         try:
-            from_spec(spec, robot.n_joints, "manoeuvre")
+            engine.require("check_manoeuvre")(spec, robot.n_joints, "manoeuvre")
         except ValueError as exc:
             raise ModelError(str(exc)) from None
         robot.manoeuvre = spec
