@@ -13,7 +13,7 @@ import pytest
 
 import flexman as fm
 from flexman import cli
-from flexman.analysis.convergence import ConvergenceNotice, convergence, convergence_notice, with_count
+from flexman.analysis.modal_convergence import ConvergenceNotice, convergence, convergence_notice, with_count
 from flexman.discretize import exact_frequencies
 from flexman.simulate.stability import StepWarning, largest_stable_step
 

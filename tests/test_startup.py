@@ -13,7 +13,7 @@ import numpy as np
 import flexman as fm
 
 HEAVY = ["scipy", "sympy", "matplotlib", "casadi", "dask", "pinocchio", "pandas", "rich", "tomllib",
-         "subprocess", "tempfile", "shutil", "flexman.analysis.convergence", "flexman.symbolic.eom", "flexman.symbolic.emit"]
+         "subprocess", "tempfile", "shutil", "flexman.analysis.modal_convergence", "flexman.symbolic.eom", "flexman.symbolic.emit"]
 
 
 def test_a_run_imports_no_heavy_package():

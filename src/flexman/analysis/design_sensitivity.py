@@ -241,7 +241,7 @@ class Sensitivity:
 
 def model_sensitivity(robot, quantity, parameters, q=None, qd=None, qdd=None) -> Sensitivity:
     """Exact derivatives of a quantity of the model at one state ("inverse_dynamics",
-    "mass_matrix", "frequencies"); see :func:`flexman.analysis.sensitivity.sensitivity`."""
+    "mass_matrix", "frequencies"); see :func:`flexman.analysis.sensitivities.sensitivity`."""
     from ..symbolic import derive
     from ..symbolic.params import parameter_values
 
