@@ -575,18 +575,11 @@ def _write_floating(robot, items) -> tuple:
     return out, old_to_new
 
 
-def robot_to_dict(robot: Robot) -> dict:
-    """Plain data for a robot, in the model-file schema (angles in radians).
-
-    Optional fields are written only when they differ from their defaults, so files stay short.
-    """
-    out = {"name": robot.name}
-    if getattr(robot, "description", ""):
-        out["description"] = robot.description
-    if getattr(robot, "source", ""):
-        out["source"] = copy.deepcopy(robot.source)
-    out["gravity"] = _floats(robot.gravity)
-    out["dh"] = robot.dh
+def link_items(robot: Robot) -> list:
+    """One model-file item per link of ``robot`` (``robot.links`` order, a floating base still as
+    its six links): what :func:`robot_to_dict` writes before it joins each floating base into
+    one ``joint: floating`` item. Code that needs data per link (a compiled model's parameter
+    names) uses this list, whose entries match ``robot.links`` one to one."""
     links = []
     names = [link.name for link in robot.links]
     for link in robot.links:
@@ -614,6 +607,23 @@ def robot_to_dict(robot: Robot) -> dict:
             source, multiplier, offset = robot.mimic[link.name]
             item["mimic"] = {"joint": source, "multiplier": float(multiplier), "offset": float(offset)}
         links.append(item)
+    return links
+
+
+def robot_to_dict(robot: Robot) -> dict:
+    """Plain data for a robot, in the model-file schema (angles in radians).
+
+    Optional fields are written only when they differ from their defaults, so files stay short.
+    """
+    out = {"name": robot.name}
+    if getattr(robot, "description", ""):
+        out["description"] = robot.description
+    if getattr(robot, "source", ""):
+        out["source"] = copy.deepcopy(robot.source)
+    out["gravity"] = _floats(robot.gravity)
+    out["dh"] = robot.dh
+    links = link_items(robot)
+    names = [link.name for link in robot.links]
     out["links"], moved = _write_floating(robot, links)
     if robot.payload is not None:
         out["payload"] = _body_dict(robot.payload)
