@@ -21,6 +21,7 @@ from flexman.model.io import dumps
 from flexman.model.parse import parse
 from flexman.model.serialize import robot_to_dict
 from flexman.model.urdf import _beam_turn, apply_overlay, robot_from_urdf
+from bounds import bounded
 from urdf_helpers import AXIS_URDF
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -208,10 +209,8 @@ def test_sensitivity_steps_are_refused_before_deriving():
     from flexman.analysis.motion_sensitivity import motion_sensitivity
 
     robot = fm.examples.load("flx_flexible_pendulum")
-    start = time.perf_counter()
-    with pytest.raises(ValueError, match=r"t_final: 1e\+12 RK4 steps \(t_final / dt\); the limit is 1e\+06"):
+    with bounded(cpu_s=20), pytest.raises(ValueError, match=r"t_final: 1e\+12 RK4 steps \(t_final / dt\); the limit is 1e\+06"):
         motion_sensitivity(robot, "peak_tip_deflection", ["EI1"], tr.spin_up(1.0, 0.5), 1e9, dt=1e-3)
-    assert time.perf_counter() - start < 2.0
 
 
 @pytest.mark.parametrize("make,expected", [
@@ -249,10 +248,9 @@ def test_sweep_point_that_diverges_is_failed_with_the_reason():
 
 
 def test_sweep_point_past_its_time_limit_is_failed_with_the_reason():
-    start = time.perf_counter()
-    row = sweeps.run_point(PENDULUM, {"links.0.beam.EI": 400.0},
-                           {"t_final": 100.0, "dt": 1e-4, "torque": [1.0], "backend": "numeric", "time_limit": 0.3})
-    assert time.perf_counter() - start < 5.0
+    with bounded(cpu_s=30):  # the whole run: 1e6 interpreted steps, far beyond this
+        row = sweeps.run_point(PENDULUM, {"links.0.beam.EI": 400.0},
+                               {"t_final": 100.0, "dt": 1e-4, "torque": [1.0], "backend": "numeric", "time_limit": 0.3})
     assert row["error"].startswith("PointTimeLimit: run.time_limit: the point ran past 0.3 s of wall time")
 
 
@@ -262,10 +260,9 @@ def test_sweep_point_past_its_time_limit_is_failed_with_the_reason():
     (({"p": {"min": 0, "max": 1}}, "latin_hypercube", float("inf")), "samples: an unbounded number of points; the limit is 100000"),
 ])
 def test_sweep_spec_too_large_is_refused_before_allocation(args, expected):
-    start = time.perf_counter()
-    with pytest.raises(sweeps.SweepError) as info:
+    with bounded(cpu_s=10, memory_mb=500), pytest.raises(sweeps.SweepError) as info:
         sweeps.points(*args)
-    assert expected in one_line(info) and time.perf_counter() - start < 1.0
+    assert expected in one_line(info)
 
 
 def test_sweep_time_limit_must_be_positive():
