@@ -1,102 +1,115 @@
-"""Every backend a feature can run on, behind one interface, for the ``backend`` fixture
-(tests/conftest.py): a test asks for ``backend`` and runs once per backend.
+"""Every feature on every backend it can take (issue 34, 38): one table of robots and one of
+backends, crossed by the ``backend_case`` fixture of tests/test_backends.py.
 
-* ``numeric``: the interpreted recursions (``robot`` itself; the reference the others equal);
-* ``traced``: the derived equations evaluated by NumPy (``fm.derive(robot).compile("numpy")``);
-* ``c``: the generated C of the model cache (``codegen.modelcache.compiled_model``), simulated by
-  the Python loop;
-* ``loop``: the same C with the whole RK4 run in C (``loop="compiled"``);
-* ``casadi``: the CasADi functions of ``fm.derive(robot).casadi()``;
-* ``fmu``: an exported FMU run by FMPy (co-simulation, the FMU's own RK4).
+A *robot case* is a name and a builder (tmp folder -> Robot) covering one feature: rigid and
+flexible serial arms, trees, mimic joints, floating bases from a model file and a URDF, with
+and without a beam. A *backend* evaluates that robot one way:
 
-``model(robot, kind)`` returns the object whose ``mass_matrix``/``bias_forces``/
-``forward_dynamics`` a test compares; ``run(robot, kind, ...)`` a short RK4 simulation's
-(t, q, qd). Compiled models are shared by the whole test run (the model cache's memory and the
-per-run FLEXMAN_CACHE), FMUs and CasADi functions per robot content here."""
+* ``numeric``: the interpreted recursions (``robot.mass_matrix`` ...), the reference;
+* ``traced``: the same recursions traced into programs, run as generated NumPy;
+* ``c``: the generated C, compiled (``fm.derive(robot).compile("c")``);
+* ``loop``: a simulation under a controller in the compiled C loop (``backend="compiled"``);
+* ``casadi``: the CasADi functions (``fm.derive(robot).casadi()``);
+* ``fmu``: the FMI 2.0 co-simulation FMU run by FMPy.
+
+Each backend is compared with ``numeric`` on the same states; a feature a backend cannot take
+must be refused in one line, which the test then asserts instead.
+"""
 from __future__ import annotations
-
-import tempfile
-from pathlib import Path
 
 import numpy as np
 
 import flexman as fm
 
-KINDS = ("numeric", "traced", "c", "loop", "casadi", "fmu")
-SIMULATING = ("numeric", "c", "loop", "fmu")  # the kinds that run a simulation themselves
-_memo: dict = {}
+BACKENDS = ("traced", "c", "loop", "casadi", "fmu")
+
+SATELLITE_FILE = """
+name: sat
+gravity: [0, 0, 0]
+links:
+  - name: bus
+    joint: floating
+    mass: 20
+    com: [0.05, 0, 0]
+    inertia: [2, 2.5, 3, 0.1, 0, 0]
+  - name: boom
+    placement: {xyz: [0.5, 0, 0.2], axis: [0, 0, 1]}
+    limits: [-3, 3]
+    mass: 0.2
+    com: [1.0, 0, 0]
+    inertia: [1.0e-4, 1.0e-4, 1.0e-4]
+BEAM
+  - name: hand
+    placement: {xyz: [1.0, 0, 0], axis: [0, 1, 0]}
+    limits: [-3, 3]
+    mass: 0.5
+    com: [0.1, 0, 0]
+    inertia: [0.001, 0.002, 0.002]
+"""
+BEAM = "    beam: {length: 1.0, mass_per_length: 1.0, EI: 200.0, modes: {y: 1, z: 1}}\n"
+
+SATELLITE_URDF = """<?xml version="1.0"?>
+<robot name="sat_urdf">
+  <link name="bus"><inertial><origin xyz="0.05 0 0"/><mass value="20"/>
+    <inertia ixx="2" iyy="2.5" izz="3" ixy="0.1" ixz="0" iyz="0"/></inertial></link>
+  <link name="boom"><inertial><origin xyz="1.0 0 0"/><mass value="0.2"/>
+    <inertia ixx="1e-4" iyy="1e-4" izz="1e-4" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="hand"><inertial><origin xyz="0.1 0 0"/><mass value="0.5"/>
+    <inertia ixx="0.001" iyy="0.002" izz="0.002" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="boom_joint" type="revolute"><parent link="bus"/><child link="boom"/>
+    <origin xyz="0.5 0 0.2"/><axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="10" velocity="1"/></joint>
+  <joint name="hand_joint" type="revolute"><parent link="boom"/><child link="hand"/>
+    <origin xyz="1.0 0 0"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="10" velocity="1"/></joint>
+</robot>
+"""
+BOOM_BEAM = {"links": {"boom": {"beam": {"length": 1.0, "mass_per_length": 1.0, "EI": 200.0,
+                                         "modes": {"y": 1, "z": 1}}}}}
 
 
-def _key(robot, kind):
-    from flexman.model.serialize import robot_to_dict
-
-    return kind, repr(robot_to_dict(robot))
-
-
-class _Casadi:
-    """The numeric API over the CasADi functions (arrays in, arrays out)."""
-
-    def __init__(self, robot):
-        self.f, self.nq = fm.derive(robot).casadi(), robot.nq
-
-    def _call(self, name, *args):
-        return np.asarray(self.f[name](*args), dtype=float).reshape(-1)
-
-    def mass_matrix(self, q):
-        return np.asarray(self.f["mass_matrix"](q), dtype=float).reshape(self.nq, self.nq)
-
-    def bias_forces(self, q, qd):
-        return self._call("bias_forces", q, qd)
-
-    def forward_dynamics(self, q, qd, tau):
-        return self._call("forward_dynamics", q, qd, tau)
+def _file(tmp, name, text):
+    path = tmp / name
+    path.write_text(text)
+    return fm.load(path)
 
 
-def model(robot, kind):
-    """The evaluator of ``robot`` on ``kind`` (not ``loop``/``fmu``: those only simulate)."""
-    if kind == "numeric":
-        return robot
-    key = _key(robot, kind)
-    if key not in _memo:
-        if kind == "traced":
-            _memo[key] = fm.derive(robot).compile("numpy")
-        elif kind == "c":
-            from flexman.codegen.modelcache import compiled_model
+def _tree(tmp):
+    from test_trees import flexible_tree
 
-            _memo[key] = compiled_model(robot)
-        elif kind == "casadi":
-            _memo[key] = _Casadi(robot)
-        else:
-            raise ValueError(f"{kind}: no evaluator (it only simulates)")
-    return _memo[key]
+    return flexible_tree(2, n=3)[0]
 
 
-def fmu_path(robot):
-    """The FMU of ``robot`` (co-simulation), exported once per run."""
-    key = _key(robot, "fmu")
-    if key not in _memo:
-        folder = Path(tempfile.mkdtemp(prefix="flexman-test-fmu-"))
-        _memo[key] = fm.derive(robot).fmu(folder / f"{robot.name or 'robot'}.fmu", kind="cs")
-    return _memo[key]
+def _mimic(tmp):
+    from test_mimic import tree_urdf
+
+    return _file(tmp, "mimic.urdf", tree_urdf())
 
 
-def run(robot, kind, t_final, dt, q0, qd0, tau):
-    """(t, q, qd) of an RK4 run at ``dt`` with constant joint torques ``tau`` on ``kind``."""
-    if kind == "fmu":
-        import fmpy
+ROBOTS = {
+    "rigid_serial": lambda tmp: fm.examples.load("dynaman_2r"),
+    "flexible_serial": lambda tmp: fm.examples.load("flx_three_link"),
+    "flexible_tree": _tree,
+    "mimic_tree": _mimic,
+    "floating_file": lambda tmp: _file(tmp, "sat.yaml", SATELLITE_FILE.replace("BEAM\n", "")),
+    "floating_file_beam": lambda tmp: _file(tmp, "sat_beam.yaml", SATELLITE_FILE.replace("BEAM\n", BEAM)),
+    "floating_urdf": lambda tmp: fm.load(_write(tmp, "sat.urdf", SATELLITE_URDF), floating=True),
+    "floating_urdf_beam": lambda tmp: fm.load(_write(tmp, "sat_b.urdf", SATELLITE_URDF), floating=True,
+                                               overlay=BOOM_BEAM),
+}
 
-        names = robot.coordinate_names
-        start = {n: float(v) for n, v in zip(names, q0)}
-        start.update({f"qd_{n}": float(v) for n, v in zip(names, qd0)})
-        start.update({f"tau{j + 1}": float(t) for j, t in enumerate(tau)})
-        start["step_size"] = dt
-        res = fmpy.simulate_fmu(str(fmu_path(robot)), fmi_type="CoSimulation", stop_time=t_final,
-                                output_interval=dt, start_values=start)
-        return (res["time"], np.stack([res[n] for n in names], axis=-1),
-                np.stack([res[f"qd_{n}"] for n in names], axis=-1))
-    backend, loop = {"numeric": ("numeric", "python"), "c": ("compiled", "python"),
-                     "loop": ("compiled", "compiled")}[kind]
-    res = fm.simulate(robot, t_final, dt=dt, method="rk4", q0=q0, qd0=qd0, torque=tau, progress=False,
-                      backend=backend, loop=loop)
-    assert res.stats["loop"] == loop and res.stats["backend"] == ("numeric" if kind == "numeric" else "compiled"), res.stats
-    return res.t, res.q, res.qd
+
+def _write(tmp, name, text):
+    path = tmp / name
+    path.write_text(text)
+    return path
+
+
+def states(robot, n=3, seed=0):
+    """n states (q, qd, tau) near rest: joints within +-0.6 rad, deflections of a few mm."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        q = rng.uniform(-0.6, 0.6, robot.nq)
+        q[robot.flex_index] = rng.uniform(-0.005, 0.005, robot.nf)
+        qd = rng.uniform(-0.5, 0.5, robot.nq)
+        out.append((q, qd, rng.uniform(-1.0, 1.0, robot.n_joints)))
+    return out

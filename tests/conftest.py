@@ -1,31 +1,37 @@
-"""Shared test fixtures: random but physically valid rigid arms; the evaluation backends.
+"""Shared test fixtures: random but physically valid rigid arms; the evaluation backend.
 
-The suite runs on the default backend (``auto``), as users do: each simulation weighs a build
-of the compiled model against its run (:func:`flexman.simulate.backend.worth_compiling`) and
-uses a model that is already built. Tests where the numeric path is the subject say
-``backend="numeric"``; ``compiled_backend`` insists on compiled code however short the run;
-``backend`` (tests/backends.py) runs a test on every backend. All compiled models of one test
-run share one cache, a fresh temporary folder (never ~/.cache) removed at the end, unless
-FLEXMAN_CACHE is set. No background builds (a test that wants them asks): a detached compiler per
-random robot would compete with the suite for the cores.
+Simulations run on the default backend, as users get it ("auto": the compiled model where one
+is in the cache or building it pays off for the run, else the interpreted one); a test whose
+subject is the interpreted path asks for ``backend="numeric"``, and the ``compiled_backend``
+fixture makes every build count as worth it however short the run. Nothing compiles in the
+background unless a test asks for that. Compiled models go to one fresh cache per test run,
+shared by the xdist workers (the controller makes it before they start, they inherit it) and
+removed at the end, so no run reuses a model compiled by older code; never ~/.cache.
 """
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
 import tempfile
 
 import numpy as np
 import pytest
 
+os.environ.pop("FLEXMAN_BACKEND", None)  # the default backend, as users run it
 os.environ["FLEXMAN_BACKGROUND_COMPILE"] = "0"  # a test that wants background builds asks for them
-if not os.environ.get("FLEXMAN_CACHE"):
+if "FLEXMAN_CACHE" not in os.environ:  # one cache per run (the xdist workers inherit the controller's)
     os.environ["FLEXMAN_CACHE"] = tempfile.mkdtemp(prefix="flexman-test-cache-")
-    atexit.register(shutil.rmtree, os.environ["FLEXMAN_CACHE"], True)
+    os.environ["FLEXMAN_TEST_OWN_CACHE"] = os.environ["FLEXMAN_CACHE"]
 
-from backends import KINDS
 from flexman import Link, RigidBody, Robot
+
+
+def pytest_unconfigure(config):
+    """The controller removes the run's cache when it made it (the workers leave it to it)."""
+    own = os.environ.get("FLEXMAN_TEST_OWN_CACHE")
+    if own and not hasattr(config, "workerinput") and os.environ.get("FLEXMAN_CACHE") == own:
+        import shutil
+
+        shutil.rmtree(own, ignore_errors=True)
 
 
 def random_rotation(rng):
@@ -97,14 +103,3 @@ def compiled_backend(monkeypatch):
 
     monkeypatch.setenv("FLEXMAN_BACKEND", "auto")
     monkeypatch.setattr(backend, "worth_compiling", lambda robot, work: (True, ""))
-
-
-@pytest.fixture(params=KINDS)
-def backend(request):
-    """Each backend of tests/backends.py in turn (numeric, traced, c, loop, casadi, fmu): a test
-    that takes it runs its feature on every backend, skipping those the feature does not support."""
-    if request.param == "casadi":
-        pytest.importorskip("casadi")
-    if request.param == "fmu":
-        pytest.importorskip("fmpy")
-    return request.param

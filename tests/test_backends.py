@@ -1,168 +1,113 @@
-"""Every feature on every backend it supports (the ``backend`` fixture, tests/backends.py):
-floating bases (model file and URDF, with and without a beam), mimic joints, trees, flexible and
-rigid serial arms. Each backend's mass matrix, bias forces and forward dynamics equal the
-interpreted recursions at random states, and each simulating backend's RK4 run equals the
-interpreted run, to 1e-10. The numeric path is itself checked against Pinocchio and the energy
-oracle in test_trees, test_floating_file, test_urdf_real and test_mimic."""
+"""Every feature on every backend it supports (issues 34 and 38): rigid and flexible serial arms,
+a flexible tree, a mimic tree and four floating bases (model file and URDF, with and without a
+beam) are each evaluated by the generated NumPy of the traced programs, the compiled C, the
+compiled closed loop, the CasADi functions and the FMU, and compared with the interpreted
+recursions on the same states (tests/backends.py holds the two tables)."""
 from __future__ import annotations
-
-import shutil
 
 import numpy as np
 import pytest
 
 import flexman as fm
-from backends import SIMULATING, model, run
-from test_floating_file import MODEL as FLOATING_FILE
-from test_mimic import tree_urdf
-from test_trees import random_tree
-from urdf_helpers import ROBOTS
+from backends import BACKENDS, ROBOTS, states
 
-pytestmark = pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc")), reason="no C compiler")
+pytestmark = pytest.mark.xdist_group("backends")  # one worker: the derivations below are shared
 
-BEAM = {"length": 1.0, "mass_per_length": 1.0, "EI": 200.0, "modes": {"y": 1, "z": 1}}
-RIGID_FILE = FLOATING_FILE.replace("    beam: {length: 1.0, mass_per_length: 1.0, EI: 200.0, modes: {y: 1, z: 1}}\n", "")
+_built: dict = {}
 
 
-def _write(tmp, name, text):
-    path = tmp / name
-    path.write_text(text)
-    return path
+def _robot(name, tmp_path_factory):
+    if name not in _built:
+        robot = ROBOTS[name](tmp_path_factory.mktemp(name))
+        _built[name] = (robot, fm.derive(robot))
+    return _built[name]
 
 
-def _urdf_floating(tmp, beam):
-    """example-robot-data's double pendulum on a floating base (nq 8), its first link a beam or not."""
-    if ROBOTS is None:
-        pytest.skip("example-robot-data is not installed")
-    urdf = ROBOTS / "double_pendulum_description" / "urdf" / "double_pendulum.urdf"
-    plain = fm.load(urdf, floating=True)
-    if not beam:
-        return plain
-    name = plain.links[6].name
-    return fm.load(urdf, floating=True, overlay={"links": {name: {"beam": dict(BEAM, length=0.3)}}})
-
-
-CASES = {
-    "floating_file": lambda tmp: fm.load(_write(tmp, "sat.yaml", RIGID_FILE)),
-    "floating_file_beam": lambda tmp: fm.load(_write(tmp, "satb.yaml", FLOATING_FILE)),
-    "floating_urdf": lambda tmp: _urdf_floating(tmp, beam=False),
-    "floating_urdf_beam": lambda tmp: _urdf_floating(tmp, beam=True),
-    "mimic": lambda tmp: fm.load(_write(tmp, "tree.urdf", tree_urdf())),
-    "tree": lambda tmp: random_tree(2, n=4),
-    "flexible_serial": lambda tmp: fm.examples.load("flx_three_link"),
-    "rigid_serial": lambda tmp: fm.examples.load("dynaman_2r"),
-}
-FMU_CASES = ("floating_file_beam", "floating_urdf", "mimic", "rigid_serial")  # FMU exports: a few seconds each
-
-
-@pytest.fixture(scope="module")
-def robots(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("backends")
-    return {name: make(tmp) for name, make in CASES.items()}
-
-
-def _state(robot, rng):
-    q, qd = rng.uniform(-0.5, 0.5, robot.nq), rng.uniform(-0.5, 0.5, robot.nq)
-    q[robot.flex_index] *= 0.02
-    qd[robot.flex_index] *= 0.02
-    return q, qd, rng.uniform(-1, 1, robot.n_joints)
+@pytest.fixture(params=[(r, b) for r in ROBOTS for b in BACKENDS], ids=lambda p: f"{p[0]}-{p[1]}")
+def backend_case(request, tmp_path_factory):
+    """(robot name, robot, its derived equations, backend name): one feature on one backend."""
+    name, backend = request.param
+    robot, eom = _robot(name, tmp_path_factory)
+    return name, robot, eom, backend
 
 
 def _close(a, b, tol=1e-10):
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    assert a.shape == b.shape
-    scale = max(1.0, float(np.abs(b).max()))
-    assert float(np.abs(a - b).max()) <= tol * scale, float(np.abs(a - b).max())
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    scale = max(1.0, np.abs(b).max())
+    assert np.abs(a - b).max() <= tol * scale, np.abs(a - b).max()
 
 
-@pytest.mark.parametrize("case", list(CASES))
-def test_equations_equal_numeric(robots, backend, case):
-    if backend in ("loop", "fmu"):
-        pytest.skip(f"{backend} only simulates (test_runs_equal_numeric)")
-    robot = robots[case]
-    ev = model(robot, backend)
-    rng = np.random.default_rng(5)
-    for _ in range(2):
-        q, qd, tau = _state(robot, rng)
-        _close(ev.mass_matrix(q), robot.mass_matrix(q))
-        _close(ev.bias_forces(q, qd), robot.bias_forces(q, qd))
-        M = robot.mass_matrix(q)
-        _close(ev.forward_dynamics(q, qd, tau), robot.forward_dynamics(q, qd, tau), 1e-12 * np.linalg.cond(M))
+def _dynamics(evaluate, robot):
+    for q, qd, tau in states(robot):
+        _close(evaluate("mass_matrix", q, qd, tau), robot.mass_matrix(q))
+        _close(evaluate("bias_forces", q, qd, tau), robot.bias_forces(q, qd))
+        _close(evaluate("forward_dynamics", q, qd, tau), robot.forward_dynamics(q, qd, tau), 1e-8)
 
 
-@pytest.mark.parametrize("case", list(CASES))
-def test_runs_equal_numeric(robots, backend, case):
-    if backend not in SIMULATING or backend == "numeric":
-        pytest.skip(f"{backend}: no simulation of its own (test_equations_equal_numeric)")
-    if backend == "fmu" and case not in FMU_CASES:
-        pytest.skip("FMU export is checked on a few cases (each a C build)")
-    robot = robots[case]
-    rng = np.random.default_rng(9)
-    q0, qd0, tau = _state(robot, rng)
-    t, q, qd = run(robot, backend, 0.05, 1e-3, q0, qd0, tau)
-    t_ref, q_ref, qd_ref = run(robot, "numeric", 0.05, 1e-3, q0, qd0, tau)
-    _close(t, t_ref, 1e-12)
-    _close(q, q_ref)
-    _close(qd, qd_ref)
-    assert np.abs(q_ref[-1] - q_ref[0]).max() > 1e-3  # it moved
+def _compiled(eom, kind):
+    fast = eom.compile(kind)
+    args = {"mass_matrix": lambda q, qd, tau: (q,), "bias_forces": lambda q, qd, tau: (q, qd),
+            "forward_dynamics": lambda q, qd, tau: (q, qd, tau)}
+    return lambda what, q, qd, tau: getattr(fast, what)(*args[what](q, qd, tau))
 
 
-def test_floating_default_backend_compiles_and_equals_numeric(robots, monkeypatch):
-    """The default backend (``auto``) on a floating model file builds and uses the compiled model
-    (issue: an IndexError in the parameter vector of a floating base)."""
-    from flexman.simulate import backend as be
-
-    robot = robots["floating_file_beam"]
-    monkeypatch.setenv("FLEXMAN_BACKEND", "auto")
-    monkeypatch.setattr(be, "worth_compiling", lambda robot, work: (True, ""))
-    res = fm.simulate(robot, 0.05, dt=1e-3, progress=False)
-    ref = fm.simulate(robot, 0.05, dt=1e-3, progress=False, backend="numeric")
-    assert res.stats["backend"] == "compiled" and ref.stats["backend"] == "numeric"
-    _close(res.q, ref.q)
-    _close(res.qd, ref.qd)
+def _casadi(eom):
+    f = eom.casadi(["mass_matrix", "bias_forces", "forward_dynamics"])
+    args = {"mass_matrix": lambda q, qd, tau: (q,), "bias_forces": lambda q, qd, tau: (q, qd),
+            "forward_dynamics": lambda q, qd, tau: (q, qd, tau)}
+    return lambda what, q, qd, tau: np.array(f[what](*args[what](q, qd, tau))).squeeze()
 
 
-def test_floating_plan_and_its_prescribed_run_on_compiled_equal_numeric(robots, monkeypatch):
-    """fm.plan of a floating flexible arm on the default backend (the dense torque check simulates
-    the plan compiled) equals the plan on the numeric backend; the plan's prescribed run too."""
-    from flexman.simulate import backend as be
-
-    robot = robots["floating_file_beam"]
-    q0 = np.zeros(robot.n_joints)
-    goal = q0.copy()
-    goal[6] = 0.3
-    limits = {"torque": [50.0] * robot.n_joints}
-    monkeypatch.setattr(be, "worth_compiling", lambda robot, work: (True, ""))
-    plans = {}
-    for name in ("auto", "numeric"):
-        monkeypatch.setenv("FLEXMAN_BACKEND", name)
-        plans[name] = fm.plan(robot, q0, goal, duration=0.5, knots=20, limits=limits)
-    a, b = plans["auto"], plans["numeric"]
-    _close(a.q, b.q)
-    _close(a.report["dense"]["simulated_torque_peak"], b.report["dense"]["simulated_torque_peak"])
-    runs = [fm.simulate(robot, a.duration, dt=a.h / 4, prescribed=a.trajectory, q0=a.q[0], qd0=a.qd[0],
-                        progress=False, backend=kind) for kind in ("compiled", "numeric")]
-    assert runs[0].stats["backend"] == "compiled"
-    _close(runs[0].q, runs[1].q)
-    _close(runs[0].tau, runs[1].tau)
-    assert np.abs(runs[1].q[-1, 6] - 0.3) < 1e-6
+def _loop(robot):
+    """A PID move of every joint, RK4 in the compiled C loop against the interpreted loop."""
+    q0, qd0, _ = states(robot, 1, seed=3)[0]
+    qd0[:] = 0.0
+    goal = q0[robot.joint_index] + 0.2
+    traj = fm.trajectory.rest_to_rest(q0[robot.joint_index], goal, 0.04)
+    runs = {}
+    for backend in ("compiled", "numeric"):
+        pid = fm.control.PID(robot, traj, kp=20.0, ki=2.0, kd=2.0)
+        runs[backend] = fm.simulate(robot, 0.05, dt=1e-3, q0=q0, qd0=qd0, controller=pid, backend=backend,
+                                    progress=False)
+    assert runs["compiled"].stats["loop"] == "compiled" and runs["numeric"].stats["backend"] == "numeric"
+    assert runs["compiled"].stats["success"]
+    _close(runs["compiled"].q, runs["numeric"].q)
+    _close(runs["compiled"].tau, runs["numeric"].tau, 1e-9)
 
 
-def test_floating_fmu_from_the_cli_equals_numeric(robots, tmp_path):
-    """``flexman export MODEL --fmu`` of a floating model file (compiled C inside the FMU): its
-    co-simulation equals the numeric RK4 run."""
-    import fmpy
+def _fmu(robot, eom, folder):
+    """The co-simulation FMU run by FMPy equals the interpreted RK4 run at the same step."""
+    from fmpy import simulate_fmu
 
-    from flexman import cli
-
-    path = _write(tmp_path, "sat.yaml", FLOATING_FILE)
-    out = tmp_path / "sat.fmu"
-    assert cli.main(["export", str(path), "--fmu", str(out), "--kind", "cs"]) in (0, None)
-    robot = robots["floating_file_beam"]
-    q0, qd0, tau = _state(robot, np.random.default_rng(3))
+    q0, qd0, _ = states(robot, 1, seed=5)[0]
+    path = eom.fmu(folder / f"{robot.name}.fmu", kind="cs", step_size=1e-3, q0=q0, qd0=qd0)
+    out = simulate_fmu(str(path), stop_time=0.02, output_interval=1e-3)
+    ref = fm.simulate(robot, 0.02, dt=1e-3, q0=q0, qd0=qd0, backend="numeric", progress=False)
     names = robot.coordinate_names
-    start = {**{n: float(v) for n, v in zip(names, q0)}, **{f"qd_{n}": float(v) for n, v in zip(names, qd0)},
-             **{f"tau{j + 1}": float(t) for j, t in enumerate(tau)}, "step_size": 1e-3}
-    res = fmpy.simulate_fmu(str(out), fmi_type="CoSimulation", stop_time=0.05, output_interval=1e-3, start_values=start)
-    _, q_ref, _ = run(robot, "numeric", 0.05, 1e-3, q0, qd0, tau)
-    _close(np.stack([res[n] for n in names], axis=-1), q_ref)
+    got = np.column_stack([out[n] for n in names])
+    rows = [int(np.argmin(abs(ref.t - t))) for t in out["time"]]
+    _close(got, ref.q[rows], 1e-9)
+
+
+def test_every_feature_on_every_backend(backend_case, tmp_path):
+    name, robot, eom, backend = backend_case
+    if backend == "traced":
+        _dynamics(_compiled(eom, "numpy"), robot)
+    elif backend == "c":
+        _dynamics(_compiled(eom, "c"), robot)
+    elif backend == "casadi":
+        _dynamics(_casadi(eom), robot)
+    elif backend == "loop":
+        _loop(robot)
+    elif backend == "fmu":
+        _fmu(robot, eom, tmp_path)
+
+
+def test_the_default_backend_of_a_floating_robot_is_compiled_and_equal(tmp_path_factory):
+    """The crash of issue 34: a floating model file simulated with the default (compiled) backend."""
+    robot, _ = _robot("floating_file_beam", tmp_path_factory)
+    q0, qd0, tau = states(robot, 1, seed=9)[0]
+    runs = {b: fm.simulate(robot, 0.05, dt=1e-3, q0=q0, qd0=qd0, torque=tau, backend=b, progress=False)
+            for b in ("compiled", "numeric")}
+    assert runs["compiled"].stats["backend"] == "compiled"
+    _close(runs["compiled"].q, runs["numeric"].q)

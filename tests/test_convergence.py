@@ -14,7 +14,7 @@ import pytest
 
 import flexman as fm
 from flexman import cli
-from flexman.analysis.convergence import ConvergenceNotice, convergence, convergence_notice, with_count
+from flexman.analysis.modal_convergence import ConvergenceNotice, convergence, convergence_notice, with_count
 from flexman.discretize import exact_frequencies
 from flexman.simulate.stability import StepWarning, largest_stable_step
 from beam_oracle import frequencies as planar
@@ -172,11 +172,11 @@ def test_rk4_step_above_the_highest_mode_is_flagged_before_the_run():
     with pytest.warns(StepWarning, match=rf"largest stable step|needs dt <= 2\*sqrt\(2\)/w = {h:.3g} s"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            res = fm.simulate(robot, 0.1, dt=1.02 * h, q0=q0, progress=False, backend="numeric")
+            res = fm.simulate(robot, 0.1, dt=1.02 * h, q0=q0, method="rk4", progress=False, backend="numeric")
     assert res.diverged
     with warnings.catch_warnings():
         warnings.simplefilter("error", StepWarning)
-        res = fm.simulate(robot, 0.1, dt=0.98 * h, q0=q0, progress=False, backend="numeric")
+        res = fm.simulate(robot, 0.1, dt=0.98 * h, q0=q0, method="rk4", progress=False, backend="numeric")
     assert not res.diverged and np.abs(res.q[:, 1:]).max() < 1e-2
     assert largest_stable_step(fm.examples.load("puma560")) == np.inf  # rigid: no elastic mode
 

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import flexman as fm
+from bounds import bounded
 from flexman import cli
 from flexman.model import io
 from flexman.model import serialize as model_data
@@ -31,6 +32,7 @@ SCALE = int(os.environ.get("FLEXMAN_FUZZ_SCALE", "1"))
 FUZZ = settings(max_examples=40 * SCALE, derandomize=SCALE == 1, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                        HealthCheck.data_too_large])
+SECONDS = 20.0  # no single input may take longer: a hang takes forever, a loaded CI machine a while
 
 BASES = {name: model_data.robot_to_dict(fm.examples.load(name)) for name in
          ("flx_rigid_pendulum", "flx_double_pendulum", "flx_three_link", "theodore_rrp", "dynaman_rp")}
@@ -107,9 +109,10 @@ def serialize(data, fmt):
 
 
 def check_outcome(load, where):
-    """load() gives a usable robot, or one-line ModelError."""
+    """load() gives a usable robot, or one-line ModelError; within SECONDS."""
     try:
-        robot = load()
+        with bounded(cpu_s=SECONDS):
+            robot = load()
     except ModelError as exc:
         message = str(exc)
         assert message and "\n" not in message and message.startswith(where), message
@@ -282,8 +285,8 @@ def test_command_lines_exit_cleanly(tmp_path_factory, data):
     fm.save(fm.examples.load("flx_rigid_pendulum"), tmp / "model.yaml")
     argv = data.draw(command_lines(tmp))
     err, out = textio.StringIO(), textio.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        status = cli.main(argv)
+    with bounded(cpu_s=3 * SECONDS), contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        status = cli.main(argv)  # the default run: 1000 RK4 steps
     text = err.getvalue()
     assert "internal error" not in text and "Traceback" not in text, (argv, text)
     assert status in (0, 1, 2), (argv, status, text)
@@ -308,7 +311,7 @@ def test_simulate_arguments_run_or_are_refused(t_final, dt, rtol, atol, method, 
     kwargs = {k: v for k, v in dict(dt=dt, rtol=rtol, atol=atol, method=method, q0=q0, torque=torque).items()
               if v is not None}
     try:
-        with np.errstate(all="ignore"), contextlib.redirect_stderr(textio.StringIO()):
+        with bounded(cpu_s=SECONDS), np.errstate(all="ignore"), contextlib.redirect_stderr(textio.StringIO()):
             res = fm.simulate(robot, t_final, **kwargs)
     except ValueError as exc:
         assert str(exc) and "\n" not in str(exc), str(exc)

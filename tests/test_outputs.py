@@ -8,12 +8,14 @@ import numpy as np
 import pytest
 
 import flexman as fm
+from bounds import bounded
 from flexman import cli, outputs
 from flexman.simulate import Result
 
 
-def one_line_error(capsys, argv, pattern):
-    assert cli.main(argv) == 2
+def one_line_error(capsys, argv, pattern, seconds=5.0):
+    with bounded(cpu_s=seconds):
+        assert cli.main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("flexman: error: "), err
     assert pattern in err, err

@@ -34,6 +34,7 @@ import numpy as np
 
 from .model.limits import MAX_SWEEP_POINTS, SWEEP_POINT_SECONDS, check_run_size
 from .outputs import staged, write_text
+from .extras import require
 
 SAMPLINGS = ("grid", "latin_hypercube", "monte_carlo")
 FIGURES = ("peak_tip_deflection", "settling_time", "torque_peaks", "lowest_frequency")
@@ -314,6 +315,7 @@ def _write_part(parts, k, row):
 
 
 def _run_tasks(data, pts, todo, run, figures, settle_fraction, parts, scheduler, n_workers, progress):
+    require("distributed", "fm.sweep")
     from distributed import Client, LocalCluster, as_completed
 
     own = None
@@ -375,7 +377,7 @@ class _bar:
 
 def _collect(pts, parts, out):
     """All parts as one table (point order), written to ``out`` (temporary name, then renamed)."""
-    import pyarrow as pa
+    pa = require("pyarrow", "fm.sweep")
     import pyarrow.parquet as pq
 
     rows = []
@@ -401,6 +403,7 @@ def _collect(pts, parts, out):
 
 def read(path):
     """The table of a finished sweep (pyarrow)."""
+    require("pyarrow", "reading a sweep table")
     import pyarrow.parquet as pq
 
     return pq.read_table(path)

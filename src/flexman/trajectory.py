@@ -398,3 +398,7 @@ def from_csv(path):
         return sampled(data[:, 0], data[:, 1:1 + n], data[:, 1 + n:1 + 2 * n], data[:, 1 + 2 * n:])
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
+
+
+__all__ = ["Trajectory", "SpinUp", "FourierSeries", "rest_to_rest", "spline", "spin_up", "sampled", "from_csv",
+           "from_spec", "clamped_spline_coefficients", "piecewise_values", "PROFILES", "MIN_DURATION"]

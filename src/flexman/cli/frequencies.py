@@ -42,7 +42,7 @@ def _notice(robot) -> None:
     import sys
     import warnings
 
-    from ..analysis.convergence import ConvergenceNotice, convergence_notice
+    from ..analysis.modal_convergence import ConvergenceNotice, convergence_notice
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceNotice)
@@ -53,7 +53,7 @@ def _notice(robot) -> None:
 
 def _convergence(robot, q, args) -> int:
     """The table (and plot) of the lowest frequencies as the modes per beam grow."""
-    from ..analysis.convergence import DEFAULT_MODES, convergence
+    from ..analysis.modal_convergence import DEFAULT_MODES, convergence
 
     if args.qd is not None:
         raise UsageError("--qd: not with --convergence (the study is of the arm at rest)")

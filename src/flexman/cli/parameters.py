@@ -84,14 +84,14 @@ def cmd_identify(args) -> int:
     return 0
 
 
-# excitation limits: the key of fm.analysis.excitation's limits and the option that sets it
+# excitation limits: the key of fm.analysis.excitation_design's limits and the option that sets it
 _LIMIT_OPTIONS = {"qdd": "--accel-limit", "qd": "--rate-limit", "tau": "--torque-limit",
                   "q": "the model's joint limits"}
 
 
 def cmd_excite(args) -> int:
     """An optimised Fourier excitation written as a CSV reference (t, q.., qd.., qdd..)."""
-    from ..analysis.excitation import excitation
+    from ..analysis.excitation_design import excitation
     from ..outputs import output_file
 
     robot = load_model(args.model)

@@ -36,7 +36,8 @@ import numpy as np
 from ..model import names
 from ..model.errors import ModelError
 from ..outputs import output_file, staged
-from . import cbuild, emit, fmi2
+from . import cbuild, fmi2
+from ..symbolic import emit
 from .sources import c_source
 
 KINDS = ("me", "cs", "both")
@@ -174,7 +175,7 @@ def model_description(eom, variables, identifier, guid, kinds, sources, step_siz
     index = {id(v): k + 1 for k, v in enumerate(variables)}  # 1-based, as ModelStructure counts
     lines = ['<?xml version="1.0" encoding="UTF-8"?>',
              f'<fmiModelDescription fmiVersion="2.0" modelName={quoteattr(identifier)} guid={quoteattr(guid)}',
-             f'  description={quoteattr(names.comment(robot.description or robot.name))}',
+             f'  description={quoteattr(names.comment(getattr(robot, "description", "") or robot.name))}',
              f'  generationTool="flexman {escape(__version__)}"',
              f'  generationDateAndTime="{datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}"',
              '  variableNamingConvention="flat" numberOfEventIndicators="0">']

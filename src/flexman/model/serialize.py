@@ -19,7 +19,7 @@ import re
 
 import numpy as np
 
-from . import names
+from . import engine, names
 from .checks import check_model
 from .errors import ModelError
 from .gauges import check_gauges
@@ -312,7 +312,7 @@ def robot_from_dict(data, check_mass: bool = True) -> Robot:
 
     Besides the data-class fields, the robot gets ``controller`` (a plain dict or None),
     ``manoeuvre`` (a plain dict or None: a joint motion for ``simulate --prescribed``, checked
-    here by building it, see :func:`flexman.trajectory.from_spec`),
+    here by building it through the engine slot `check_manoeuvre`: :func:`flexman.trajectory.from_spec`),
     ``description`` (text) and ``source`` (text or a list of citations) as attributes.
     """
     try:
@@ -355,11 +355,9 @@ def _robot_from_dict(data) -> Robot:
         robot.controller = copy.deepcopy(_plain(data["controller"], "controller"))
     robot.manoeuvre = None
     if data.get("manoeuvre") is not None:
-        from ..trajectory import from_spec
-
         spec = copy.deepcopy(_plain(data["manoeuvre"], "manoeuvre"))
         try:
-            from_spec(spec, robot.n_joints, "manoeuvre")
+            engine.require("check_manoeuvre")(spec, robot.n_joints, "manoeuvre")
         except ValueError as exc:
             raise ModelError(str(exc)) from None
         robot.manoeuvre = spec
@@ -578,9 +576,10 @@ def _write_floating(robot, items) -> tuple:
 
 
 def link_items(robot: Robot) -> list:
-    """One model-file item per link of ``robot`` (a floating base still as its six links), in
-    ``robot.links``'s order: for code that pairs the file data with the links (a cache key per
-    link); :func:`robot_to_dict` writes each floating base as one item."""
+    """One model-file item per link of ``robot`` (``robot.links`` order, a floating base still as
+    its six links): what :func:`robot_to_dict` writes before it joins each floating base into
+    one ``joint: floating`` item. Code that needs data per link (a compiled model's parameter
+    names) uses this list, whose entries match ``robot.links`` one to one."""
     links = []
     names = [link.name for link in robot.links]
     for link in robot.links:
@@ -623,8 +622,8 @@ def robot_to_dict(robot: Robot) -> dict:
         out["source"] = copy.deepcopy(robot.source)
     out["gravity"] = _floats(robot.gravity)
     out["dh"] = robot.dh
-    names = [link.name for link in robot.links]
     links = link_items(robot)
+    names = [link.name for link in robot.links]
     out["links"], moved = _write_floating(robot, links)
     if robot.payload is not None:
         out["payload"] = _body_dict(robot.payload)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..extras import MissingExtra, require
 from . import limits as size_limits
 from .checks import check_model
 from .errors import ModelError
@@ -382,9 +383,9 @@ def read_xacro(path, args=None, check: bool = True, floating: bool = False) -> R
     if args is not None and not (isinstance(args, dict) and all(isinstance(k, str) for k in args)):
         raise ModelError(f"{path}: args: expected a mapping {{name: value}} of xacro arguments (got {type(args).__name__})")
     try:
-        import xacro
-    except ImportError:
-        raise ModelError(f"{path}: reading xacro files needs the 'xacro' package (pip install xacro)") from None
+        xacro = require("xacro", f"{path}: reading xacro files")
+    except MissingExtra as exc:
+        raise ModelError(str(exc)) from None
     import contextlib
     import io
 

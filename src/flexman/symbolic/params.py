@@ -249,14 +249,12 @@ def _beam_keys(robot):
     """Per link, the key of its beam's parameter names: everything its tensors' pattern depends
     on (the DH convention, the link's structure and which of its values are zero; every tensor
     entry is a number fixed by the shapes times a monomial in the values), or None without a
-    flexible beam. None for the whole robot with clamped-mass shapes (they follow from loads).
-    One key per link of ``robot.links``: model-file data that writes a floating base as one item
-    would shift every later link's key onto the wrong link."""
+    flexible beam. None for the whole robot with clamped-mass shapes (they follow from loads)."""
     import json
 
     from ..model.serialize import link_items
 
-    links = link_items(robot)  # one item per link (a floating base as its six: they pair with robot.links)
+    links = link_items(robot)  # one item per link, floating bases as their six links
     if any((link.get("beam") or {}).get("shapes") == "clamped_mass" for link in links):
         return None
     return [json.dumps([robot.dh, _zero_flags(data)], sort_keys=True) if link.is_flexible else None
