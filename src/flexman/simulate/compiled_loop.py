@@ -128,7 +128,9 @@ class CompiledLoop:
             warn_fault(label, method, info, t_out, stacklevel)
         stats = {"rhs_evaluations": 4 * steps + 1, "wall_time": wall, "loop": "compiled", **info}
         if method == "generalized_alpha":
-            stats.update(rhs_evaluations=None, newton_iterations=iterations.value, jacobians=jacobians.value)
+            refreshes = max(0, jacobians.value - steps)  # each refresh evaluates the rates once more
+            stats.update(rhs_evaluations=2 + steps + jacobians.value * nx + iterations.value + refreshes,
+                         newton_iterations=iterations.value, jacobians=jacobians.value)
         return t_out, X, taus, stats
 
     def batch(self, X0, t_grid, every, n_samples, params=None, threads=None):

@@ -15,7 +15,15 @@ from .compiled_loop import first_torque, plan
 from .result import Result
 from .run import check_start, controller_parts, energy, prepare, run_loop
 from .integrators import RHO_INF, alpha_parameters
-from .stability import check_step, loop_step_check
+from .stability import check_step, loop_step_check, plant_step_check
+
+
+def _own_laws(controller, torque) -> bool:
+    """Whether everything in the loop is flexman's own (a built-in controller law, a constant or
+    sampled torque): only then does the step check linearize the loop, since it evaluates the
+    laws at states and times of its own; a Python function is called by its run only."""
+    own = controller is None or type(controller).__module__.startswith("flexman.")
+    return own and not callable(torque)
 
 
 def simulate(robot, t_final, dt=1e-3, method="auto", rtol=1e-8, atol=1e-10, q0=None, qd0=None,
@@ -73,14 +81,16 @@ def simulate(robot, t_final, dt=1e-3, method="auto", rtol=1e-8, atol=1e-10, q0=N
     x0 = np.concatenate([q0, qd0, z0])
     check_start(model, q0, {"rtol": rtol, "atol": atol, "max_step": max_step})  # M by the compiled model when there is one
     check = None
-    if method == "auto" or (method == "rk4" and controller is not None):
+    if _own_laws(controller, torque) and (method == "auto" or (method == "rk4" and controller is not None)):
         check = loop_step_check(robot, model, rates, total_torque, x0, t_grid, nq, controller, dt, method)
-        if method == "auto":
-            method = check["method"]
-            if method != "rk4" and getattr(model, "backend", None) != "c":  # the implicit run costs more: weigh again
-                model = evaluator(robot, backend, work=fixed_step_work(method, len(t_grid) - 1))
-                bound = controller.using(model) if hasattr(controller, "using") else controller
-                n_z, z0, ctrl_torque, ctrl_deriv = controller_parts(bound, nj)
+    elif method == "auto":  # Python functions in the loop are called by their run only: the plant's check
+        check = plant_step_check(robot, dt)
+    if check is not None and method == "auto":
+        method = check["method"]
+        if method != "rk4" and getattr(model, "backend", None) != "c":  # the implicit run costs more: weigh again
+            model = evaluator(robot, backend, work=fixed_step_work(method, len(t_grid) - 1))
+            bound = controller.using(model) if hasattr(controller, "using") else controller
+            n_z, z0, ctrl_torque, ctrl_deriv = controller_parts(bound, nj)
     compiled, why = plan(model, method, nj, bound, torque, t_grid, loop=loop)
     if compiled is not None:
         first_torque(total_torque, t_grid[0], x0)

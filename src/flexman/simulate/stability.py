@@ -199,3 +199,20 @@ def loop_step_check(robot, model, rates, total_torque, x0, t_grid, nq, controlle
     notice(f"method='auto': generalized-alpha (implicit) at dt = {dt:g} s; RK4 would need dt <= {h:.3g} s "
            f"(the loop's fastest eigenvalue, {abs(worst[1]) if worst else float('nan'):.4g} rad/s)")
     return {"method": "generalized_alpha", "reason": text, **out}
+
+
+def plant_step_check(robot, dt) -> dict:
+    """``method="auto"``'s choice when the loop holds Python functions (never called outside
+    their run): RK4 where the plant's highest mode allows ``dt`` (:func:`largest_stable_step`),
+    else generalized-alpha."""
+    dt = float(dt)
+    h = largest_stable_step(robot) if hasattr(robot, "derived") and getattr(robot, "nf", 0) else np.inf
+    out = {"rk4_limit": None if not np.isfinite(h) else float(h), "plant_limit": None if not np.isfinite(h) else float(h)}
+    seen = "the plant's modes; a Python controller or torque function is not linearized, its own poles are not seen"
+    if dt <= 0.9 * h:
+        return {"method": "rk4", "reason": f"RK4 at dt = {dt:g} s is stable for {seen}", **out}
+    from .backend import notice
+
+    notice(f"method='auto': generalized-alpha (implicit) at dt = {dt:g} s; RK4 would need dt <= {h:.3g} s")
+    return {"method": "generalized_alpha", "reason": f"RK4 at dt = {dt:g} s is above the limit {h:.3g} s of {seen}",
+            **out}
