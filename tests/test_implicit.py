@@ -196,3 +196,22 @@ def test_bad_input_is_one_line(kwargs, message):
     with pytest.raises(ValueError, match=message) as info:
         fm.simulate(robot, 0.1, progress=False, **{"dt": 1e-3, **kwargs})
     assert "\n" not in str(info.value)
+
+
+def test_cli_default_never_blows_up_and_says_what_ran(tmp_path, capsys):
+    """The stiff link that blows up RK4 at 1 ms (test_outputs): the command's default runs it
+    implicitly, exits 0 and names the method in --json and in one notice."""
+    import json
+
+    from flexman import cli
+
+    beam = fm.Beam(length=0.5, mass_per_length=2.0, EI=(2e4, 2e4), modes={"y": 2, "z": 0, "torsion": 0})
+    robot = fm.Robot(links=[fm.Link(a=0.5, hub=fm.RigidBody(0.5, [0, 0, 0], [1e-3, 1e-3, 1e-3]), beam=beam)],
+                     name="stiff", gravity=[0, -9.81, 0])
+    model = fm.save(robot, tmp_path / "stiff.yaml")
+    status = cli.main(["simulate", str(model), "--t-final", "0.5", "--dt", "1e-3", "--q0", "0", "1e-3", "0", "--json"])
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert status == 0 and not summary["diverged"] and summary["t_final"] == 0.5
+    assert summary["method"] == "generalized_alpha" and summary["method_asked"] == "auto"
+    assert sum("method='auto': generalized-alpha" in line for line in captured.err.splitlines()) == 1

@@ -161,7 +161,7 @@ def test_diverged_cli_run_exits_1_with_one_warning_and_keeps_its_samples(tmp_pat
     model = fm.save(robot, tmp_path / "stiff.yaml")
     out = tmp_path / "res"
     status = cli.main(["simulate", str(model), "--t-final", "0.5", "--dt", "1e-3", "--q0", "0", "1e-3", "0",
-                       "--out", str(out), "--no-plot", "--json"])
+                       "--out", str(out), "--no-plot", "--json", "--method", "rk4"])
     captured = capsys.readouterr()
     assert status == 1
     warning = [line for line in captured.err.splitlines() if line.startswith("flexman: warning:")]

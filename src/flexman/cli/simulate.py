@@ -49,6 +49,8 @@ def _simulation_options(args, robot) -> dict:
     if not args.t_final > 0:
         raise UsageError(f"--t-final: must be > 0 (got {args.t_final})")
     kwargs = {"method": args.method}
+    if getattr(args, "rho_inf", None) is not None:
+        kwargs["rho_inf"] = args.rho_inf
     if args.dt is not None:
         if not args.dt > 0:
             raise UsageError(f"--dt: must be > 0 (got {args.dt})")
@@ -98,7 +100,7 @@ def cmd_simulate(args) -> int:
     out = None if args.out is None else output_folder(args.out)  # a folder we cannot write fails now, not after the run
     steps = len(output_times(args.t_final, kwargs.get("dt", 1e-3))) - 1  # the run's grid: a run too long is refused here
     # compiled (or loaded from the cache) before the clock starts, weighed as simulate() weighs it
-    evaluator(robot, args.backend, work=fixed_step_work(args.method, steps))
+    evaluator(robot, args.backend, work=fixed_step_work("rk4" if args.method == "auto" else args.method, steps))
 
     start = time.perf_counter()
     with np.errstate(all="ignore"), warnings.catch_warnings():  # divergence is reported below, once
@@ -120,7 +122,8 @@ def cmd_simulate(args) -> int:
     q_end = np.asarray(res.q)[-1]
     energy = _total_energy(res.energy)
     summary = {
-        "model": robot.name, "method": args.method, "t_final": float(np.asarray(res.t)[-1]),
+        "model": robot.name, "method": res.stats.get("method", args.method), "method_asked": args.method,
+        "method_reason": res.stats.get("method_reason"), "t_final": float(np.asarray(res.t)[-1]),
         "samples": int(np.asarray(res.t).size), "wall_time_s": wall,
         "q_final": dict(zip(robot.coordinate_names, q_end.tolist())),
         "energy_initial": float(energy[0]), "energy_final": float(energy[-1]),
@@ -135,14 +138,14 @@ def cmd_simulate(args) -> int:
     if diverged:
         print(f"flexman: warning: the run stopped at t = {res.t_diverged:.6g} s ({res.stats.get('message', '')}); "
               f"the results up to t = {summary['t_final']:.6g} s are kept; use a smaller --dt "
-              "or a stiff method (--method Radau or BDF)", file=sys.stderr)
+              "or --method auto / generalized_alpha", file=sys.stderr)
     if args.json:
         print_json(summary)
         return status
     drift = "" if "torque" in kwargs or "controller" in kwargs else f" (unforced: max change {summary['energy_drift_relative']:.3g} of the energy exchanged)"
     if "prescribed" in kwargs:
         drift = f" (prescribed motion: the joint torques did {summary['work']:.6g} J of work)"
-    lines = [f"simulated {summary['t_final']:.6g} s with {args.method} ({summary['samples']} samples, {wall:.3g} s wall "
+    lines = [f"simulated {summary['t_final']:.6g} s with {summary['method']} ({summary['samples']} samples, {wall:.3g} s wall "
              f"time, {summary['backend']} model, {summary['loop']} loop)",
              "final q: " + ", ".join(f"{k}={v:.6g}" for k, v in summary["q_final"].items()),
              f"energy: {summary['energy_initial']:.6g} -> {summary['energy_final']:.6g} J{drift}"]
@@ -228,7 +231,10 @@ def simulation_arguments(p) -> None:
     """The options of a run, shared by `simulate` and `report`."""
     p.add_argument("--t-final", type=float, default=1.0, metavar="T", help="end time in s (default 1)")
     p.add_argument("--dt", type=float, help="output (and rk4) step in s")
-    p.add_argument("--method", choices=METHODS, default="rk4", help="integrator (default rk4)")
+    p.add_argument("--method", choices=("auto",) + tuple(METHODS), default="auto",
+                   help="integrator (default auto: RK4 where the step check finds it stable, else generalized_alpha)")
+    p.add_argument("--rho-inf", type=float, dest="rho_inf",
+                   help="generalized_alpha's spectral radius at infinite step, in [0, 1] (default 0.8)")
     p.add_argument("--rtol", type=float, help="relative tolerance (adaptive methods)")
     p.add_argument("--atol", type=float, help="absolute tolerance (adaptive methods)")
     p.add_argument("--q0", type=float, nargs="+", metavar="Q", help="initial joint (or all) coordinates")

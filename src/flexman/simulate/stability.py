@@ -190,15 +190,19 @@ def loop_step_check(robot, model, rates, total_torque, x0, t_grid, nq, controlle
            "plant_limit": None if not np.isfinite(h_plant) else float(h_plant)}
     if dt <= 0.9 * h:
         return {"method": "rk4", "reason": f"RK4 at dt = {dt:g} s is stable (the loop allows dt <= {h:.3g} s)", **out}
-    text = closed_loop_message(dt, h, h_plant, worst)
+    if controller is None:
+        h_plant = h  # no controller: the loop is the plant
     if method == "rk4":
-        warnings.warn(text, StepWarning, stacklevel=4)
-        return {"method": "rk4", "reason": text, **out}
+        warnings.warn(closed_loop_message(dt, h, h_plant, worst), StepWarning, stacklevel=4)
+        return {"method": "rk4", "reason": closed_loop_message(dt, h, h_plant, worst), **out}
     from .backend import notice
 
+    fastest = abs(worst[1]) if worst else float("nan")
+    cause = " (set by the controller's poles)" if h_plant > 1.5 * h else ""
     notice(f"method='auto': generalized-alpha (implicit) at dt = {dt:g} s; RK4 would need dt <= {h:.3g} s "
-           f"(the loop's fastest eigenvalue, {abs(worst[1]) if worst else float('nan'):.4g} rad/s)")
-    return {"method": "generalized_alpha", "reason": text, **out}
+           f"(the loop's fastest eigenvalue, {fastest:.4g} rad/s{cause})")
+    return {"method": "generalized_alpha", "reason": f"RK4 at dt = {dt:g} s is above the loop's stability limit "
+            f"{h:.3g} s (its fastest eigenvalue {fastest:.4g} rad/s{cause})", **out}
 
 
 def plant_step_check(robot, dt) -> dict:
