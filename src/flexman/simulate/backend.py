@@ -37,10 +37,12 @@ def default_backend() -> str:
     return value
 
 
-def notice(text):
-    """Print ``flexman: <text>`` on stderr once per process."""
-    if text not in _said:
-        _said.add(text)
+def notice(text, key=None):
+    """Print ``flexman: <text>`` on stderr once per process (per ``key`` when given: a notice whose
+    numbers vary a little from run to run is still said once)."""
+    key = text if key is None else key
+    if key not in _said:
+        _said.add(key)
         print(f"flexman: {text}", file=sys.stderr)
 
 

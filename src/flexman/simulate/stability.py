@@ -198,9 +198,9 @@ def loop_step_check(robot, model, rates, total_torque, x0, t_grid, nq, controlle
     from .backend import notice
 
     fastest = abs(worst[1]) if worst else float("nan")
-    cause = " (set by the controller's poles)" if h_plant > 1.5 * h else ""
+    cause = ", set by the controller's poles" if h_plant > 1.5 * h else ""
     notice(f"method='auto': generalized-alpha (implicit) at dt = {dt:g} s; RK4 would need dt <= {h:.3g} s "
-           f"(the loop's fastest eigenvalue, {fastest:.4g} rad/s{cause})")
+           f"(the loop's fastest eigenvalue, {fastest:.3g} rad/s{cause})", key=("auto", getattr(robot, "name", ""), dt))
     return {"method": "generalized_alpha", "reason": f"RK4 at dt = {dt:g} s is above the loop's stability limit "
             f"{h:.3g} s (its fastest eigenvalue {fastest:.4g} rad/s{cause})", **out}
 
@@ -217,6 +217,7 @@ def plant_step_check(robot, dt) -> dict:
         return {"method": "rk4", "reason": f"RK4 at dt = {dt:g} s is stable for {seen}", **out}
     from .backend import notice
 
-    notice(f"method='auto': generalized-alpha (implicit) at dt = {dt:g} s; RK4 would need dt <= {h:.3g} s")
+    notice(f"method='auto': generalized-alpha (implicit) at dt = {dt:g} s; RK4 would need dt <= {h:.3g} s",
+           key=("auto", getattr(robot, "name", ""), dt))
     return {"method": "generalized_alpha", "reason": f"RK4 at dt = {dt:g} s is above the limit {h:.3g} s of {seen}",
             **out}
