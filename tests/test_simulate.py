@@ -200,3 +200,21 @@ def test_flexible_arm_energy_conserved():
     assert np.ptp(res.q[:, 1]) > 0.01  # the mode vibrates
     drift = np.max(np.abs(res.energy - res.energy[0])) / np.max(robot.kinetic_energy(res.q, res.qd))
     assert drift < 1e-8, drift
+
+
+def test_result_repr_is_one_line_and_to_pandas_has_every_column():
+    robot = pendulum(2)
+    res = fm.simulate(robot, 0.5, dt=0.01, q0=[0.4, -0.2], progress=False)
+    text = repr(res)
+    assert "\n" not in text and len(text) < 200 and str(res) == text
+    assert text.startswith(f"<Result {robot.name}: 51 samples over 0.5 s, nq = 2, {res.stats['method']}")
+    frame = res.to_pandas()
+    assert list(frame.columns) == res.columns()[1:] and frame.index.name == "t"
+    np.testing.assert_array_equal(frame.index.to_numpy(), res.t)
+    np.testing.assert_array_equal(frame[res.coordinate_names].to_numpy(), res.q)
+    np.testing.assert_array_equal(frame[[f"tau_{n}" for n in res.joint_names]].to_numpy(), res.tau)
+
+
+def test_robot_repr_is_one_line_with_its_figures():
+    robot = fm.examples.load("flx_three_link")
+    assert repr(robot) == str(robot) == "<Robot 'flx_three_link': 3 joints (chain), 2 flexible links, nq = 7>"

@@ -66,6 +66,14 @@ def test_sweep_on_local_cluster(tmp_path):
         assert np.all(np.diff(peak[np.array(sel)[order]]) < 0)
     fig = res.plot("peak_tip_deflection", "links.0.beam.EI", "links.0.beam.mass_per_length", tmp_path / "p.png")
     assert (tmp_path / "p.png").stat().st_size > 1000 and fig.axes
+    one = res.plot("peak_tip_deflection", "links.0.beam.EI", path=tmp_path / "p1.png")  # one parameter: a curve
+    line = one.axes[0].lines[0]
+    assert (tmp_path / "p1.png").stat().st_size > 1000 and len(line.get_xdata()) == 6
+    np.testing.assert_array_equal(np.sort(line.get_xdata()), np.sort(ei))
+    frame = res.to_pandas()
+    assert list(frame["point"]) == list(range(6)) and len(frame.columns) == table.num_columns
+    np.testing.assert_array_equal(frame["peak_tip_deflection"].to_numpy(), peak)
+    assert repr(res).startswith("<SweepResult 6 points")
 
 
 def test_resume_reuses_finished_points(tmp_path, client):

@@ -254,10 +254,22 @@ class SweepResult:
     def __len__(self):
         return self.table.num_rows
 
-    def plot(self, figure, x, y, path=None):
-        """``figure`` over the parameters ``x`` and ``y`` (filled contours where the points
-        allow, the points coloured by value); returns the matplotlib figure."""
+    def plot(self, figure, x=None, y=None, path=None):
+        """``figure`` over the parameters: over ``x`` alone (a curve; the default for a sweep of
+        one parameter), or over ``x`` and ``y`` (filled contours where the points allow, the points
+        coloured by value); returns the matplotlib figure."""
+        params = [c for c in self.table.column_names if c != "point" and c not in FIGURES and c != "error"
+                  and not c.startswith(("torque_peak_", "error"))]
+        x = x if x is not None else (params[0] if params else None)
         return plot(self.table, figure, x, y, path)
+
+    def to_pandas(self):
+        """The sweep's table as a pandas DataFrame, one row per point (pandas is optional:
+        ``pip install 'flexman[pandas]'``)."""
+        from .extras import require
+
+        require("pandas", "SweepResult.to_pandas")
+        return self.table.to_pandas()
 
     def __repr__(self):
         return f"<SweepResult {len(self)} points -> {self.path} ({self.computed} computed, {self.reused} reused)>"
@@ -409,33 +421,44 @@ def read(path):
     return pq.read_table(path)
 
 
-def plot(table, figure, x, y, path=None):
-    """``figure`` (a column) over the parameter columns ``x`` and ``y``; returns the figure."""
+def plot(table, figure, x, y=None, path=None):
+    """``figure`` (a column) over the parameter column ``x`` (a curve when ``y`` is None) or over
+    ``x`` and ``y`` (contours and points); returns the figure."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     names = table.column_names
-    for name, what in ((figure, "figure"), (x, "x"), (y, "y")):
+    for name, what in ((figure, "figure"), (x, "x")) + (((y, "y"),) if y is not None else ()):
         if name not in names:
             raise SweepError(f"{what}: no column '{name}' in the sweep; columns: {', '.join(names)}")
-    cols = [np.asarray(table.column(c).to_pylist(), dtype=float) for c in (x, y, figure)]
-    ok = np.all([np.isfinite(c) for c in cols], axis=0)
-    X, Y, Z = (c[ok] for c in cols)
     fig = Figure(figsize=(6, 4.5))
     FigureCanvasAgg(fig)
     ax = fig.subplots()
-    try:
-        if len(np.unique(X)) > 1 and len(np.unique(Y)) > 1 and len(X) >= 4:
-            cs = ax.tricontourf(X, Y, Z, levels=12, cmap="viridis")
-            fig.colorbar(cs, ax=ax, label=figure)
-    except (ValueError, RuntimeError):  # degenerate triangulation: the points alone
-        pass
-    sc = ax.scatter(X, Y, c=Z, cmap="viridis", edgecolors="k", linewidths=0.5)
-    if not ax.collections[:-1]:
-        fig.colorbar(sc, ax=ax, label=figure)
-    ax.set_xlabel(x)
-    ax.set_ylabel(y)
-    ax.set_title(f"{figure} ({len(Z)} points)")
+    if y is None:
+        cols = [np.asarray(table.column(c).to_pylist(), dtype=float) for c in (x, figure)]
+        ok = np.all([np.isfinite(c) for c in cols], axis=0)
+        X, Z = (c[ok] for c in cols)
+        order = np.argsort(X)
+        ax.plot(X[order], Z[order], "o-")
+        ax.set_xlabel(x)
+        ax.set_ylabel(figure)
+        ax.set_title(f"{figure} ({len(Z)} points)")
+    else:
+        cols = [np.asarray(table.column(c).to_pylist(), dtype=float) for c in (x, y, figure)]
+        ok = np.all([np.isfinite(c) for c in cols], axis=0)
+        X, Y, Z = (c[ok] for c in cols)
+        try:
+            if len(np.unique(X)) > 1 and len(np.unique(Y)) > 1 and len(X) >= 4:
+                cs = ax.tricontourf(X, Y, Z, levels=12, cmap="viridis")
+                fig.colorbar(cs, ax=ax, label=figure)
+        except (ValueError, RuntimeError):  # degenerate triangulation: the points alone
+            pass
+        sc = ax.scatter(X, Y, c=Z, cmap="viridis", edgecolors="k", linewidths=0.5)
+        if not ax.collections[:-1]:
+            fig.colorbar(sc, ax=ax, label=figure)
+        ax.set_xlabel(x)
+        ax.set_ylabel(y)
+        ax.set_title(f"{figure} ({len(Z)} points)")
     fig.tight_layout()
     if path is not None:
         fig.savefig(path)

@@ -417,6 +417,16 @@ class Robot:
     payload: RigidBody | None = None
     frames: dict = field(default_factory=dict)  # named fixed frames: {name: (link, 4x4 transform)}, see resolve_frames
 
+    def __repr__(self):
+        """One line: name, joints, flexible links and coordinates; the data through the fields
+        (``robot.links``) and ``fm.save``."""
+        flexible = sum(1 for link in self.links if link.beam is not None)
+        kind = "tree" if any(link.parent is not None for link in self.links) else "chain"
+        return (f"<{type(self).__name__} {self.name!r}: {self.n_joints} joints ({kind}), {flexible} flexible link"
+                f"{'' if flexible == 1 else 's'}, nq = {self.nq}>")
+
+    __str__ = __repr__
+
     def __post_init__(self):
         if not isinstance(self.links, (list, tuple)) or not all(isinstance(link, Link) for link in self.links):
             raise ModelError("links: expected a list of Link objects")

@@ -205,14 +205,21 @@ def _tree(root, where: str):
     return roots[0], order, links
 
 
-def _mesh_notice(root, where: str) -> None:
-    """Meshes are not needed for the dynamics: say once that they are ignored."""
-    meshes = [m.get("filename", "") for m in root.iter("mesh")]
-    if meshes:
-        import warnings
+_MESH_NOTICES: set = set()
 
-        warnings.warn(f"{where}: {len(meshes)} mesh file(s) (e.g. {meshes[0]}) ignored: the dynamics need only "
-                      "the inertials; the report draws links as lines", stacklevel=3)
+
+def _mesh_notice(root, where: str) -> None:
+    """Meshes are not needed for the dynamics: one short line on stderr, once per file and
+    process (a notice, not a Python warning with a source line); ``FLEXMAN_QUIET=1`` silences it."""
+    import os
+    import sys
+
+    meshes = [m.get("filename", "") for m in root.iter("mesh")]
+    if not meshes or where in _MESH_NOTICES or os.environ.get("FLEXMAN_QUIET") == "1":
+        return
+    _MESH_NOTICES.add(where)
+    print(f"flexman: {where}: {len(meshes)} mesh file(s) not used (the dynamics need the inertials; the report "
+          "draws the links as lines)", file=sys.stderr)
 
 
 def robot_from_urdf(text: str, where: str = "URDF", check: bool = True, floating: bool = False) -> Robot:

@@ -9,7 +9,7 @@ import numpy as np
 from ..model import engine
 
 
-@dataclass
+@dataclass(repr=False)
 class Result:
     """Time histories at the output times ``t`` (N,).
 
@@ -78,6 +78,29 @@ class Result:
 
     def table(self) -> np.ndarray:
         return np.column_stack([self.t, self.q, self.qd, self.tau, self.energy])
+
+    def to_pandas(self):
+        """The run as a pandas DataFrame indexed by time: the columns of :meth:`columns` (pandas is
+        optional: ``pip install 'flexman[pandas]'``)."""
+        from ..extras import require
+
+        pd = require("pandas", "Result.to_pandas")
+        energy = np.asarray(self.energy, dtype=float).reshape(len(self.t), -1).sum(axis=1)
+        data = np.column_stack([self.t, self.q, self.qd, self.tau, energy])
+        return pd.DataFrame(data, columns=self.columns()).set_index("t")
+
+    def __repr__(self):
+        """One line: the robot, samples, time span, method and backend, and whether it diverged;
+        the arrays themselves through the attributes (``res.q``, ``res.to_pandas()``)."""
+        name = getattr(self.robot, "name", None) or "?"
+        n, span = len(self.t), (float(self.t[-1]) if len(self.t) else 0.0)
+        ran = self.stats.get("method", self.method)
+        where = ", ".join(str(self.stats[k]) for k in ("backend", "loop") if self.stats.get(k))
+        state = f"diverged at t = {self.t_diverged:g} s" if self.diverged else "finished"
+        return (f"<Result {name}: {n} samples over {span:g} s, nq = {self.q.shape[1]}, {ran}"
+                f"{f' ({where})' if where else ''}, {state}>")
+
+    __str__ = __repr__
 
     def save(self, path):
         """Write ``.npz`` (everything but the robot) or ``.csv`` (one row per output time),
