@@ -370,3 +370,21 @@ def test_refused_models_and_controllers(tmp_path):
         fm.derive(robot).fmu(tmp_path / "a.fmu", controller=coupled)
     assert list(tmp_path.iterdir()) == []
 
+
+
+def test_a_tiny_step_size_is_refused_not_one_step(exported, tmp_path):
+    """step_size 1e-300 at run time once overflowed the step count and took one RK4 step per
+    communication step; now the step fails with the reason, and export refuses it in one line."""
+    from fmpy import simulate_fmu
+
+    robot, path, _ = exported["dynaman_2r"]
+    said = []
+    with pytest.raises(Exception, match="fmi2DoStep") as info:
+        simulate_fmu(str(path), fmi_type="CoSimulation", stop_time=0.01, output_interval=DT,
+                     start_values=start_values(robot, {"step_size": 1e-300}),
+                     logger=lambda *args: said.append(str(args[-1])))
+    assert any("step_size is too small" in line for line in said), said
+    eom = fm.derive(robot, parameters="symbolic")
+    for bad in (1e-300, 0.0, float("nan"), True, 10.0):
+        with pytest.raises(ValueError, match=r"step_size: must be a number of seconds in \[1e-09, 1\]"):
+            eom.fmu(tmp_path / "x.fmu", step_size=bad)

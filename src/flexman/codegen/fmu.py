@@ -316,8 +316,9 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
     if eom.parameters != "symbolic":
         raise ValueError("the FMU's parameters come from the symbolic-parameter equations: "
                          "use fm.derive(robot, parameters='symbolic')")
-    if not (np.isfinite(step_size) and step_size > 0):
-        raise ValueError(f"step_size: must be a positive number of seconds (got {step_size})")
+    if isinstance(step_size, bool) or not (np.isfinite(step_size) and 1e-9 <= step_size <= 1.0):
+        raise ValueError(f"step_size: must be a number of seconds in [1e-09, 1] (the FMU's RK4 step; got "
+                         f"{step_size!r:.40})")
     robot = eom.robot
     path = check_path(path, option, force)
     for name, x in (("q0", q0), ("qd0", qd0)):
