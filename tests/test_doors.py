@@ -433,3 +433,22 @@ def test_cli_sweep_counts_a_diverged_point_as_failed(tmp_path, capsys):
     assert summary["points"] == 2 and summary["failed"] == 1
     errors = sweeps.read(tmp_path / "s.parquet").column("error").to_pylist()
     assert errors[0] == "" and errors[1].startswith("FloatingPointError: the run diverged at t = ")
+
+
+# ----- issue 34: True is not 1, a list is not a duration, NaN is not a time ---------------------------
+@pytest.mark.parametrize("call, message", [
+    (lambda: fm.plan(fm.examples.load("dynaman_2r"), [0, 0], [0.3, 0.2], duration=True), "duration: expected a number > 0, got bool"),
+    (lambda: fm.plan(fm.examples.load("dynaman_2r"), [0, 0], [0.3, 0.2], duration=[2, 3]), "duration: expected a number > 0, got list"),
+    (lambda: tr.rest_to_rest([0, 0], [1, 1], True), r"duration: expected a number of seconds \(got True\)"),
+    (lambda: tr.rest_to_rest([True], [1.0], 1.0), "q_start: expected numbers, got booleans"),
+    (lambda: tr.spin_up(True, 1.0), "rate: expected numbers, got booleans"),
+    (lambda: tr.spline([False, True], [[0.0], [1.0]]), "times: expected numbers, got booleans"),
+    (lambda: fm.control.shaper(fm.examples.load("flx_flexible_pendulum"), [0.0], kind="ZV",
+                               controller=fm.control.PID(fm.examples.load("flx_flexible_pendulum"),
+                                                         tr.rest_to_rest([0.0], [1.0], 1.0), 10.0, 0.0, 1.0),
+                               t=float("nan")), "t: the time at which the controller is linearized"),
+])
+def test_booleans_lists_and_nan_are_refused_in_one_line(call, message):
+    with pytest.raises(ValueError, match=message) as info:
+        call()
+    assert "\n" not in str(info.value)
