@@ -291,7 +291,10 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
         if kind != "continuous" and lim is not None and lim.get("lower") is not None:
             lo = float(_floats(lim, "lower", 1, f"{where}: {jw}/limit")[0])
             hi = float(_floats(lim, "upper", 1, f"{where}: {jw}/limit", (0.0,))[0])
-            # no range (lo >= hi) or one beyond any angle or length (URDFs write 1e16 for none): no limits
+            if lo > hi:  # inverted, as a model file's [3, -3] is refused (lower = upper: URDF's "no limits")
+                raise ModelError(f"{where}: {jw}/limit: lower {lo:g} is above upper {hi:g}; swap them, or write "
+                                 "lower = upper (or leave the limit out) for a joint without limits")
+            # no range (lo == hi) or one beyond any angle or length (URDFs write 1e16 for none): no limits
             limits = (lo, hi) if lo < hi and max(abs(lo), abs(hi)) <= MAX_LIMIT[MOVING[kind]] else None
         dyn = j.find("dynamics")
         damping = float(_floats(dyn, "damping", 1, f"{where}: {jw}/dynamics", (0.0,))[0])
