@@ -452,3 +452,17 @@ def test_booleans_lists_and_nan_are_refused_in_one_line(call, message):
     with pytest.raises(ValueError, match=message) as info:
         call()
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("argv, what", [
+    (["simulate", "flx_three_link", "--q0", "1e300", "0", "0"], "--q0: value 1 (1e+300) is beyond the supported magnitude 1e+06 of a joint position"),
+    (["export", "flx_three_link", "--fmu", "{tmp}/x.fmu", "--q0", "0", "1e300", "0"], "--q0: value 2 (1e+300) is beyond"),
+    (["frequencies", "flx_three_link", "--q", "0", "0", "1e300"], "--q: value 3 (1e+300) is beyond"),
+    (["sensitivity", "flx_three_link", "--wrt", "EI2", "--qdd", "1e308", "0", "0"], "--qdd: value 1 (1e+308) is beyond the supported magnitude 1e+08 of a joint acceleration"),
+    (["simulate", "flx_three_link", "--torque", "1e300", "0", "0"], "--torque: value 1 (1e+300) is beyond the supported magnitude 1e+09 of a joint torque"),
+])
+def test_command_line_joint_values_beyond_any_physical_range_are_refused(tmp_path, capsys, argv, what):
+    assert cli.main([a.format(tmp=tmp_path) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and what in err, err
+    assert not (tmp_path / "x.fmu").exists()

@@ -15,7 +15,7 @@ def cmd_frequencies(args) -> int:
         return _convergence(robot, q, args)
     if args.plot or args.modes:
         raise UsageError("--plot/--modes: only with --convergence")
-    qd = state_vector(robot, args.qd, "--qd")
+    qd = state_vector(robot, args.qd, "--qd", "rate")
     omega = np.atleast_1d(np.asarray(robot.natural_frequencies(q, qd=qd), dtype=float))
     rows = [{"mode": i + 1, "rad_per_s": float(w), "hz": float(w) / (2 * math.pi)} for i, w in enumerate(omega)]
     if args.json:

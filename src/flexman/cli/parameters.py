@@ -13,7 +13,8 @@ def cmd_sensitivity(args) -> int:
     from ..analysis import sensitivity
     from ..analysis.motion_sensitivity import FIGURES
     robot = load_model(args.model)
-    q, qd, qdd = (state_vector(robot, v, f"--{n}") for v, n in ((args.q, "q"), (args.qd, "qd"), (args.qdd, "qdd")))
+    q, qd, qdd = (state_vector(robot, v, f"--{n}", kind) for v, n, kind in
+                  ((args.q, "q", "position"), (args.qd, "qd", "rate"), (args.qdd, "qdd", "acceleration")))
     if args.of in FIGURES:
         from ..trajectory import from_spec
 

@@ -64,7 +64,7 @@ def _simulation_options(args, robot) -> dict:
     q0 = state_vector(robot, args.q0, "--q0")
     if q0 is not None:
         kwargs["q0"] = q0
-    torque = vector(args.torque, (robot.n_joints,), "--torque")
+    torque = vector(args.torque, (robot.n_joints,), "--torque", "torque")
     if torque is not None:
         kwargs["torque"] = torque
     if args.controller is not None:
