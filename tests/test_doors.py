@@ -466,3 +466,42 @@ def test_command_line_joint_values_beyond_any_physical_range_are_refused(tmp_pat
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and what in err, err
     assert not (tmp_path / "x.fmu").exists()
+
+
+def _diverging_run():
+    from flexman.model.serialize import robot_from_dict
+
+    robot = robot_from_dict(sweeps.apply(robot_to_dict(fm.examples.load("flx_flexible_pendulum")), "links.0.beam.EI", 1e7))
+    with pytest.warns(RuntimeWarning):
+        return fm.simulate(robot, 0.5, dt=1e-2, method="rk4", torque=[1.0], backend="numeric")
+
+
+def test_a_diverged_run_gets_no_report_unless_asked(tmp_path):
+    res = _diverging_run()
+    with pytest.raises(ValueError, match=r"report: the run diverged at t = .*give allow_diverged=True") as info:
+        res.report(tmp_path / "r.html")
+    assert "\n" not in str(info.value) and not (tmp_path / "r.html").exists()
+    page = res.report(tmp_path / "r.html", allow_diverged=True).read_text()
+    assert "The run diverged at t = " in page
+
+
+def test_cli_report_of_a_diverged_run_writes_nothing_without_allow_diverged(tmp_path, capsys):
+    model = tmp_path / "stiff.yaml"
+    fm.save(fm.load(_stiff_model(tmp_path)), model)
+    out = tmp_path / "rep"
+    argv = ["report", str(model), "--t-final", "0.5", "--dt", "1e-2", "--method", "rk4", "--torque", "1", "--out", str(out)]
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no report is written of a blow-up" in err and "--allow-diverged" in err
+    assert not out.exists()  # not even the empty folder
+    assert cli.main(argv + ["--allow-diverged"]) == 1
+    assert "The run diverged at t = " in (out / "report.html").read_text()
+
+
+def _stiff_model(tmp_path):
+    from flexman.model.serialize import robot_from_dict
+
+    path = tmp_path / "stiff_src.yaml"
+    fm.save(robot_from_dict(sweeps.apply(robot_to_dict(fm.examples.load("flx_flexible_pendulum")), "links.0.beam.EI", 1e7)),
+            path)
+    return path

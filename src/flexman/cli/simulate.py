@@ -1,6 +1,7 @@
 """`flexman simulate` and `flexman report`: a run of a model, its files and its HTML report."""
 from __future__ import annotations
 
+import os
 import sys
 import time
 import warnings
@@ -182,6 +183,7 @@ def cmd_report(args) -> int:
     kwargs = _simulation_options(args, robot)
     if args.magnify is not None and not args.magnify >= 0:  # finite: the parser refuses nan and inf
         raise UsageError(f"--magnify: must be a number >= 0 (got {args.magnify})")
+    made = not os.path.exists(args.out)
     out = output_folder(args.out)  # before the run
     from ..simulate import simulate
     from ..viz.snapshot import plot_summary
@@ -189,9 +191,19 @@ def cmd_report(args) -> int:
     with np.errstate(all="ignore"), warnings.catch_warnings():  # divergence is reported below, once
         warnings.simplefilter("ignore", RuntimeWarning)
         res = simulate(robot, args.t_final, **kwargs)
+    if res.diverged and not args.allow_diverged:
+        from ..simulate.result import diverged_refusal
+
+        if made:
+            try:
+                out.rmdir()  # the folder made for the report, when it is still empty
+            except OSError:
+                pass
+        print(f"flexman: error: {diverged_refusal(res, '--allow-diverged')}", file=sys.stderr)
+        return 1
     if res.diverged:
         print(f"flexman: warning: the run stopped at t = {res.t_diverged:.6g} s; the report shows the samples "
-              "before it; use a smaller --dt or a stiff method (--method Radau or BDF)", file=sys.stderr)
+              "before it and says so at its top", file=sys.stderr)
     equations = None if args.equations == "none" else args.equations
     comparison, others = None, []
     if args.compare:
@@ -207,9 +219,9 @@ def cmd_report(args) -> int:
         others = [(runs[k][1], out / pages[runs[k][0]], runs[k][0]) for k in range(1, len(runs))]
     with staged() as staging:  # the files replace the old ones together, or none does
         res.report(staging.path(out / "report.html"), magnify=args.magnify, equations=equations,
-                   note=_drive_note(kwargs), comparison=comparison)
+                   note=_drive_note(kwargs), comparison=comparison, allow_diverged=args.allow_diverged)
         for other, page, name in others:
-            other.report(staging.path(page), magnify=args.magnify, equations=None,
+            other.report(staging.path(page), magnify=args.magnify, equations=None, allow_diverged=True,
                          note=f"The same move, {name}: see report.html for the comparison.")
         plot_summary(res, staging.path(out / "summary.png"))
         res.plot(staging.path(out / "result.png"))
@@ -259,6 +271,8 @@ def register(sub) -> None:
     simulation_arguments(p)
     p.add_argument("--out", required=True, metavar="DIR", help="folder for report.html, summary.png, result.png and result.npz")
     p.add_argument("--magnify", type=float, metavar="K", help="draw deflections K times their size (default: automatic)")
+    p.add_argument("--allow-diverged", action="store_true", dest="allow_diverged",
+                   help="write the report of a run that diverged (it says so at its top); by default none is written")
     p.add_argument("--compare", action="store_true",
                    help="with --controller: the same move also input-shaped and optimally planned (fm.plan), side by side")
     p.add_argument("--equations", choices=("auto",) + FORMULATIONS + ("none",), default="auto",

@@ -160,11 +160,22 @@ class Result:
         animation is in :meth:`report`."""
         return engine.require("result_html")(self)
 
-    def report(self, path, **options):
+    def report(self, path, allow_diverged=False, **options):
         """Write the self-contained HTML report (model, frequencies, equations, plots, 3D
         animation) to ``path`` (a folder gets ``report.html``); return its path. Options:
-        ``magnify``, ``equations``, ``title`` (see ``flexman.viz.report.report_html``)."""
+        ``magnify``, ``equations``, ``title`` (see ``flexman.viz.report.report_html``).
+        A run that diverged gets no report unless ``allow_diverged`` (a blow-up drawn as results
+        misleads); one that is written says so at its top."""
+        if self.diverged and not allow_diverged:
+            raise ValueError(diverged_refusal(self, "allow_diverged=True"))
         return engine.require("write_report")(self, path, robot=self.robot, **options)
+
+
+def diverged_refusal(result, option) -> str:
+    """The one line that refuses a report of a diverged run (``option``: how to insist)."""
+    return (f"report: the run diverged at t = {result.t_diverged:g} s ({result.stats.get('message', 'no message')}); "
+            f"no report is written of a blow-up - run it with method='auto' or a smaller dt, or give {option} to "
+            "write one that says so at its top")
 
 
 def _minimal_plot(result, path=None):
