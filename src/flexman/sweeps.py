@@ -6,9 +6,12 @@ the manoeuvre alike), builds each variant with the model-file validation, simula
 a few figures per point:
 
 * ``peak_tip_deflection`` (m): largest distance of the tip from its place on the undeformed arm;
-* ``settling_time`` (s): last time that distance exceeds ``settle_fraction`` of its peak;
+* ``settling_time`` (s): last time the tip is farther from where it comes to rest (the final
+  joint angles with the beams in static equilibrium: the sag under gravity) than
+  ``settle_fraction`` of its largest excursion from there;
 * ``torque_peak_<joint>`` (N m or N): largest applied |torque| per joint;
-* ``lowest_frequency`` (Hz): lowest natural frequency of the free arm at the initial state.
+* ``lowest_frequency`` (Hz): lowest flexible natural frequency at the initial state, joints locked
+  (``natural_frequencies(robot, q, joints="locked")``: no rigid-body or free-joint mode).
 
 Points are drawn as a full grid (lists of values), a Latin hypercube or Monte Carlo samples
 (ranges ``{min: .., max: ..}``). The points run as tasks on a ``dask.distributed`` cluster: a
@@ -205,21 +208,44 @@ def _figures(robot, run, figures, settle_fraction):
         raise FloatingPointError(f"the run diverged at t = {res.t_diverged or res.t[-1]:g} s ({why}); its figures "
                                  "would be those of a partial run: use a smaller dt or a stiff method")
     if "peak_tip_deflection" in figures or "settling_time" in figures:
-        dist = np.linalg.norm(tip_offset(robot, res.q), axis=-1)
+        offsets = tip_offset(robot, res.q)
+        dist = np.linalg.norm(offsets, axis=-1)
         peak = float(dist.max())
         if "peak_tip_deflection" in figures:
             out["peak_tip_deflection"] = peak
         if "settling_time" in figures:
-            above = np.flatnonzero(dist > settle_fraction * peak) if peak > 0 else []
-            out["settling_time"] = float(res.t[above[-1]]) if len(above) else 0.0
+            out["settling_time"] = settling_time(robot, res, offsets, settle_fraction)
     if "torque_peaks" in figures:
         for name, k in zip(res.joint_names, range(res.tau.shape[1])):
             out[f"torque_peak_{name}"] = float(np.abs(res.tau[:, k]).max())
-    if "lowest_frequency" in figures:
-        w = np.asarray(robot.natural_frequencies(res.q[0]), dtype=float)
+    if "lowest_frequency" in figures:  # the flexible modes, joints locked: no rigid-body or free-joint mode
+        from .analysis.frequencies import natural_frequencies
+
+        w = np.asarray(natural_frequencies(robot, res.q[0], joints="locked"), dtype=float) if robot.nf else np.zeros(0)
         w = w[w > 1e-9]
         out["lowest_frequency"] = float(w.min() / (2 * np.pi)) if w.size else float("nan")
     return out
+
+
+def settling_time(robot, res, offsets, settle_fraction):
+    """The last time the tip is farther than ``settle_fraction`` of the largest excursion from
+    where it comes to rest: the tip offset of the final joint angles with the beams in their
+    static equilibrium (the sag under gravity and the final torques), not zero."""
+    from .analysis.quasi_static import quasi_static_deflection
+    from .analysis.tip import tip_offset
+
+    rest = np.zeros(3)
+    if robot.nf:
+        q_end = np.array(res.q[-1], dtype=float)
+        try:
+            q_end[robot.flex_index] = quasi_static_deflection(robot, q_end[robot.joint_index])
+            rest = tip_offset(robot, q_end)
+        except ValueError:  # no static equilibrium found (a beam that buckles): the last sample
+            rest = offsets[-1]
+    dev = np.linalg.norm(offsets - rest, axis=-1)
+    biggest = float(dev.max())
+    above = np.flatnonzero(dev > settle_fraction * biggest) if biggest > 0 else []
+    return float(res.t[above[-1]]) if len(above) else 0.0
 
 
 def _within_time(torque, limit, n_joints):
