@@ -212,3 +212,22 @@ def test_statics_reports_how_its_newton_iteration_ended():
     res = fm.analysis.statics(robot, [0.0, 0.3, -0.2], wrench=[0, 0, -10, 0, 0, 0])
     elastic = np.abs(res.stiffness @ res.q_f).max()
     assert 1 <= res.newton_steps <= 10 and res.residual <= 1e-9 * elastic
+
+
+def test_the_notice_quotes_the_frequencies_at_the_pose_given(monkeypatch):
+    """Issue 35: the notice of `flexman frequencies --q ...` is made at that pose, not at q = 0."""
+    import re
+
+    monkeypatch.delenv("FLEXMAN_NO_CONVERGENCE_NOTICE", raising=False)
+    robot = fm.examples.load("flx_three_link")
+    pose = np.array([0.0, 1.2, -1.4])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceNotice)
+        text = convergence_notice(robot, np.r_[pose, np.zeros(robot.nf)])
+    quoted = float(re.search(r": ([\d.]+) rad/s against", text).group(1))
+    at_pose = fm.analysis.convergence(robot, q=pose, modes=(1, 5))
+    at_zero = fm.analysis.convergence(robot, q=None, modes=(1, 5))
+    mine = np.r_[at_pose.own["free"], at_pose.own["locked"]]
+    zero = np.r_[at_zero.own["free"], at_zero.own["locked"]]
+    assert np.min(np.abs(mine - quoted)) < 5e-4 * quoted  # one of this pose's own frequencies (4 digits)
+    assert np.min(np.abs(zero - quoted)) > 1e-3 * quoted  # and none of the zero pose's

@@ -33,12 +33,12 @@ def cmd_frequencies(args) -> int:
     for row in rows:
         table.add_row(str(row["mode"]), fmt(row["rad_per_s"]), fmt(row["hz"]))
     con.print(table)
-    _notice(robot)
+    _notice(robot, q)
     return 0
 
 
-def _notice(robot) -> None:
-    """The once-per-model convergence notice, on stderr as one line."""
+def _notice(robot, q=None) -> None:
+    """The once-per-model convergence notice at the pose given, on stderr as one line."""
     import sys
     import warnings
 
@@ -46,7 +46,7 @@ def _notice(robot) -> None:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceNotice)
-        text = convergence_notice(robot)
+        text = convergence_notice(robot, q)
     if text:
         print(f"flexman: notice: {text}", file=sys.stderr)
 
