@@ -1,5 +1,5 @@
 """flexman: dynamics, code generation and simulation of manipulators with rigid and flexible links."""
-from .model import Beam, Link, ModelError, RigidBody, Robot
+from .model import Beam, Drive, Link, ModelError, RigidBody, Robot
 from .simulate import Result, simulate, simulate_batch
 from .wiring import connect as _connect
 
@@ -81,4 +81,4 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
-__all__ = ["Beam", "Link", "ModelError", "RigidBody", "Result", "Robot", "load", "save", "bundled_examples", "simulate", "simulate_batch", "derive", "sweep", "identify", "plan"]
+__all__ = ["Beam", "Drive", "Link", "ModelError", "RigidBody", "Result", "Robot", "load", "save", "bundled_examples", "simulate", "simulate_batch", "derive", "sweep", "identify", "plan"]

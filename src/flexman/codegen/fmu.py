@@ -325,8 +325,8 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
         if x is not None and (np.shape(x) != (robot.nq,) or not np.all(np.isfinite(np.asarray(x, float)))):
             raise ValueError(f"{name}: give {robot.nq} finite values ({', '.join(robot.coordinate_names)})")
     for i, link in enumerate(robot.links):
-        if link.coulomb:
-            raise ModelError(f"links[{i}].coulomb: Coulomb friction is not in the generated equations (it branches "
+        if link.joint_coulomb:
+            raise ModelError(f"links[{i}].{'coulomb' if link.coulomb else 'drive.coulomb'}: Coulomb friction is not in the generated equations (it branches "
                              "on the sign of qd), so an FMU would not model it; set it to 0 to export")
     try:
         cc = cbuild.compiler()

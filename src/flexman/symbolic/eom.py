@@ -73,7 +73,7 @@ def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", 
         model, pvals = build(robot), {}
     x = x_inputs if mimic is None else x_inputs_full
     x = dict(x, q=tr.in_link1_frame(model, x["q"])) if zero_q1 else x
-    if any(lk.coulomb for lk in robot.links):
+    if any(lk.joint_coulomb for lk in robot.links):
         notes.append("Coulomb friction is not traced (it branches on the sign of qd)")
     terms = None
     if formulation in ("newton_euler", "denoc"):
