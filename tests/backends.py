@@ -20,33 +20,14 @@ from __future__ import annotations
 import numpy as np
 
 import flexman as fm
+from test_floating_file import MODEL as SATELLITE_MODEL
 
 BACKENDS = ("traced", "c", "loop", "casadi", "fmu")
 
-SATELLITE_FILE = """
-name: sat
-gravity: [0, 0, 0]
-links:
-  - name: bus
-    joint: floating
-    mass: 20
-    com: [0.05, 0, 0]
-    inertia: [2, 2.5, 3, 0.1, 0, 0]
-  - name: boom
-    placement: {xyz: [0.5, 0, 0.2], axis: [0, 0, 1]}
-    limits: [-3, 3]
-    mass: 0.2
-    com: [1.0, 0, 0]
-    inertia: [1.0e-4, 1.0e-4, 1.0e-4]
-BEAM
-  - name: hand
-    placement: {xyz: [1.0, 0, 0], axis: [0, 1, 0]}
-    limits: [-3, 3]
-    mass: 0.5
-    com: [0.1, 0, 0]
-    inertia: [0.001, 0.002, 0.002]
-"""
+# the floating satellite of test_floating_file (a bus, a boom, a hand), with its boom a beam or rigid
 BEAM = "    beam: {length: 1.0, mass_per_length: 1.0, EI: 200.0, modes: {y: 1, z: 1}}\n"
+SATELLITE_FILE_BEAM = SATELLITE_MODEL
+SATELLITE_FILE = SATELLITE_MODEL.replace(BEAM, "")
 
 SATELLITE_URDF = """<?xml version="1.0"?>
 <robot name="sat_urdf">
@@ -89,8 +70,8 @@ ROBOTS = {
     "flexible_serial": lambda tmp: fm.examples.load("flx_three_link"),
     "flexible_tree": _tree,
     "mimic_tree": _mimic,
-    "floating_file": lambda tmp: _file(tmp, "sat.yaml", SATELLITE_FILE.replace("BEAM\n", "")),
-    "floating_file_beam": lambda tmp: _file(tmp, "sat_beam.yaml", SATELLITE_FILE.replace("BEAM\n", BEAM)),
+    "floating_file": lambda tmp: _file(tmp, "sat.yaml", SATELLITE_FILE),
+    "floating_file_beam": lambda tmp: _file(tmp, "sat_beam.yaml", SATELLITE_FILE_BEAM),
     "floating_urdf": lambda tmp: fm.load(_write(tmp, "sat.urdf", SATELLITE_URDF), floating=True),
     "floating_urdf_beam": lambda tmp: fm.load(_write(tmp, "sat_b.urdf", SATELLITE_URDF), floating=True,
                                                overlay=BOOM_BEAM),

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import flexman as fm
-from backends import BEAM, SATELLITE_FILE, states
+from backends import SATELLITE_FILE_BEAM, states
 
 pytest.importorskip("casadi")
-TEXT = SATELLITE_FILE.replace("BEAM\n", BEAM)  # the floating bus with a flexible boom
+TEXT = SATELLITE_FILE_BEAM  # the floating bus with a flexible boom
 
 
 @pytest.fixture(scope="module")

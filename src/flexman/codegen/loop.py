@@ -439,6 +439,32 @@ int fm_prescribed_rhs(const fm_plant *pl, const fm_control *c, double t, const d
 
 typedef int (*fm_rhs)(const fm_plant *, const fm_control *, double, const double *, double *, double *, double *);
 
+/* After step k: the new state x, when finite, is sample j (every `every`-th step and the last);
+   1 (and *t_fault = t_next) when it is not. */
+static int fm_keep(const double *x, int nx, long k, long n_t, long every, double *X, long *j, double t_next,
+                   double *t_fault)
+{
+    if (!fm_finite(nx, x)) { *t_fault = t_next; return 1; }
+    if ((k + 1) % every == 0 || k + 1 == n_t - 1) {
+        memcpy(X + *j * nx, x, sizeof(double) * nx);
+        ++*j;
+    }
+    return 0;
+}
+
+/* The torque at the last of the j samples, evaluated there (NaN where it cannot be); returns j. */
+static long fm_last_torque(fm_rhs f, const fm_plant *pl, const fm_control *c, int status, const double *t, long n_t,
+                           long every, long j, const double *X, int nx, double *TAU, double *tau, double *scratch,
+                           double *work)
+{
+    const double *last = X + (j - 1) * nx;
+    double t_last = status ? t[(j - 1) * every] : t[n_t - 1];
+    for (int i = 0; i < pl->nj; ++i) tau[i] = NAN;
+    f(pl, c, t_last, last, scratch, tau, work);
+    memcpy(TAU + (j - 1) * pl->nj, tau, sizeof(double) * pl->nj);
+    return j;
+}
+
 /* One RK4 run over the grid t[0..n_t-1] from x0 (nx values). Every `every`-th grid time (and the
    last) is a sample: X (rows of nx) and TAU (rows of nj, the torque at the start of the step; at
    the last sample evaluated there). Returns FM_OK, or the fault that ended the run; *n_out: the
@@ -467,19 +493,9 @@ int fm_rk4_run(const fm_plant *pl, const fm_control *c, int prescribed, const do
         for (int i = 0; i < nx; ++i) y[i] = x[i] + h * k3[i];
         if ((status = f(pl, c, tk + h, y, k4, tau, work))) { *t_fault = tk; break; }
         for (int i = 0; i < nx; ++i) x[i] = x[i] + h / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]);
-        if (!fm_finite(nx, x)) { status = FM_DIVERGED; *t_fault = tk + h; break; }
-        if ((k + 1) % every == 0 || k + 1 == n_t - 1) {
-            memcpy(X + j * nx, x, sizeof(double) * nx);
-            ++j;
-        }
+        if (fm_keep(x, nx, k, n_t, every, X, &j, tk + h, t_fault)) { status = FM_DIVERGED; break; }
     }
-    /* the torque at the last sample, evaluated there */
-    const double *last = X + (j - 1) * nx;
-    double t_last = status ? t[(j - 1) * every] : t[n_t - 1];
-    for (int i = 0; i < nj; ++i) tau[i] = NAN;
-    f(pl, c, t_last, last, k1, tau, work);
-    memcpy(TAU + (j - 1) * nj, tau, sizeof(double) * nj);
-    *n_out = j;
+    *n_out = fm_last_torque(f, pl, c, status, t, n_t, every, j, X, nx, TAU, tau, k1, work);
     free(work);
     return status;
 }
@@ -608,18 +624,9 @@ int fm_galpha_run(const fm_plant *pl, const fm_control *c, int prescribed, const
             x[i] += h * ((1.0 - gm) * vn[i] + gm * v[i]);
             vn[i] = v[i];
         }
-        if (!fm_finite(nx, x)) { status = FM_DIVERGED; *t_fault = tk + h; break; }
-        if ((k + 1) % every == 0 || k + 1 == n_t - 1) {
-            memcpy(X + j * nx, x, sizeof(double) * nx);
-            ++j;
-        }
+        if (fm_keep(x, nx, k, n_t, every, X, &j, tk + h, t_fault)) { status = FM_DIVERGED; break; }
     }
-    const double *lastx = X + (j - 1) * nx;
-    double t_last = status ? t[(j - 1) * every] : t[n_t - 1];
-    for (int i = 0; i < nj; ++i) tau[i] = NAN;
-    f(pl, c, t_last, lastx, f0, tau, work);
-    memcpy(TAU + (j - 1) * nj, tau, sizeof(double) * nj);
-    *n_out = j;
+    *n_out = fm_last_torque(f, pl, c, status, t, n_t, every, j, X, nx, TAU, tau, f0, work);
     free(work);
     free(piv);
     return status;

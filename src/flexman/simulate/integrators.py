@@ -66,6 +66,17 @@ def _finished(message):
     return {"success": True, "diverged": False, "t_fault": None, "message": message}
 
 
+def _keep(X, k, x, t_next, progress):
+    """Store the state after step k as sample k + 1; the fault (None when fine) of a state that
+    is no longer finite."""
+    if not np.all(np.isfinite(x)):
+        return _fault(t_next, "the state became non-finite (the run diverged)")
+    X[k + 1] = x
+    if progress is not None:
+        progress(t_next)
+    return None
+
+
 def rk4(f, t_grid, x0, after_first_stage=None, progress=None):
     """Integrate with one classic RK4 step between consecutive times of ``t_grid``.
 
@@ -89,11 +100,9 @@ def rk4(f, t_grid, x0, after_first_stage=None, progress=None):
             return X[: k + 1], _fault(t, f"{type(exc).__name__}: {exc}")
         with np.errstate(all="ignore"):
             x = x + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
-        if not np.all(np.isfinite(x)):
-            return X[: k + 1], _fault(t + h, "the state became non-finite (the run diverged)")
-        X[k + 1] = x
-        if progress is not None:
-            progress(t + h)
+        fault = _keep(X, k, x, t + h, progress)
+        if fault:
+            return X[: k + 1], fault
     steps = len(t_grid) - 1
     return X, {"steps": steps, **_finished("fixed-step RK4 finished")}
 
@@ -152,11 +161,9 @@ def generalized_alpha(f, t_grid, x0, rho_inf=RHO_INF, after_first_stage=None, pr
         with np.errstate(all="ignore"):
             x = x + h * ((1.0 - gm) * vn + gm * v)
         vn = v
-        if not np.all(np.isfinite(x)):
-            return X[: k + 1], _fault(t + h, "the state became non-finite (the run diverged)")
-        X[k + 1] = x
-        if progress is not None:
-            progress(t + h)
+        fault = _keep(X, k, x, t + h, progress)
+        if fault:
+            return X[: k + 1], fault
     steps = len(t_grid) - 1
     return X, {"steps": steps, "newton_iterations": iterations, "jacobians": jacobians,
                **_finished(f"fixed-step generalized-alpha finished (rho_inf = {float(rho_inf):g})")}
