@@ -47,3 +47,33 @@ def test_inverse_dynamics_jacobian_matches_central_differences(name):
         fd[:, j] = (robot.inverse_dynamics(q + e, qd, qdd) - robot.inverse_dynamics(q - e, qd, qdd)) / (2 * h)
         fd[:, robot.nq + j] = (robot.inverse_dynamics(q, qd + e, qdd) - robot.inverse_dynamics(q, qd - e, qdd)) / (2 * h)
     assert np.allclose(Jn, fd, rtol=1e-6, atol=1e-6 * max(1.0, np.abs(fd).max()))
+
+
+@pytest.mark.parametrize("name", ["ur5_like", "flx_three_link"])
+def test_generated_c_inverse_dynamics_derivatives_batch(name):
+    """fm_inverse_dynamics_derivatives_batch (every compiled model) equals central differences."""
+    import ctypes
+
+    robot = fm.examples.load(name)
+    fast = fm.derive(robot).compile()
+    f = fast._lib.fm_inverse_dynamics_derivatives_batch
+    n, nq = 3, robot.nq
+    rng = np.random.default_rng(5)
+    q, qd, qdd = (np.ascontiguousarray(rng.uniform(-1, 1, (n, nq))) for _ in range(3))
+    dq, dqd = np.zeros((n, nq, nq)), np.zeros((n, nq, nq))
+    ptr = lambda a: a.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
+    args = [ctypes.c_long(n), ptr(q), ptr(qd), ptr(qdd)]
+    p = np.ascontiguousarray(fast._params)
+    if p.size:
+        args.append(ptr(p))
+    f(*args, ptr(dq), ptr(dqd))
+    h = 1e-6
+    for i in range(n):
+        for j in range(nq):
+            e = np.zeros(nq)
+            e[j] = h
+            fq = (robot.inverse_dynamics(q[i] + e, qd[i], qdd[i]) - robot.inverse_dynamics(q[i] - e, qd[i], qdd[i])) / (2 * h)
+            fqd = (robot.inverse_dynamics(q[i], qd[i] + e, qdd[i]) - robot.inverse_dynamics(q[i], qd[i] - e, qdd[i])) / (2 * h)
+            scale = max(1.0, np.abs(fq).max(), np.abs(fqd).max())
+            assert np.allclose(dq[i, :, j], fq, rtol=1e-6, atol=1e-6 * scale)
+            assert np.allclose(dqd[i, :, j], fqd, rtol=1e-6, atol=1e-6 * scale)
