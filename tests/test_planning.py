@@ -131,7 +131,7 @@ def test_limits_at_the_knots_alone_are_exceeded_between_them(monkeypatch):
     (([np.nan], [1.0]), {"duration": 1.0}, r"^q_start: expected 1 finite numbers"),
     (([0.0], [np.inf]), {"duration": 1.0}, r"^q_goal: expected 1 finite numbers"),
     (([0.0], [1.0, 2.0]), {"duration": 1.0}, r"^q_goal: expected 1 finite numbers"),
-    (([0.0], [1.0]), {"duration": -1.0}, r"^duration: must be > 0"),
+    (([0.0], [1.0]), {"duration": -1.0}, r"^duration: expected a finite number > 0"),
     (([0.0], [1.0]), {}, r"^duration: give a duration"),
     (([0.0], [1.0]), {"duration": 1.0, "objective": "fast"}, r"^objective: unknown 'fast'"),
     (([0.0], [1.0]), {"limits": {"torque": [0.0]}}, r"^limits.torque: every limit must be > 0"),

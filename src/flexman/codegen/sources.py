@@ -7,7 +7,8 @@ from pathlib import Path
 
 from ..model import names
 from ..outputs import write_text
-from . import WHATS, emit  # WHATS: defined once, in the package
+from . import WHATS  # defined once, in the package
+from ..symbolic import emit
 
 
 def header(eom, cm, what):

@@ -299,6 +299,9 @@ def shaper(robot, q, kind="ZV", modes=None, damping=None, tolerance=0.05, contro
                          "needs a flexible link (add a beam: to a link)")
     if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
         raise ValueError(f"samples: give a whole number >= 1 of instants along the trajectory, got {samples!r}")
+    if t is not None and (isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, float, np.number))
+                          or not np.isfinite(t)):
+        raise ValueError(f"t: the time at which the controller is linearized, a finite number of seconds (got {t!r:.40})")
     times, states, rates = _configurations(robot, q, samples)
     found = []
     for k, qk in enumerate(states):

@@ -127,9 +127,7 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, kno
             raise ValueError("duration: give a duration in seconds, or torque or rate limits for a minimum-time plan")
         weights.setdefault("time", 1.0)
     else:
-        duration = float(inputs.finite(np.asarray(duration, dtype=float), "duration"))
-        if not duration > 0:
-            raise ValueError(f"duration: must be > 0 seconds (got {duration:g})")
+        duration = inputs.positive(duration, "duration")  # a number: not True, not a list
         weights.pop("time", None)
     if "tip_path" in weights and duration is None:
         raise ValueError("objective: tip_path needs a duration (the path's timing)")

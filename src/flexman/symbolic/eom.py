@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model import names
+from ..model import engine, names
 from ..model.errors import ModelError
 from ..dynamics.structure import build
 from . import mimic as mm
@@ -76,7 +76,7 @@ def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", 
         model, pvals = build(robot), {}
     x = x_inputs if mimic is None else x_inputs_full
     x = dict(x, q=tr.in_link1_frame(model, x["q"])) if zero_q1 else x
-    if any(lk.coulomb for lk in robot.links):
+    if any(lk.joint_coulomb for lk in robot.links):
         notes.append("Coulomb friction is not traced (it branches on the sign of qd)")
     terms = None
     if formulation in ("newton_euler", "denoc"):
@@ -280,9 +280,7 @@ class EOM:
     # ----- code -------------------------------------------------------------------------
     def compile(self, backend="c", **kwargs):
         """An object with the numeric API of Robot, evaluating the generated code."""
-        from ..codegen import compile_eom
-
-        return compile_eom(self, backend, **kwargs)
+        return engine.require("codegen").compile_eom(self, backend, **kwargs)
 
     def casadi(self, which=None) -> dict:
         """The equations as CasADi ``SX`` functions (exact derivatives for optimisers):
@@ -291,8 +289,10 @@ class EOM:
         only the names in ``which``. Built instruction by instruction from the programs
         (:mod:`flexman.codegen.casadi_export`); M is the traced program without the polynomial
         normal form (the same values, and no time spent reducing a program CasADi will differentiate)."""
-        from ..codegen.casadi_export import FUNCTIONS, casadi_functions
         from .kinematics import position_program
+
+        casadi_export = engine.require("codegen").casadi_export
+        FUNCTIONS, casadi_functions = casadi_export.FUNCTIONS, casadi_export.casadi_functions
 
         which = tuple(FUNCTIONS) if which is None else tuple(which)
         unknown = [w for w in which if w not in FUNCTIONS]
@@ -311,9 +311,7 @@ class EOM:
 
     def export(self, lang, path, what=None):
         """Write the equations as source code in ``lang`` (c, fortran, python, matlab, julia)."""
-        from ..codegen import export
-
-        return export(self, lang, path, what)
+        return engine.require("codegen").export(self, lang, path, what)
 
     def fmu(self, path, kind="both", controller=None, step_size=1e-3, q0=None, qd0=None, force=True):
         """Write an FMI 2.0 FMU of the robot to ``path`` (``.fmu``) and return the path: model
@@ -323,7 +321,7 @@ class EOM:
         e.g. ``fm.control.from_spec(robot, robot.controller)``), whose set-points become inputs.
         Equations with numeric parameters are derived again with symbolic ones (the FMU's
         parameters); external wrenches are not part of the FMU."""
-        from ..codegen.fmu import write_fmu
+        write_fmu = engine.require("codegen").fmu.write_fmu
 
         eom = self
         if self.parameters != "symbolic" or self.param_values.keys() != self._physical_parameters():
