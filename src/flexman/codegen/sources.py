@@ -31,10 +31,16 @@ def header(eom, cm, what):
     return "\n".join(f"{cm} {l}".rstrip() for l in lines) + "\n"
 
 
-def c_source(eom, what=WHATS, prefix="fm", batch=True, units=None) -> str:
+def c_source(eom, what=WHATS, prefix="fm", batch=True, units=None, derivatives=None) -> str:
     """C source of the model's functions; ``units``: a list that receives the parts of split
-    large functions as translation units of their own (see ``emit.c_split_source``)."""
+    large functions as translation units of their own (see ``emit.c_split_source``).
+    ``derivatives`` (default: with batch entry points and inverse dynamics) adds
+    ``<prefix>_inverse_dynamics_derivatives[_batch]`` (d tau / d q, d tau / d qd)."""
     what = tuple(what)
+    if derivatives is None:
+        derivatives = batch and "inverse_dynamics" in what
+    if derivatives and "inverse_dynamics_derivatives" not in what:
+        what += ("inverse_dynamics_derivatives",)
     parts = [header(eom, "//", what), "#include <math.h>\n#include <stdlib.h>\n"]
     # a large forward dynamics calls M and b (when they come before it) and solves in a loop
     before_fd = set(what[:what.index("forward_dynamics")]) if "forward_dynamics" in what else set()

@@ -18,13 +18,15 @@ from .program import Program
 from .tracer import Tape
 
 FORMULATIONS = ("newton_euler", "lagrange", "book", "denoc")
-WHATS = ("inverse_dynamics", "mass_matrix", "bias_forces", "forward_dynamics", "eom")
+WHATS = ("inverse_dynamics", "mass_matrix", "bias_forces", "forward_dynamics", "eom", "inverse_dynamics_derivatives")
 
 DOC = {
     "M": "mass matrix M(q), nq x nq",
     "b": "bias forces b(q, qd): Coriolis/centrifugal, gravity, elastic and damping terms",
     "tau": "generalized forces M(q) qdd + b(q, qd) (joint torques, then flexible residuals)",
     "qdd": "accelerations M(q)^-1 (S tau - b(q, qd)) (LDL^T solve)",
+    "dtau_dq": "d tau / d q of tau = M(q) qdd + b(q, qd), nq x nq (row i: tau_i)",
+    "dtau_dqd": "d tau / d qd, nq x nq (d tau / d qdd is M)",
 }
 # what -> (input groups, output groups)
 LAYOUT = {
@@ -33,6 +35,7 @@ LAYOUT = {
     "inverse_dynamics": (("q", "qd", "qdd", "p"), ("tau",)),
     "forward_dynamics": (("q", "qd", "tau", "p"), ("qdd",)),
     "eom": (("q", "qd", "p"), ("M", "b")),
+    "inverse_dynamics_derivatives": (("q", "qd", "qdd", "p"), ("dtau_dq", "dtau_dqd")),
 }
 NEEDS = {"mass_matrix": {"M"}, "bias_forces": {"b"}, "inverse_dynamics": {"tau"},
          "forward_dynamics": {"M", "b", "qdd"}, "eom": {"M", "b"}}
@@ -167,7 +170,21 @@ class EOM:
         mass matrix's reductions: what ``reduce_mass_matrix=False`` would give."""
         if what not in LAYOUT:
             raise ValueError(f"what: unknown {what!r}; use one of {', '.join(WHATS)}")
+        if what == "inverse_dynamics_derivatives" and "dtau_dq" not in self._values:
+            self._trace_derivatives()
         return _program(self.tape, self._x, self._values, what, self.robot)
+
+    def _trace_derivatives(self):
+        """Record d tau / d q and d tau / d qd on the tape (forward mode through the traced
+        inverse dynamics, ``tapediff``): one program, evaluated as generated code like the rest."""
+        from .tapediff import jacobian
+
+        tau = list(np.ravel(self._values["tau"]))
+        name = lambda v: self.tape.ops[v.idx][1][0]
+        n = self.nq
+        for g, out in (("q", "dtau_dq"), ("qd", "dtau_dqd")):
+            J = jacobian(self.tape, tau, [name(v) for v in self._x[g]])
+            self._values[out] = np.array([c for row in J for c in row] + [None], dtype=object)[:-1].reshape(n, n)
 
     def op_count(self, what="inverse_dynamics") -> dict:
         """{"mul", "add" (incl. sub), "div", "fn" (sin/cos/sqrt)} of the final program."""
