@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run thesis test browser bench clean
+.PHONY: run thesis test browser bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,12 @@ thesis: $(STAMP)
 # installs it first when it is missing (apt-get update, apt-get install chromium; as root or with
 # passwordless sudo), or stops before the tests with the command that installs it.
 test: browser $(STAMP)
-	$(PY) -m pytest -q -n 2 --dist loadgroup
+	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=10
+
+# The API reference (generated from the docstrings) and the how-tos of docs/, offline, into site/.
+docs: $(STAMP)
+	$(PY) tools/api_pages.py
+	$(VENV)/bin/mkdocs build --strict
 
 # FLEXMAN_SKIP_BROWSER=1 skips the browser test on purpose (and this step); FLEXMAN_CHROMIUM names
 # another chromium binary.
@@ -47,4 +52,4 @@ bench: $(STAMP)
 	$(PY) bench/rigid.py
 
 clean:
-	rm -rf $(VENV) results
+	rm -rf $(VENV) results site

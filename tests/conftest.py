@@ -1,9 +1,12 @@
 """Shared test fixtures: random but physically valid rigid arms; the evaluation backend.
 
-Simulations use the interpreted model unless a test opts in to the compiled one (the
-``compiled_backend`` fixture), so the suite does not compile C for every model it simulates
-(nor in the background: a test asks for that);
-compiled artefacts go to a cache under the system's temporary folder, never ~/.cache.
+Simulations run on the default backend, as users get it ("auto": the compiled model where one
+is in the cache or building it pays off for the run, else the interpreted one); a test whose
+subject is the interpreted path asks for ``backend="numeric"``, and the ``compiled_backend``
+fixture makes every build count as worth it however short the run. Nothing compiles in the
+background unless a test asks for that. Compiled models go to one fresh cache per test run,
+shared by the xdist workers (the controller makes it before they start, they inherit it) and
+removed at the end, so no run reuses a model compiled by older code; never ~/.cache.
 """
 from __future__ import annotations
 
@@ -13,11 +16,22 @@ import tempfile
 import numpy as np
 import pytest
 
-os.environ["FLEXMAN_BACKEND"] = "numeric"
+os.environ.pop("FLEXMAN_BACKEND", None)  # the default backend, as users run it
 os.environ["FLEXMAN_BACKGROUND_COMPILE"] = "0"  # a test that wants background builds asks for them
-os.environ.setdefault("FLEXMAN_CACHE", os.path.join(tempfile.gettempdir(), f"flexman-test-cache-{getattr(os, 'getuid', lambda: 0)()}"))
+if "FLEXMAN_CACHE" not in os.environ:  # one cache per run (the xdist workers inherit the controller's)
+    os.environ["FLEXMAN_CACHE"] = tempfile.mkdtemp(prefix="flexman-test-cache-")
+    os.environ["FLEXMAN_TEST_OWN_CACHE"] = os.environ["FLEXMAN_CACHE"]
 
 from flexman import Link, RigidBody, Robot
+
+
+def pytest_unconfigure(config):
+    """The controller removes the run's cache when it made it (the workers leave it to it)."""
+    own = os.environ.get("FLEXMAN_TEST_OWN_CACHE")
+    if own and not hasattr(config, "workerinput") and os.environ.get("FLEXMAN_CACHE") == own:
+        import shutil
+
+        shutil.rmtree(own, ignore_errors=True)
 
 
 def random_rotation(rng):

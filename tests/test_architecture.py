@@ -15,14 +15,16 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "src" / "flexman"
 
 LAYERS = {
-    "model": 0, "lazy": 0, "outputs": 0, "trajectory": 0, "version": 0,
-    "discretize": 1,
-    "dynamics": 2,
-    "symbolic": 3, "codegen": 3,
-    "simulate": 4, "analysis": 4, "control": 4, "closure": 4, "sweeps": 4, "planning": 4,
-    "viz": 5,
+    "lazy": 0, "outputs": 0, "version": 0, "extras": 0,
+    "model": 1,
+    "trajectory": 2, "discretize": 2,
+    "dynamics": 3,
+    "symbolic": 4,
+    "codegen": 5,
+    "simulate": 6, "analysis": 6, "control": 6, "closure": 6, "sweeps": 6, "planning": 6,
+    "viz": 7,
 }
-TOP = 6  # the package itself, wiring, the command line, examples, literature, oracles
+TOP = 8  # the package itself, wiring, the command line, examples, literature, oracles
 
 
 def _modules():

@@ -67,3 +67,27 @@ def test_bad_setting_is_one_clear_error(cold, monkeypatch):
     monkeypatch.setenv("FLEXMAN_BACKGROUND_COMPILE", "maybe")
     with pytest.raises(ValueError, match="FLEXMAN_BACKGROUND_COMPILE: unknown 'maybe'; use 1"):
         fm.simulate(fm.examples.load("dynaman_2r"), 0.005, progress=False)
+
+
+def test_exit_with_a_build_running_prints_no_resource_warning(tmp_path):
+    """A short run starts a background build and exits at once: the build goes on (and finishes),
+    and Python prints no 'subprocess ... is still running' at exit (issue 35)."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    env = dict(os.environ, FLEXMAN_CACHE=str(tmp_path / "cache"), FLEXMAN_BACKGROUND_COMPILE="1")
+    env.pop("FLEXMAN_BACKEND", None)
+    code = ("import flexman as fm; r = fm.examples.load('flx_three_link'); "
+            "print(fm.simulate(r, 0.02, progress=False).stats['backend'])")
+    out = subprocess.run([sys.executable, "-X", "dev", "-W", "default", "-c", code], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "numeric", out.stderr
+    assert "ResourceWarning" not in out.stderr and "still running" not in out.stderr, out.stderr
+    jobs = tmp_path / "cache" / "background"
+    for _ in range(600):  # the detached build completes on its own
+        if list(jobs.glob("*.done")):
+            break
+        time.sleep(0.1)
+    assert list(jobs.glob("*.done"))

@@ -36,7 +36,7 @@ def hub(tmp_path):
     (["--to", "nan"], "--to: expected a finite number"),
     (["--to", "2.0"], "q_goal: joint 1 = 2 is outside its range [-1.5, 1.5]"),
     (["--duration", "1", "--min-time"], "--duration and --min-time: give one or the other"),
-    (["--duration", "-1"], "duration: must be > 0"),
+    (["--duration", "-1"], "duration: expected a finite number > 0"),
     (["--torque-limit", "0"], "limits.torque: every limit must be > 0"),
     (["--to", "1", "2"], "--to: expected 1 value"),
     (["--duration", "0.2", "--torque-limit", "1.0"], "plan: the limits cannot be met"),

@@ -201,13 +201,21 @@ def test_python_callables_keep_the_python_loop(compiled_backend, arm):
 def test_controllers_use_the_compiled_model(compiled_backend, arm, monkeypatch):
     """A model-based controller in a compiled run evaluates no interpreted mass matrix per stage."""
     from flexman.dynamics import api
+    from flexman.simulate import backend
 
     calls = []
-    original = api.mass_matrix
-    monkeypatch.setattr(api, "mass_matrix", lambda *a, **k: calls.append(1) or original(*a, **k))
+
+    def counting(module, name):  # every interpreted way to M: alone, or with b in one recursion
+        original = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, **k: calls.append(name) or original(*a, **k))
+
+    counting(api, "mass_matrix")
+    counting(api, "mass_matrix_and_bias")
+    counting(backend, "mass_matrix_and_bias")  # the name the controllers' mass_and_bias calls
     dec = Decoupling(arm, MOVE, gp=100.0, gv=20.0)
-    fm.simulate(arm, 0.05, controller=dec, progress=False, backend="compiled", loop="python")
-    assert len(calls) <= 2  # the start check of the mass matrix, not one per stage
+    res = fm.simulate(arm, 0.05, controller=dec, progress=False, backend="compiled", loop="python")
+    assert res.stats["steps"] == 50  # 200 stages, each asking the law for M and b
+    assert len(calls) <= 2, calls  # the start check of the mass matrix, not one per stage
     assert dec.using(fm.codegen.modelcache.compiled_model(arm)).terms.backend == "c"
 
 

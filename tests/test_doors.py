@@ -21,6 +21,7 @@ from flexman.model.io import dumps
 from flexman.model.parse import parse
 from flexman.model.serialize import robot_to_dict
 from flexman.model.urdf import _beam_turn, apply_overlay, robot_from_urdf
+from bounds import bounded
 from urdf_helpers import AXIS_URDF
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -204,14 +205,17 @@ def test_run_size_guard_names_the_limit():
         check_run_size(float("inf"), 1, "samples", "dt")
 
 
-def test_sensitivity_steps_are_refused_before_deriving():
+def test_sensitivity_steps_are_refused_before_deriving(monkeypatch):
+    import flexman.symbolic as symbolic
     from flexman.analysis.motion_sensitivity import motion_sensitivity
 
+    def never(*args, **kwargs):
+        raise AssertionError("derived the equations before checking the run's size")
+
+    monkeypatch.setattr(symbolic, "derive", never)
     robot = fm.examples.load("flx_flexible_pendulum")
-    start = time.perf_counter()
-    with pytest.raises(ValueError, match=r"t_final: 1e\+12 RK4 steps \(t_final / dt\); the limit is 1e\+06"):
+    with bounded(cpu_s=20), pytest.raises(ValueError, match=r"t_final: 1e\+12 RK4 steps \(t_final / dt\); the limit is 1e\+06"):
         motion_sensitivity(robot, "peak_tip_deflection", ["EI1"], tr.spin_up(1.0, 0.5), 1e9, dt=1e-3)
-    assert time.perf_counter() - start < 2.0
 
 
 @pytest.mark.parametrize("make,expected", [
@@ -243,17 +247,22 @@ def test_sweep_point_that_diverges_is_failed_with_the_reason():
     """RK4 at a step far beyond the stiff beam's period: the run stops; the point is an error,
     not a peak deflection of 1e12 m."""
     row = sweeps.run_point(PENDULUM, {"links.0.beam.EI": 1e7},
-                           {"t_final": 0.5, "dt": 1e-2, "torque": [1.0], "backend": "numeric"})
+                           {"t_final": 0.5, "dt": 1e-2, "method": "rk4", "torque": [1.0], "backend": "numeric"})
     assert row["error"].startswith("FloatingPointError: the run diverged at t = ")
     assert "peak_tip_deflection" not in row
 
 
-def test_sweep_point_past_its_time_limit_is_failed_with_the_reason():
-    start = time.perf_counter()
-    row = sweeps.run_point(PENDULUM, {"links.0.beam.EI": 400.0},
-                           {"t_final": 100.0, "dt": 1e-4, "torque": [1.0], "backend": "numeric", "time_limit": 0.3})
-    assert time.perf_counter() - start < 5.0
-    assert row["error"].startswith("PointTimeLimit: run.time_limit: the point ran past 0.3 s of wall time")
+@pytest.mark.parametrize("backend", ["numeric", "default"])
+def test_sweep_point_past_its_time_limit_is_failed_with_the_reason(backend):
+    """1e6 RK4 steps against a 1 ms limit: the Python loop stops at the clock (numeric), the
+    default backend's compiled loop (one C call) is failed when it returns."""
+    run = {"t_final": 100.0, "dt": 1e-4, "torque": [1.0], "time_limit": 1e-3}
+    if backend == "numeric":
+        run["backend"] = "numeric"
+    with bounded(cpu_s=60):  # the whole run: 1e6 interpreted steps, far beyond this
+        row = sweeps.run_point(PENDULUM, {"links.0.beam.EI": 400.0}, run)
+    assert row["error"].startswith("PointTimeLimit: run.time_limit: the point ran past 0.001 s of wall time"), row
+    assert "peak_tip_deflection" not in row
 
 
 @pytest.mark.parametrize("args,expected", [
@@ -262,10 +271,9 @@ def test_sweep_point_past_its_time_limit_is_failed_with_the_reason():
     (({"p": {"min": 0, "max": 1}}, "latin_hypercube", float("inf")), "samples: an unbounded number of points; the limit is 100000"),
 ])
 def test_sweep_spec_too_large_is_refused_before_allocation(args, expected):
-    start = time.perf_counter()
-    with pytest.raises(sweeps.SweepError) as info:
+    with bounded(cpu_s=10, memory_mb=500), pytest.raises(sweeps.SweepError) as info:
         sweeps.points(*args)
-    assert expected in one_line(info) and time.perf_counter() - start < 1.0
+    assert expected in one_line(info)
 
 
 def test_sweep_time_limit_must_be_positive():
@@ -401,7 +409,7 @@ def test_report_of_a_diverged_run_says_so():
 
     robot = robot_from_dict(sweeps.apply(robot_to_dict(fm.examples.load("flx_flexible_pendulum")), "links.0.beam.EI", 1e7))
     with pytest.warns(RuntimeWarning):  # RK4 far beyond the stiff beam's period
-        res = fm.simulate(robot, 0.5, dt=1e-2, torque=[1.0], backend="numeric")
+        res = fm.simulate(robot, 0.5, dt=1e-2, method="rk4", torque=[1.0], backend="numeric")
     page = report_html(res, equations=None)
     assert res.diverged and "The run diverged at t = " in page
     fine = fm.simulate(robot, 0.02, dt=1e-3, backend="numeric")
@@ -415,7 +423,7 @@ def test_cli_sweep_counts_a_diverged_point_as_failed(tmp_path, capsys):
     distributed = pytest.importorskip("distributed")
     spec = tmp_path / "s.yaml"
     spec.write_text("parameters:\n  links.0.beam.EI: [4.0e2, 1.0e7]\n"
-                    "run: {t_final: 0.5, dt: 1.0e-2, torque: [1.0], backend: numeric}\n")
+                    "run: {t_final: 0.5, dt: 1.0e-2, method: rk4, torque: [1.0], backend: numeric}\n")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster:
         assert cli.main(["sweep", "flx_flexible_pendulum", str(spec), "--scheduler", cluster.scheduler_address,
                          "--json"]) == 0
@@ -425,3 +433,75 @@ def test_cli_sweep_counts_a_diverged_point_as_failed(tmp_path, capsys):
     assert summary["points"] == 2 and summary["failed"] == 1
     errors = sweeps.read(tmp_path / "s.parquet").column("error").to_pylist()
     assert errors[0] == "" and errors[1].startswith("FloatingPointError: the run diverged at t = ")
+
+
+# ----- issue 34: True is not 1, a list is not a duration, NaN is not a time ---------------------------
+@pytest.mark.parametrize("call, message", [
+    (lambda: fm.plan(fm.examples.load("dynaman_2r"), [0, 0], [0.3, 0.2], duration=True), "duration: expected a number > 0, got bool"),
+    (lambda: fm.plan(fm.examples.load("dynaman_2r"), [0, 0], [0.3, 0.2], duration=[2, 3]), "duration: expected a number > 0, got list"),
+    (lambda: tr.rest_to_rest([0, 0], [1, 1], True), r"duration: expected a number of seconds \(got True\)"),
+    (lambda: tr.rest_to_rest([True], [1.0], 1.0), "q_start: expected numbers, got booleans"),
+    (lambda: tr.spin_up(True, 1.0), "rate: expected numbers, got booleans"),
+    (lambda: tr.spline([False, True], [[0.0], [1.0]]), "times: expected numbers, got booleans"),
+    (lambda: fm.control.shaper(fm.examples.load("flx_flexible_pendulum"), [0.0], kind="ZV",
+                               controller=fm.control.PID(fm.examples.load("flx_flexible_pendulum"),
+                                                         tr.rest_to_rest([0.0], [1.0], 1.0), 10.0, 0.0, 1.0),
+                               t=float("nan")), "t: the time at which the controller is linearized"),
+])
+def test_booleans_lists_and_nan_are_refused_in_one_line(call, message):
+    with pytest.raises(ValueError, match=message) as info:
+        call()
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("argv, what", [
+    (["simulate", "flx_three_link", "--q0", "1e300", "0", "0"], "--q0: value 1 (1e+300) is beyond the supported magnitude 1e+06 of a joint position"),
+    (["export", "flx_three_link", "--fmu", "{tmp}/x.fmu", "--q0", "0", "1e300", "0"], "--q0: value 2 (1e+300) is beyond"),
+    (["frequencies", "flx_three_link", "--q", "0", "0", "1e300"], "--q: value 3 (1e+300) is beyond"),
+    (["sensitivity", "flx_three_link", "--wrt", "EI2", "--qdd", "1e308", "0", "0"], "--qdd: value 1 (1e+308) is beyond the supported magnitude 1e+08 of a joint acceleration"),
+    (["simulate", "flx_three_link", "--torque", "1e300", "0", "0"], "--torque: value 1 (1e+300) is beyond the supported magnitude 1e+09 of a joint torque"),
+])
+def test_command_line_joint_values_beyond_any_physical_range_are_refused(tmp_path, capsys, argv, what):
+    assert cli.main([a.format(tmp=tmp_path) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and what in err, err
+    assert not (tmp_path / "x.fmu").exists()
+
+
+def _diverging_run():
+    from flexman.model.serialize import robot_from_dict
+
+    robot = robot_from_dict(sweeps.apply(robot_to_dict(fm.examples.load("flx_flexible_pendulum")), "links.0.beam.EI", 1e7))
+    with pytest.warns(RuntimeWarning):
+        return fm.simulate(robot, 0.5, dt=1e-2, method="rk4", torque=[1.0], backend="numeric")
+
+
+def test_a_diverged_run_gets_no_report_unless_asked(tmp_path):
+    res = _diverging_run()
+    with pytest.raises(ValueError, match=r"report: the run diverged at t = .*give allow_diverged=True") as info:
+        res.report(tmp_path / "r.html")
+    assert "\n" not in str(info.value) and not (tmp_path / "r.html").exists()
+    page = res.report(tmp_path / "r.html", allow_diverged=True).read_text()
+    assert "The run diverged at t = " in page
+
+
+def test_cli_report_of_a_diverged_run_writes_nothing_without_allow_diverged(tmp_path, capsys):
+    model = tmp_path / "stiff.yaml"
+    fm.save(fm.load(_stiff_model(tmp_path)), model)
+    out = tmp_path / "rep"
+    argv = ["report", str(model), "--t-final", "0.5", "--dt", "1e-2", "--method", "rk4", "--torque", "1", "--out", str(out)]
+    assert cli.main(argv) == 1
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("flexman: error:")]
+    assert len(errors) == 1 and "no report is written of a blow-up" in errors[0] and "--allow-diverged" in errors[0]
+    assert not out.exists()  # not even the empty folder
+    assert cli.main(argv + ["--allow-diverged"]) == 1
+    assert "The run diverged at t = " in (out / "report.html").read_text()
+
+
+def _stiff_model(tmp_path):
+    from flexman.model.serialize import robot_from_dict
+
+    path = tmp_path / "stiff_src.yaml"
+    fm.save(robot_from_dict(sweeps.apply(robot_to_dict(fm.examples.load("flx_flexible_pendulum")), "links.0.beam.EI", 1e7)),
+            path)
+    return path

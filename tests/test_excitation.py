@@ -8,7 +8,7 @@ import pytest
 
 import flexman as fm
 from flexman.analysis import rigid_regressor as rr
-from flexman.analysis.excitation import excitation
+from flexman.analysis.excitation_design import excitation
 from flexman.trajectory import FourierSeries
 
 

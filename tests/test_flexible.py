@@ -91,6 +91,27 @@ def test_book_recursion_equals_energy_lagrangian(seed):
     assert abs(robot.potential_energy(q) - oracle.potential_energy(q).real) < 1e-9 * (1 + abs(robot.potential_energy(q)))
 
 
+def test_the_energy_oracle_builds_its_own_constants(monkeypatch):
+    """The oracle does not use the model it checks: with the model builder and the DH split made
+    to fail, it still builds and evaluates (its transforms and beam integrals are its own)."""
+    from flexman.dynamics import dh, structure
+
+    rng = np.random.default_rng(3)
+    robot = random_flexible_robot(rng, 2, dh="standard")
+    while any(link.beam is not None and link.beam.shapes == "clamped_mass" for link in robot.links):
+        robot = random_flexible_robot(rng, 2, dh="standard")  # (those shapes come from the model's loads)
+    q, qd, _ = random_state(rng, robot)
+    M, b = robot.mass_matrix(q), robot.bias_forces(q, qd)
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the oracle used the model's builder")
+
+    monkeypatch.setattr(structure, "build", refused)
+    monkeypatch.setattr(dh, "split", refused)
+    oracle = EnergyLagrangian(robot)
+    assert rel(oracle.mass_matrix(q), M) < 1e-9 and rel(oracle.bias_forces(q, qd), b) < 1e-8
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_closure_and_mass_matrix_properties(seed):
     """Thesis sec. 3.3 closure: ID(q, qd, FD(q, qd, tau)) = [tau; 0]; M symmetric positive definite."""

@@ -1,7 +1,9 @@
 """FMU export (``fm.derive(robot).fmu``, ``flexman export --fmu``) against FMPy, an independent
 FMI importer: its validation accepts the FMUs, and its simulations (model exchange with its
 CVODE, co-simulation with the FMU's RK4) equal ``fm.simulate`` of the same model run on the
-interpreted (numeric) path: a rigid arm, the thesis three-link arm and a stiffened beam."""
+interpreted (numeric) path: a rigid arm, the thesis three-link arm and a stiffened beam. The
+physics has references outside flexman's models too: the rigid arm's trajectory equals RK4 on
+Pinocchio's pin.aba, the stiffened beam's obeys the energy-Lagrangian oracle's equations."""
 from __future__ import annotations
 
 import subprocess
@@ -109,6 +111,56 @@ def test_co_simulation_equals_simulate(exported, name):
     assert np.max(np.abs(q - ref.q)) < 1e-10
     assert np.max(np.abs(qd - ref.qd)) < 1e-9 * max(1.0, np.max(np.abs(ref.qd)))
     assert np.max(np.abs(ref.q[-1] - ref.q[0])) > 0.1  # the arm moved
+
+
+def test_rigid_fmu_trajectory_equals_pinocchio(exported):
+    """Physics from outside flexman: the rigid arm's FMU co-simulation equals RK4 written here
+    on Pinocchio's articulated-body accelerations (pin.aba, its model built from the DH data by
+    test_rigid.pinocchio_model), same step, to 1e-10."""
+    pin = pytest.importorskip("pinocchio")
+    from test_rigid import pinocchio_model
+
+    robot, path, _ = exported["dynaman_2r"]
+    q, qd, _ = fmpy_run(path, robot, "CoSimulation")
+    model = pinocchio_model(robot)
+    data = model.createData()
+    viscous = np.array([link.viscous for link in robot.links])
+    tau = torque(robot)
+
+    def f(x):
+        n = robot.nq
+        return np.concatenate([x[n:], pin.aba(model, data, x[:n], x[n:], tau - viscous * x[n:])])
+
+    x = np.concatenate(start_state(robot))
+    ref = [x]
+    for _ in range(len(q) - 1):
+        k1 = f(x)
+        k2 = f(x + 0.5 * DT * k1)
+        k3 = f(x + 0.5 * DT * k2)
+        k4 = f(x + DT * k3)
+        x = x + DT / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        ref.append(x)
+    ref = np.array(ref)
+    assert np.max(np.abs(q - ref[:, :robot.nq])) < 1e-10
+    assert np.max(np.abs(qd - ref[:, robot.nq:])) < 1e-9 * max(1.0, np.abs(ref[:, robot.nq:]).max())
+
+
+def test_flexible_fmu_trajectory_satisfies_the_energy_oracle(exported):
+    """The stiffened, damped pendulum's FMU trajectory obeys the equations of motion of the
+    energy-Lagrangian oracle (its own constants from the model data, flexman.oracles): at sampled
+    instants M(q) qdd + b(q, qd) = S tau, qdd by central differences of the FMU's rates
+    (error O(dt^2)), against the size of the terms."""
+    from flexman.oracles.energy_lagrangian import EnergyLagrangian
+
+    robot, path, _ = exported["stiff_pendulum"]
+    q, qd, _ = fmpy_run(path, robot, "CoSimulation")
+    oracle = EnergyLagrangian(robot)
+    force = np.r_[torque(robot), np.zeros(robot.nq - robot.n_joints)]
+    for k in (20, 90, 160):
+        qdd = (qd[k + 1] - qd[k - 1]) / (2 * DT)
+        M, b = oracle.mass_matrix(q[k]), oracle.bias_forces(q[k], qd[k])
+        scale = np.abs(M @ qdd).max() + np.abs(b).max()
+        assert np.abs(M @ qdd + b - force).max() < 2e-5 * scale, (k, M @ qdd + b - force)  # (3e-6 seen; a 50 % damping error: 2.5e-4)
 
 
 def test_co_simulation_takes_sub_steps_of_step_size(exported):
@@ -318,3 +370,21 @@ def test_refused_models_and_controllers(tmp_path):
         fm.derive(robot).fmu(tmp_path / "a.fmu", controller=coupled)
     assert list(tmp_path.iterdir()) == []
 
+
+
+def test_a_tiny_step_size_is_refused_not_one_step(exported, tmp_path):
+    """step_size 1e-300 at run time once overflowed the step count and took one RK4 step per
+    communication step; now the step fails with the reason, and export refuses it in one line."""
+    from fmpy import simulate_fmu
+
+    robot, path, _ = exported["dynaman_2r"]
+    said = []
+    with pytest.raises(Exception, match="fmi2DoStep") as info:
+        simulate_fmu(str(path), fmi_type="CoSimulation", stop_time=0.01, output_interval=DT,
+                     start_values=start_values(robot, {"step_size": 1e-300}),
+                     logger=lambda *args: said.append(str(args[-1])))
+    assert any("step_size is too small" in line for line in said), said
+    eom = fm.derive(robot, parameters="symbolic")
+    for bad in (1e-300, 0.0, float("nan"), True, 10.0):
+        with pytest.raises(ValueError, match=r"step_size: must be a number of seconds in \[1e-09, 1\]"):
+            eom.fmu(tmp_path / "x.fmu", step_size=bad)

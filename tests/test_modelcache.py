@@ -196,7 +196,8 @@ def test_split_code_equals_the_interpreted_model(fresh_cache, monkeypatch):
     """Large programs are emitted as several part functions passing values through a scratch
     array, and a large forward dynamics calls M and b and solves M qdd = S tau - b by LDL^T in a
     loop; forced on a small arm (parts of 200 instructions), the code equals the robot."""
-    from flexman.codegen import c_source, emit
+    from flexman.codegen import c_source
+    from flexman.symbolic import emit
 
     monkeypatch.setattr(emit, "SPLIT_ABOVE", 300)
     monkeypatch.setattr(emit, "SPLIT_PART", 200)

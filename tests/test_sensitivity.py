@@ -1,4 +1,4 @@
-"""fm.analysis.sensitivity: exact derivatives (forward-mode replay of the derived program) against
+"""fm.analysis.sensitivities: exact derivatives (forward-mode replay of the derived program) against
 fourth-order central differences of the robot's own numeric path, rebuilt with each parameter
 moved (Newton-Euler / CRBA for rigid arms, Book's recursion for flexible ones, complex-step K
 inside robot.natural_frequencies): an independent route to the same numbers."""

@@ -13,7 +13,7 @@ import numpy as np
 import flexman as fm
 
 HEAVY = ["scipy", "sympy", "matplotlib", "casadi", "dask", "pinocchio", "pandas", "rich", "tomllib",
-         "subprocess", "tempfile", "shutil", "flexman.analysis.convergence", "flexman.symbolic.eom", "flexman.codegen.emit"]
+         "subprocess", "tempfile", "shutil", "flexman.analysis.modal_convergence", "flexman.symbolic.eom", "flexman.symbolic.emit"]
 
 
 def test_a_run_imports_no_heavy_package():
@@ -24,6 +24,20 @@ def test_a_run_imports_no_heavy_package():
     env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_a_run_on_the_default_backend_with_a_cached_model_imports_no_heavy_package():
+    """What users run: the default backend finds the compiled model in the cache and loads it
+    without the code generators, SciPy, SymPy or the process and file modules of a build."""
+    fm.simulate(fm.load("flx_three_link"), 0.01, progress=False, backend="compiled")  # in the cache now
+    code = ("import sys, json, flexman.cli, flexman; r = flexman.load('flx_three_link'); "
+            "res = flexman.simulate(r, 0.01, progress=False); "
+            f"print(json.dumps([res.stats['backend'], [m for m in {HEAVY!r} if m in sys.modules]]))")
+    src = os.path.dirname(os.path.dirname(os.path.abspath(fm.__file__)))
+    env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("FLEXMAN_BACKEND", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == ["compiled", []]
 
 
 def test_the_load_checks_model_is_the_runs(monkeypatch):

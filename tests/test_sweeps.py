@@ -39,7 +39,7 @@ def direct_figures(ei, mu):
     robot = robot_from_dict(data)
     res = fm.simulate(robot, RUN["t_final"], dt=RUN["dt"], torque=RUN["torque"])
     dist = np.linalg.norm(tip_offset(robot, res.q), axis=-1)
-    return dist.max(), np.abs(res.tau).max(), np.sort(robot.natural_frequencies(res.q[0]))
+    return dist.max(), np.abs(res.tau).max(), np.sort(fm.analysis.natural_frequencies(robot, res.q[0], joints="locked"))
 
 
 @pytest.mark.slow
@@ -66,6 +66,14 @@ def test_sweep_on_local_cluster(tmp_path):
         assert np.all(np.diff(peak[np.array(sel)[order]]) < 0)
     fig = res.plot("peak_tip_deflection", "links.0.beam.EI", "links.0.beam.mass_per_length", tmp_path / "p.png")
     assert (tmp_path / "p.png").stat().st_size > 1000 and fig.axes
+    one = res.plot("peak_tip_deflection", "links.0.beam.EI", path=tmp_path / "p1.png")  # one parameter: a curve
+    line = one.axes[0].lines[0]
+    assert (tmp_path / "p1.png").stat().st_size > 1000 and len(line.get_xdata()) == 6
+    np.testing.assert_array_equal(np.sort(line.get_xdata()), np.sort(ei))
+    frame = res.to_pandas()
+    assert list(frame["point"]) == list(range(6)) and len(frame.columns) == table.num_columns
+    np.testing.assert_array_equal(frame["peak_tip_deflection"].to_numpy(), peak)
+    assert repr(res).startswith("<SweepResult 6 points")
 
 
 def test_resume_reuses_finished_points(tmp_path, client):
@@ -155,3 +163,27 @@ def test_cli_sweep(tmp_path, client, capsys):
     spec.write_text("parameters: {links.0.mass: [1.0]}\nsampling: sobol\n")
     assert main(["sweep", "flx_flexible_pendulum", str(spec), "--scheduler", addr]) == 2
     assert "sampling: unknown 'sobol'" in capsys.readouterr().err
+
+
+def test_figures_of_an_arm_under_gravity_settle_about_its_sag_and_use_flexible_modes():
+    """The 4 m pendulum moved to 0.8 rad by a PID and held there under gravity: its tip settles
+    about the static sag (not about zero, where it never returns), well before the run ends; the
+    lowest frequency is the flexible one with the joint locked (issue 35)."""
+    data = robot_to_dict(fm.examples.load("flx_flexible_pendulum"))
+    run = {"t_final": 3.0, "dt": 1e-3, "controller": {
+        "type": "pid", "kp": [4000.0], "ki": [0.0], "kd": [800.0],
+        "trajectory": {"type": "rest_to_rest", "start": [0.0], "end": [0.8], "duration": 1.0}}}
+    row = sweeps.run_point(data, {"links.0.beam.damping": 0.02}, run)
+    assert row["error"] == ""
+    assert 1.0 < row["settling_time"] < 2.0  # after the 1 s move, far before the 3 s end
+    robot = robot_from_dict({**data, "links": [{**data["links"][0], "beam": {**data["links"][0]["beam"], "damping": 0.02}}]})
+    from flexman.control import from_spec
+
+    res = fm.simulate(robot, 3.0, dt=1e-3, controller=from_spec(robot, run["controller"]), progress=False)
+    sag = np.linalg.norm(tip_offset(robot, res.q[-1]))
+    assert sag > 0.1 * np.linalg.norm(tip_offset(robot, res.q), axis=-1).max()  # settled, but not at zero:
+    # measured from zero, the tip never comes within 2 % of its peak - the old figure was the run's length
+    w = fm.analysis.natural_frequencies(robot, res.q[0], joints="locked")
+    assert row["lowest_frequency"] == pytest.approx(np.sort(w[w > 1e-9])[0] / (2 * np.pi), rel=1e-12)
+    free = np.asarray(robot.natural_frequencies(res.q[0]), dtype=float)
+    assert np.sort(free[free > 1e-9])[0] / (2 * np.pi) < 0.9 * row["lowest_frequency"]  # the free joint's mode is lower

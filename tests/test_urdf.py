@@ -177,7 +177,7 @@ BAD = {
                    + _joint("j1", "b", "a") + "</robot>", "inertial/mass: attribute value=\"x\""),
     "swapped limits": ('<robot name="r"><link name="b"/>' + GOOD_LINK.format(n="a")
                        + _joint("j1", "b", "a").replace('lower="-1" upper="1"', 'lower="3" upper="-3"') + "</robot>",
-                       "limit: lower (3) is above upper (-3)"),
+                       "limit: lower 3 is above upper -3"),
 }
 
 
@@ -464,3 +464,18 @@ def test_overlay_bad_beam_axis_is_one_line(tmp_path, axis):
         apply_overlay(fm.load(tmp_path / "r.urdf"), _axis_overlay(beam))
     message = str(info.value)
     assert message.startswith("links.a.beam.axis: must be 3 numbers") and "\n" not in message
+
+
+def test_inverted_limits_are_refused_like_a_model_files(tmp_path):
+    """<limit lower="3" upper="-3"> was dropped silently while a model file's [3, -3] is refused."""
+    text = ('<?xml version="1.0"?><robot name="r"><link name="base"/><link name="a"><inertial><mass value="1"/>'
+            '<inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+            '<joint name="j" type="revolute"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/>'
+            '<limit lower="3" upper="-3" effort="1" velocity="1"/></joint></robot>')
+    path = tmp_path / "r.urdf"
+    path.write_text(text)
+    with pytest.raises(fm.ModelError, match=r'<joint name="j">/limit: lower 3 is above upper -3; swap them') as info:
+        fm.load(path)
+    assert "\n" not in str(info.value)
+    path.write_text(text.replace('lower="3" upper="-3"', 'lower="0" upper="0"'))
+    assert fm.load(path).links[0].limits is None  # lower = upper: no limits, as URDFs write them

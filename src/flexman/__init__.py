@@ -1,5 +1,5 @@
 """flexman: dynamics, code generation and simulation of manipulators with rigid and flexible links."""
-from .model import Beam, Link, ModelError, RigidBody, Robot
+from .model import Beam, Drive, Link, ModelError, RigidBody, Robot
 from .simulate import Result, simulate, simulate_batch
 from .wiring import connect as _connect
 
@@ -46,8 +46,10 @@ def derive(robot, formulation="newton_euler", parameters="numeric", **options):
 def sweep(robot, parameters, run=None, scheduler=None, **options):
     """Simulate variants of ``robot`` on Dask and collect figures in one Parquet file; see
     :mod:`flexman.sweeps` (options: sampling, samples, seed, figures, out, n_workers, progress)."""
+    from .extras import require
     from .sweeps import sweep as _sweep
 
+    require("distributed", "fm.sweep"), require("pyarrow", "fm.sweep")
     return _sweep(robot, parameters, run=run, scheduler=scheduler, **options)
 
 
@@ -64,8 +66,10 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, **o
     """An optimal rest-to-rest move over the full flexible dynamics (CasADi + IPOPT): minimum
     effort, time, tip deflection, an end-effector path, or a weighted sum; see
     :func:`flexman.planning.plan` (options: knots, path, pre_post, guess, max_iter)."""
+    from .extras import require
     from .planning import plan as _plan
 
+    require("casadi", "fm.plan")
     return _plan(robot, q_start, q_goal, duration=duration, limits=limits, objective=objective, **options)
 
 
@@ -77,4 +81,4 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
-__all__ = ["Beam", "Link", "ModelError", "RigidBody", "Result", "Robot", "load", "save", "bundled_examples", "simulate", "simulate_batch", "derive", "sweep", "identify", "plan"]
+__all__ = ["Beam", "Drive", "Link", "ModelError", "RigidBody", "Result", "Robot", "load", "save", "bundled_examples", "simulate", "simulate_batch", "derive", "sweep", "identify", "plan"]

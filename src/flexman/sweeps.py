@@ -6,9 +6,12 @@ the manoeuvre alike), builds each variant with the model-file validation, simula
 a few figures per point:
 
 * ``peak_tip_deflection`` (m): largest distance of the tip from its place on the undeformed arm;
-* ``settling_time`` (s): last time that distance exceeds ``settle_fraction`` of its peak;
+* ``settling_time`` (s): last time the tip is farther from where it comes to rest (the final
+  joint angles with the beams in static equilibrium: the sag under gravity) than
+  ``settle_fraction`` of its largest excursion from there;
 * ``torque_peak_<joint>`` (N m or N): largest applied |torque| per joint;
-* ``lowest_frequency`` (Hz): lowest natural frequency of the free arm at the initial state.
+* ``lowest_frequency`` (Hz): lowest flexible natural frequency at the initial state, joints locked
+  (``natural_frequencies(robot, q, joints="locked")``: no rigid-body or free-joint mode).
 
 Points are drawn as a full grid (lists of values), a Latin hypercube or Monte Carlo samples
 (ranges ``{min: .., max: ..}``). The points run as tasks on a ``dask.distributed`` cluster: a
@@ -34,6 +37,7 @@ import numpy as np
 
 from .model.limits import MAX_SWEEP_POINTS, SWEEP_POINT_SECONDS, check_run_size
 from .outputs import staged, write_text
+from .extras import require
 
 SAMPLINGS = ("grid", "latin_hypercube", "monte_carlo")
 FIGURES = ("peak_tip_deflection", "settling_time", "torque_peaks", "lowest_frequency")
@@ -190,6 +194,11 @@ def _figures(robot, run, figures, settle_fraction):
         warnings.simplefilter("ignore", RuntimeWarning)
         try:  # the compiled loop (C) when the run allows it: fast, and bounded by the run-size limits
             res = simulate(robot, t_final, progress=False, loop="compiled", **kwargs)
+            took = float(res.stats.get("wall_time", 0.0))  # the run, not the model's build
+            if took > limit:  # one C call cannot stop early: the limit is enforced when it returns
+                raise PointTimeLimit(f"run.time_limit: the point ran past {limit:g} s of wall time (the compiled run "
+                                     f"took {took:.3g} s in one call); raise run.time_limit, shorten t_final or use a "
+                                     "larger dt")
         except LoopUnavailable:
             timed = {**kwargs, "torque": _within_time(kwargs.get("torque"), limit, robot.n_joints)}
             res = simulate(robot, t_final, progress=False, **timed)  # the Python loop, which checks the clock
@@ -199,21 +208,44 @@ def _figures(robot, run, figures, settle_fraction):
         raise FloatingPointError(f"the run diverged at t = {res.t_diverged or res.t[-1]:g} s ({why}); its figures "
                                  "would be those of a partial run: use a smaller dt or a stiff method")
     if "peak_tip_deflection" in figures or "settling_time" in figures:
-        dist = np.linalg.norm(tip_offset(robot, res.q), axis=-1)
+        offsets = tip_offset(robot, res.q)
+        dist = np.linalg.norm(offsets, axis=-1)
         peak = float(dist.max())
         if "peak_tip_deflection" in figures:
             out["peak_tip_deflection"] = peak
         if "settling_time" in figures:
-            above = np.flatnonzero(dist > settle_fraction * peak) if peak > 0 else []
-            out["settling_time"] = float(res.t[above[-1]]) if len(above) else 0.0
+            out["settling_time"] = settling_time(robot, res, offsets, settle_fraction)
     if "torque_peaks" in figures:
         for name, k in zip(res.joint_names, range(res.tau.shape[1])):
             out[f"torque_peak_{name}"] = float(np.abs(res.tau[:, k]).max())
-    if "lowest_frequency" in figures:
-        w = np.asarray(robot.natural_frequencies(res.q[0]), dtype=float)
+    if "lowest_frequency" in figures:  # the flexible modes, joints locked: no rigid-body or free-joint mode
+        from .analysis.frequencies import natural_frequencies
+
+        w = np.asarray(natural_frequencies(robot, res.q[0], joints="locked"), dtype=float) if robot.nf else np.zeros(0)
         w = w[w > 1e-9]
         out["lowest_frequency"] = float(w.min() / (2 * np.pi)) if w.size else float("nan")
     return out
+
+
+def settling_time(robot, res, offsets, settle_fraction):
+    """The last time the tip is farther than ``settle_fraction`` of the largest excursion from
+    where it comes to rest: the tip offset of the final joint angles with the beams in their
+    static equilibrium (the sag under gravity and the final torques), not zero."""
+    from .analysis.quasi_static import quasi_static_deflection
+    from .analysis.tip import tip_offset
+
+    rest = np.zeros(3)
+    if robot.nf:
+        q_end = np.array(res.q[-1], dtype=float)
+        try:
+            q_end[robot.flex_index] = quasi_static_deflection(robot, q_end[robot.joint_index])
+            rest = tip_offset(robot, q_end)
+        except ValueError:  # no static equilibrium found (a beam that buckles): the last sample
+            rest = offsets[-1]
+    dev = np.linalg.norm(offsets - rest, axis=-1)
+    biggest = float(dev.max())
+    above = np.flatnonzero(dev > settle_fraction * biggest) if biggest > 0 else []
+    return float(res.t[above[-1]]) if len(above) else 0.0
 
 
 def _within_time(torque, limit, n_joints):
@@ -248,10 +280,22 @@ class SweepResult:
     def __len__(self):
         return self.table.num_rows
 
-    def plot(self, figure, x, y, path=None):
-        """``figure`` over the parameters ``x`` and ``y`` (filled contours where the points
-        allow, the points coloured by value); returns the matplotlib figure."""
+    def plot(self, figure, x=None, y=None, path=None):
+        """``figure`` over the parameters: over ``x`` alone (a curve; the default for a sweep of
+        one parameter), or over ``x`` and ``y`` (filled contours where the points allow, the points
+        coloured by value); returns the matplotlib figure."""
+        params = [c for c in self.table.column_names if c != "point" and c not in FIGURES and c != "error"
+                  and not c.startswith(("torque_peak_", "error"))]
+        x = x if x is not None else (params[0] if params else None)
         return plot(self.table, figure, x, y, path)
+
+    def to_pandas(self):
+        """The sweep's table as a pandas DataFrame, one row per point (pandas is optional:
+        ``pip install 'flexman[pandas]'``)."""
+        from .extras import require
+
+        require("pandas", "SweepResult.to_pandas")
+        return self.table.to_pandas()
 
     def __repr__(self):
         return f"<SweepResult {len(self)} points -> {self.path} ({self.computed} computed, {self.reused} reused)>"
@@ -309,6 +353,7 @@ def _write_part(parts, k, row):
 
 
 def _run_tasks(data, pts, todo, run, figures, settle_fraction, parts, scheduler, n_workers, progress):
+    require("distributed", "fm.sweep")
     from distributed import Client, LocalCluster, as_completed
 
     own = None
@@ -370,7 +415,7 @@ class _bar:
 
 def _collect(pts, parts, out):
     """All parts as one table (point order), written to ``out`` (temporary name, then renamed)."""
-    import pyarrow as pa
+    pa = require("pyarrow", "fm.sweep")
     import pyarrow.parquet as pq
 
     rows = []
@@ -396,38 +441,50 @@ def _collect(pts, parts, out):
 
 def read(path):
     """The table of a finished sweep (pyarrow)."""
+    require("pyarrow", "reading a sweep table")
     import pyarrow.parquet as pq
 
     return pq.read_table(path)
 
 
-def plot(table, figure, x, y, path=None):
-    """``figure`` (a column) over the parameter columns ``x`` and ``y``; returns the figure."""
+def plot(table, figure, x, y=None, path=None):
+    """``figure`` (a column) over the parameter column ``x`` (a curve when ``y`` is None) or over
+    ``x`` and ``y`` (contours and points); returns the figure."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     names = table.column_names
-    for name, what in ((figure, "figure"), (x, "x"), (y, "y")):
+    for name, what in ((figure, "figure"), (x, "x")) + (((y, "y"),) if y is not None else ()):
         if name not in names:
             raise SweepError(f"{what}: no column '{name}' in the sweep; columns: {', '.join(names)}")
-    cols = [np.asarray(table.column(c).to_pylist(), dtype=float) for c in (x, y, figure)]
-    ok = np.all([np.isfinite(c) for c in cols], axis=0)
-    X, Y, Z = (c[ok] for c in cols)
     fig = Figure(figsize=(6, 4.5))
     FigureCanvasAgg(fig)
     ax = fig.subplots()
-    try:
-        if len(np.unique(X)) > 1 and len(np.unique(Y)) > 1 and len(X) >= 4:
-            cs = ax.tricontourf(X, Y, Z, levels=12, cmap="viridis")
-            fig.colorbar(cs, ax=ax, label=figure)
-    except (ValueError, RuntimeError):  # degenerate triangulation: the points alone
-        pass
-    sc = ax.scatter(X, Y, c=Z, cmap="viridis", edgecolors="k", linewidths=0.5)
-    if not ax.collections[:-1]:
-        fig.colorbar(sc, ax=ax, label=figure)
-    ax.set_xlabel(x)
-    ax.set_ylabel(y)
-    ax.set_title(f"{figure} ({len(Z)} points)")
+    if y is None:
+        cols = [np.asarray(table.column(c).to_pylist(), dtype=float) for c in (x, figure)]
+        ok = np.all([np.isfinite(c) for c in cols], axis=0)
+        X, Z = (c[ok] for c in cols)
+        order = np.argsort(X)
+        ax.plot(X[order], Z[order], "o-")
+        ax.set_xlabel(x)
+        ax.set_ylabel(figure)
+        ax.set_title(f"{figure} ({len(Z)} points)")
+    else:
+        cols = [np.asarray(table.column(c).to_pylist(), dtype=float) for c in (x, y, figure)]
+        ok = np.all([np.isfinite(c) for c in cols], axis=0)
+        X, Y, Z = (c[ok] for c in cols)
+        try:
+            if len(np.unique(X)) > 1 and len(np.unique(Y)) > 1 and len(X) >= 4:
+                cs = ax.tricontourf(X, Y, Z, levels=12, cmap="viridis")
+                fig.colorbar(cs, ax=ax, label=figure)
+        except (ValueError, RuntimeError):  # degenerate triangulation: the points alone
+            pass
+        sc = ax.scatter(X, Y, c=Z, cmap="viridis", edgecolors="k", linewidths=0.5)
+        if not ax.collections[:-1]:
+            fig.colorbar(sc, ax=ax, label=figure)
+        ax.set_xlabel(x)
+        ax.set_ylabel(y)
+        ax.set_title(f"{figure} ({len(Z)} points)")
     fig.tight_layout()
     if path is not None:
         fig.savefig(path)

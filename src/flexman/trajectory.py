@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .model import inputs
 from .model.limits import MIN_DURATION
 
 PROFILES = ("sinusoidal", "quintic", "cubic")
@@ -66,6 +67,8 @@ def _normalized(profile):
 def _seconds(value, name: str) -> float:
     """A duration in seconds: finite, at least MIN_DURATION (1e-300 s would make every
     acceleration overflow) and at most as long as any run may be."""
+    if isinstance(value, (bool, np.bool_)):  # True is not 1 s
+        raise ValueError(f"{name}: expected a number of seconds (got {value!r})")
     try:
         T = float(value)
     except (TypeError, ValueError):
@@ -83,8 +86,8 @@ def rest_to_rest(q_start, q_end, duration, profile="sinusoidal"):
     velocity and acceleration at both ends; ``quintic``: zero velocity and acceleration at
     both ends; ``cubic``: zero velocity only (acceleration jumps at the ends).
     """
-    q0 = np.atleast_1d(np.asarray(q_start, dtype=float))
-    qf = np.atleast_1d(np.asarray(q_end, dtype=float))
+    q0 = np.atleast_1d(inputs.array(q_start, "q_start")).astype(float)
+    qf = np.atleast_1d(inputs.array(q_end, "q_end")).astype(float)
     q0, qf = np.broadcast_arrays(q0, qf)
     T = _seconds(duration, "duration")
     s, ds, dds = _normalized(profile)
@@ -136,8 +139,8 @@ def piecewise_values(x, c, t):
 def spline(times, points):
     """Clamped cubic spline through via points (zero velocity at the first and last), as
     used to command FLX's joint controllers (000 sec. 3.1). ``points``: (k, n) or (k,)."""
-    times = np.asarray(times, dtype=float)
-    pts = np.asarray(points, dtype=float)
+    times = inputs.array(times, "times").astype(float)
+    pts = inputs.array(points, "points").astype(float)
     if pts.ndim == 1:
         pts = pts[:, None]
     if times.ndim != 1 or len(times) < 2 or len(times) != len(pts):
@@ -177,8 +180,8 @@ def spin_up(rate, ramp_time, q_start=0.0):
     afterwards ``q = Ws (t - Ts/2)`` (plus ``q_start``). Acceleration is zero at both ends of
     the ramp, so velocity and acceleration are continuous.
     """
-    W = np.atleast_1d(np.asarray(rate, dtype=float))
-    q0 = np.atleast_1d(np.asarray(q_start, dtype=float))
+    W = np.atleast_1d(inputs.array(rate, "rate")).astype(float)
+    q0 = np.atleast_1d(inputs.array(q_start, "q_start")).astype(float)
     W, q0 = np.broadcast_arrays(W, q0)
     T = _seconds(ramp_time, "ramp_time")
     if not np.all(np.isfinite(W)) or not np.all(np.isfinite(q0)):
@@ -450,3 +453,7 @@ def from_csv(path):
         raise ValueError(f"{path}: {exc}") from None
     _consistency(path, t, q, qd, qdd)
     return traj
+
+
+__all__ = ["Trajectory", "SpinUp", "FourierSeries", "rest_to_rest", "spline", "spin_up", "sampled", "from_csv",
+           "from_spec", "clamped_spline_coefficients", "piecewise_values", "PROFILES", "MIN_DURATION"]

@@ -18,6 +18,8 @@ def _attribute(module, attr):
 
 def connect() -> None:
     """Fill every engine slot (idempotent)."""
+    provide("codegen", lazy=_module("flexman.codegen"))
+    provide("check_manoeuvre", lazy=_attribute("flexman.trajectory", "from_spec"))
     provide("dynamics", lazy=_module("flexman.dynamics.api"))
     provide("natural_frequencies", lazy=_attribute("flexman.analysis.frequencies", "natural_frequencies"))
     provide("robot_html", lazy=_attribute("flexman.viz.notebook", "robot_html"))

@@ -2,41 +2,41 @@
 statics under endpoint loads and beam strain, closed-loop studies, the identification regressor.
 
 The names below are imported on first use (``flexman.analysis.natural_frequencies``), so that a
-simulation needing one analysis module does not import them all.
+simulation needing one analysis module does not import them all. Functions and modules have
+distinct names (``statics`` is a function of :mod:`.endpoint_statics`, ``convergence`` of
+:mod:`.modal_convergence`, ``excitation`` of :mod:`.excitation_design`, ``sensitivity`` of
+:mod:`.sensitivities`, ``beta_ode`` of :mod:`.beta`), so importing a module never hides a function.
 """
-import sys
-import types
-
 from ..lazy import lazy_names
 
 _WHERE = {
-    'BetaResult': 'beta_ode',
-    'BetaTrajectory': 'beta_ode',
-    'GivenRootModes': 'beta_ode',
-    'SlidingLinkShapes': 'beta_ode',
-    'beta_ode': 'beta_ode',
-    'clamped_mass_shapes': 'beta_ode',
-    'link_beta_ode': 'beta_ode',
-    'simulate_with_beta': 'beta_ode',
+    'BetaResult': 'beta',
+    'BetaTrajectory': 'beta',
+    'GivenRootModes': 'beta',
+    'SlidingLinkShapes': 'beta',
+    'beta_ode': 'beta',
+    'clamped_mass_shapes': 'beta',
+    'link_beta_ode': 'beta',
+    'simulate_with_beta': 'beta',
     'closed_loop_eigenvalues': 'closed_loop',
     'closed_loop_jacobian': 'closed_loop',
-    'Convergence': 'convergence',
-    'ConvergenceNotice': 'convergence',
-    'convergence': 'convergence',
-    'convergence_notice': 'convergence',
-    'excitation': 'excitation',
+    'Convergence': 'modal_convergence',
+    'ConvergenceNotice': 'modal_convergence',
+    'convergence': 'modal_convergence',
+    'convergence_notice': 'modal_convergence',
+    'excitation': 'excitation_design',
     'linearize': 'frequencies',
     'natural_frequencies': 'frequencies',
-    'Sensitivity': 'sensitivity',
-    'sensitivity': 'sensitivity',
+    'Sensitivity': 'sensitivities',
+    'sensitivity': 'sensitivities',
     'BaseParameters': 'rigid_regressor',
     'base_parameters': 'rigid_regressor',
     'regressor': 'rigid_regressor',
     'quasi_static_along': 'quasi_static',
     'quasi_static_deflection': 'quasi_static',
-    'BucklingError': 'statics',
-    'StaticsResult': 'statics',
-    'statics': 'statics',
+    'BucklingError': 'endpoint_statics',
+    'StaticsResult': 'endpoint_statics',
+    'statics': 'endpoint_statics',
     'StiffnessMargin': 'stiffness',
     'stiffness_margin': 'stiffness',
     'curvature': 'strain',
@@ -44,19 +44,6 @@ _WHERE = {
     'surface_strain': 'strain',
     'tip_offset': 'tip',
 }
-
-
-class _Package(types.ModuleType):
-    """Importing a submodule binds it on its package; where a function has the submodule's name
-    (``beta_ode``, ``statics``, ...) the function keeps the name, as when all were imported here."""
-
-    def __setattr__(self, name, value):
-        if isinstance(value, types.ModuleType) and _WHERE.get(name) == name:
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 
 __getattr__, __dir__ = lazy_names(__name__, _WHERE)

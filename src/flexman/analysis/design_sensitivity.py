@@ -109,7 +109,7 @@ def _is_zero(x):
 
 def _numpy_program(name, tape, inputs, outputs):
     """(Program, callable) of NumPy code from tracer outputs ({group: object array})."""
-    from ..codegen import emit
+    from ..symbolic import emit
     from ..symbolic.program import Program
 
     prog = Program.from_tape(name, tape, inputs, outputs)
@@ -241,7 +241,7 @@ class Sensitivity:
 
 def model_sensitivity(robot, quantity, parameters, q=None, qd=None, qdd=None) -> Sensitivity:
     """Exact derivatives of a quantity of the model at one state ("inverse_dynamics",
-    "mass_matrix", "frequencies"); see :func:`flexman.analysis.sensitivity.sensitivity`."""
+    "mass_matrix", "frequencies"); see :func:`flexman.analysis.sensitivities.sensitivity`."""
     from ..symbolic import derive
     from ..symbolic.params import parameter_values
 

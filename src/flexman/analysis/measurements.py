@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..extras import require
 from ..model import limits
 
 
@@ -57,7 +58,7 @@ def _first_problem(path, ncols):
 def read_table(path) -> tuple[list, np.ndarray]:
     """(header, data (rows, columns)) of a numeric CSV file with a header row; one-line ValueError
     naming the file and the row or limit otherwise."""
-    import pyarrow as pa
+    pa = require("pyarrow", "reading measurement CSV files", extra="identify")
     import pyarrow.csv as pcsv
 
     path = Path(path)

@@ -38,7 +38,8 @@ FIGURES = ("peak_tip_deflection", "final_tip_error")
 def _compile(prog, name):
     """A callable ``f(*input arrays) -> tuple of output arrays`` for one state: generated C when a
     compiler is there (cached by content), else generated NumPy."""
-    from ..codegen import cbuild, emit
+    from ..codegen import cbuild
+    from ..symbolic import emit
 
     ins = [g for g in prog.inputs if prog.inputs[g]]
     outs = list(prog.outputs)

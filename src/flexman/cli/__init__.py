@@ -16,6 +16,7 @@ import numpy as np
 from . import cache, derive, export, frequencies, info, new, parameters, plan, simulate, statics, sweep, validate
 from .common import FORMULATIONS, Parser, UsageError
 from .validate import validation_cases
+from ..extras import MissingExtra
 from ..model.errors import ModelError
 from ..model.names import printable
 from ..outputs import Terminated
@@ -47,7 +48,7 @@ def main(argv=None) -> int:
     except BrokenPipeError:  # e.g. `flexman info arm.yaml | head`: not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (UsageError, ModelError, ValueError, OSError) as exc:
+    except (UsageError, ModelError, ValueError, OSError, MissingExtra) as exc:
         message = " ".join(str(exc).split()) or type(exc).__name__
         if isinstance(exc, OSError) and exc.strerror:
             message = f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror

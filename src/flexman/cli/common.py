@@ -62,8 +62,14 @@ def fmt(x) -> str:
     return "[" + ", ".join(f"{v:.6g}" for v in arr.reshape(-1)) + "]"
 
 
-def vector(values, n_allowed, what: str):
-    """A command-line vector, checked against the allowed lengths."""
+#: the largest magnitude a command-line joint value may have, by the option's kind (rad or m and
+#: their rates; torques in N m or N): past these a run or an analysis only produces overflow
+MAGNITUDES = {"position": 1e6, "rate": 1e4, "acceleration": 1e8, "torque": 1e9}
+
+
+def vector(values, n_allowed, what: str, kind: str = "position"):
+    """A command-line vector, checked against the allowed lengths and the magnitude of its
+    ``kind`` (:data:`MAGNITUDES`: 1e300 as a joint angle is refused, not run into NaN)."""
     if values is None:
         return None
     arr = np.asarray(values, dtype=float)
@@ -71,13 +77,18 @@ def vector(values, n_allowed, what: str):
         want = " or ".join(str(n) for n in sorted(set(n_allowed)))
         noun = "value" if want == "1" else "values"
         raise UsageError(f"{what}: expected {want} {noun} (got {arr.size})")
+    bound = MAGNITUDES[kind]
+    if arr.size and np.abs(arr).max() > bound:
+        k = int(np.argmax(np.abs(arr)))
+        raise UsageError(f"{what}: value {k + 1} ({arr[k]:g}) is beyond the supported magnitude {bound:g} of a joint "
+                         f"{kind}; give a physical value")
     return arr
 
 
-def state_vector(robot, values, what: str):
+def state_vector(robot, values, what: str, kind: str = "position"):
     """Joint values (the flexible coordinates at rest, zero) or a whole coordinate vector, from
     the command line; None when not given."""
-    v = vector(values, (robot.n_joints, robot.nq), what)
+    v = vector(values, (robot.n_joints, robot.nq), what, kind)
     return None if v is None else np.concatenate([v, np.zeros(robot.nq - v.size)])
 
 

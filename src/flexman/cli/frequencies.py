@@ -15,7 +15,7 @@ def cmd_frequencies(args) -> int:
         return _convergence(robot, q, args)
     if args.plot or args.modes:
         raise UsageError("--plot/--modes: only with --convergence")
-    qd = state_vector(robot, args.qd, "--qd")
+    qd = state_vector(robot, args.qd, "--qd", "rate")
     omega = np.atleast_1d(np.asarray(robot.natural_frequencies(q, qd=qd), dtype=float))
     rows = [{"mode": i + 1, "rad_per_s": float(w), "hz": float(w) / (2 * math.pi)} for i, w in enumerate(omega)]
     if args.json:
@@ -33,27 +33,27 @@ def cmd_frequencies(args) -> int:
     for row in rows:
         table.add_row(str(row["mode"]), fmt(row["rad_per_s"]), fmt(row["hz"]))
     con.print(table)
-    _notice(robot)
+    _notice(robot, q)
     return 0
 
 
-def _notice(robot) -> None:
-    """The once-per-model convergence notice, on stderr as one line."""
+def _notice(robot, q=None) -> None:
+    """The once-per-model convergence notice at the pose given, on stderr as one line."""
     import sys
     import warnings
 
-    from ..analysis.convergence import ConvergenceNotice, convergence_notice
+    from ..analysis.modal_convergence import ConvergenceNotice, convergence_notice
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceNotice)
-        text = convergence_notice(robot)
+        text = convergence_notice(robot, q)
     if text:
         print(f"flexman: notice: {text}", file=sys.stderr)
 
 
 def _convergence(robot, q, args) -> int:
     """The table (and plot) of the lowest frequencies as the modes per beam grow."""
-    from ..analysis.convergence import DEFAULT_MODES, convergence
+    from ..analysis.modal_convergence import DEFAULT_MODES, convergence
 
     if args.qd is not None:
         raise UsageError("--qd: not with --convergence (the study is of the arm at rest)")

@@ -13,7 +13,8 @@ def cmd_sensitivity(args) -> int:
     from ..analysis import sensitivity
     from ..analysis.motion_sensitivity import FIGURES
     robot = load_model(args.model)
-    q, qd, qdd = (state_vector(robot, v, f"--{n}") for v, n in ((args.q, "q"), (args.qd, "qd"), (args.qdd, "qdd")))
+    q, qd, qdd = (state_vector(robot, v, f"--{n}", kind) for v, n, kind in
+                  ((args.q, "q", "position"), (args.qd, "qd", "rate"), (args.qdd, "qdd", "acceleration")))
     if args.of in FIGURES:
         from ..trajectory import from_spec
 
@@ -84,7 +85,7 @@ def cmd_identify(args) -> int:
     return 0
 
 
-# excitation limits: the key of fm.analysis.excitation's limits and the option that sets it
+# excitation limits: the key of fm.analysis.excitation_design's limits and the option that sets it
 _LIMIT_OPTIONS = {"qdd": "--accel-limit", "qd": "--rate-limit", "tau": "--torque-limit",
                   "q": "the model's joint limits"}
 
@@ -94,7 +95,7 @@ MAX_EXCITE_ROWS = 10_000_000  # rows of the excitation CSV (about 1 GB of text f
 
 def cmd_excite(args) -> int:
     """An optimised Fourier excitation written as a CSV reference (t, q.., qd.., qdd..)."""
-    from ..analysis.excitation import excitation
+    from ..analysis.excitation_design import excitation
     from ..outputs import output_file
 
     robot = load_model(args.model)

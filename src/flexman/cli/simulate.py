@@ -1,6 +1,7 @@
 """`flexman simulate` and `flexman report`: a run of a model, its files and its HTML report."""
 from __future__ import annotations
 
+import os
 import sys
 import time
 import warnings
@@ -49,6 +50,8 @@ def _simulation_options(args, robot) -> dict:
     if not args.t_final > 0:
         raise UsageError(f"--t-final: must be > 0 (got {args.t_final})")
     kwargs = {"method": args.method}
+    if getattr(args, "rho_inf", None) is not None:
+        kwargs["rho_inf"] = args.rho_inf
     if args.dt is not None:
         if not args.dt > 0:
             raise UsageError(f"--dt: must be > 0 (got {args.dt})")
@@ -62,7 +65,7 @@ def _simulation_options(args, robot) -> dict:
     q0 = state_vector(robot, args.q0, "--q0")
     if q0 is not None:
         kwargs["q0"] = q0
-    torque = vector(args.torque, (robot.n_joints,), "--torque")
+    torque = vector(args.torque, (robot.n_joints,), "--torque", "torque")
     if torque is not None:
         kwargs["torque"] = torque
     if args.controller is not None:
@@ -98,7 +101,7 @@ def cmd_simulate(args) -> int:
     out = None if args.out is None else output_folder(args.out)  # a folder we cannot write fails now, not after the run
     steps = len(output_times(args.t_final, kwargs.get("dt", 1e-3))) - 1  # the run's grid: a run too long is refused here
     # compiled (or loaded from the cache) before the clock starts, weighed as simulate() weighs it
-    evaluator(robot, args.backend, work=fixed_step_work(args.method, steps))
+    evaluator(robot, args.backend, work=fixed_step_work("rk4" if args.method == "auto" else args.method, steps))
 
     start = time.perf_counter()
     with np.errstate(all="ignore"), warnings.catch_warnings():  # divergence is reported below, once
@@ -120,7 +123,8 @@ def cmd_simulate(args) -> int:
     q_end = np.asarray(res.q)[-1]
     energy = _total_energy(res.energy)
     summary = {
-        "model": robot.name, "method": args.method, "t_final": float(np.asarray(res.t)[-1]),
+        "model": robot.name, "method": res.stats.get("method", args.method), "method_asked": args.method,
+        "method_reason": res.stats.get("method_reason"), "t_final": float(np.asarray(res.t)[-1]),
         "samples": int(np.asarray(res.t).size), "wall_time_s": wall,
         "q_final": dict(zip(robot.coordinate_names, q_end.tolist())),
         "energy_initial": float(energy[0]), "energy_final": float(energy[-1]),
@@ -135,14 +139,14 @@ def cmd_simulate(args) -> int:
     if diverged:
         print(f"flexman: warning: the run stopped at t = {res.t_diverged:.6g} s ({res.stats.get('message', '')}); "
               f"the results up to t = {summary['t_final']:.6g} s are kept; use a smaller --dt "
-              "or a stiff method (--method Radau or BDF)", file=sys.stderr)
+              "or --method auto / generalized_alpha", file=sys.stderr)
     if args.json:
         print_json(summary)
         return status
     drift = "" if "torque" in kwargs or "controller" in kwargs else f" (unforced: max change {summary['energy_drift_relative']:.3g} of the energy exchanged)"
     if "prescribed" in kwargs:
         drift = f" (prescribed motion: the joint torques did {summary['work']:.6g} J of work)"
-    lines = [f"simulated {summary['t_final']:.6g} s with {args.method} ({summary['samples']} samples, {wall:.3g} s wall "
+    lines = [f"simulated {summary['t_final']:.6g} s with {summary['method']} ({summary['samples']} samples, {wall:.3g} s wall "
              f"time, {summary['backend']} model, {summary['loop']} loop)",
              "final q: " + ", ".join(f"{k}={v:.6g}" for k, v in summary["q_final"].items()),
              f"energy: {summary['energy_initial']:.6g} -> {summary['energy_final']:.6g} J{drift}"]
@@ -179,6 +183,7 @@ def cmd_report(args) -> int:
     kwargs = _simulation_options(args, robot)
     if args.magnify is not None and not args.magnify >= 0:  # finite: the parser refuses nan and inf
         raise UsageError(f"--magnify: must be a number >= 0 (got {args.magnify})")
+    made = not os.path.exists(args.out)
     out = output_folder(args.out)  # before the run
     from ..simulate import simulate
     from ..viz.snapshot import plot_summary
@@ -186,9 +191,19 @@ def cmd_report(args) -> int:
     with np.errstate(all="ignore"), warnings.catch_warnings():  # divergence is reported below, once
         warnings.simplefilter("ignore", RuntimeWarning)
         res = simulate(robot, args.t_final, **kwargs)
+    if res.diverged and not args.allow_diverged:
+        from ..simulate.result import diverged_refusal
+
+        if made:
+            try:
+                out.rmdir()  # the folder made for the report, when it is still empty
+            except OSError:
+                pass
+        print(f"flexman: error: {diverged_refusal(res, '--allow-diverged')}", file=sys.stderr)
+        return 1
     if res.diverged:
         print(f"flexman: warning: the run stopped at t = {res.t_diverged:.6g} s; the report shows the samples "
-              "before it; use a smaller --dt or a stiff method (--method Radau or BDF)", file=sys.stderr)
+              "before it and says so at its top", file=sys.stderr)
     equations = None if args.equations == "none" else args.equations
     comparison, others = None, []
     if args.compare:
@@ -204,9 +219,9 @@ def cmd_report(args) -> int:
         others = [(runs[k][1], out / pages[runs[k][0]], runs[k][0]) for k in range(1, len(runs))]
     with staged() as staging:  # the files replace the old ones together, or none does
         res.report(staging.path(out / "report.html"), magnify=args.magnify, equations=equations,
-                   note=_drive_note(kwargs), comparison=comparison)
+                   note=_drive_note(kwargs), comparison=comparison, allow_diverged=args.allow_diverged)
         for other, page, name in others:
-            other.report(staging.path(page), magnify=args.magnify, equations=None,
+            other.report(staging.path(page), magnify=args.magnify, equations=None, allow_diverged=True,
                          note=f"The same move, {name}: see report.html for the comparison.")
         plot_summary(res, staging.path(out / "summary.png"))
         res.plot(staging.path(out / "result.png"))
@@ -228,7 +243,10 @@ def simulation_arguments(p) -> None:
     """The options of a run, shared by `simulate` and `report`."""
     p.add_argument("--t-final", type=float, default=1.0, metavar="T", help="end time in s (default 1)")
     p.add_argument("--dt", type=float, help="output (and rk4) step in s")
-    p.add_argument("--method", choices=METHODS, default="rk4", help="integrator (default rk4)")
+    p.add_argument("--method", choices=("auto",) + tuple(METHODS), default="auto",
+                   help="integrator (default auto: RK4 where the step check finds it stable, else generalized_alpha)")
+    p.add_argument("--rho-inf", type=float, dest="rho_inf",
+                   help="generalized_alpha's spectral radius at infinite step, in [0, 1] (default 0.8)")
     p.add_argument("--rtol", type=float, help="relative tolerance (adaptive methods)")
     p.add_argument("--atol", type=float, help="absolute tolerance (adaptive methods)")
     p.add_argument("--q0", type=float, nargs="+", metavar="Q", help="initial joint (or all) coordinates")
@@ -253,6 +271,8 @@ def register(sub) -> None:
     simulation_arguments(p)
     p.add_argument("--out", required=True, metavar="DIR", help="folder for report.html, summary.png, result.png and result.npz")
     p.add_argument("--magnify", type=float, metavar="K", help="draw deflections K times their size (default: automatic)")
+    p.add_argument("--allow-diverged", action="store_true", dest="allow_diverged",
+                   help="write the report of a run that diverged (it says so at its top); by default none is written")
     p.add_argument("--compare", action="store_true",
                    help="with --controller: the same move also input-shaped and optimally planned (fm.plan), side by side")
     p.add_argument("--equations", choices=("auto",) + FORMULATIONS + ("none",), default="auto",

@@ -64,9 +64,9 @@ CONVERGENCE_MODELS = ("flx_flexible_pendulum", "flx_joint_mass", "flx_three_link
 def _converged_rows() -> list:
     """Per model of CONVERGENCE_MODELS, its lowest frequencies (joints free and locked) with the
     documents' one mode per plane and converged (the finite-element reference of
-    :func:`flexman.analysis.convergence.reference`): the cases above keep the documents' models
+    :func:`flexman.analysis.modal_convergence.reference`): the cases above keep the documents' models
     (they reproduce the documents); these rows say how far those models are from converged."""
-    from ..analysis.convergence import convergence
+    from ..analysis.modal_convergence import convergence
     from ..examples import load
 
     rows = []

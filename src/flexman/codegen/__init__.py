@@ -29,7 +29,7 @@ from . import cbuild
 #: the compiled functions of a model (also ``sources.WHATS``)
 WHATS = ("mass_matrix", "bias_forces", "inverse_dynamics", "forward_dynamics")
 #: names imported on first use: loading a cached model needs none of the code generators
-_LAZY = {"emit": None, "pyext": None, "program": "simulator", "write_input": "simulator", "c_source": "sources",
+_LAZY = {"casadi_export": None, "fmu": None, "pyext": None, "program": "simulator", "write_input": "simulator", "c_source": "sources",
          "export": "sources", "header": "sources", "simulator": None, "sources": None}
 
 
@@ -232,7 +232,7 @@ def compile_eom(eom, backend="c", flags=None, ext=None):
     ``ext`` (C only): also build the CPython extension for single calls; default True unless
     the environment variable ``FLEXMAN_NO_EXT=1``. A failed extension build warns once and
     falls back to ctypes."""
-    from . import emit
+    from ..symbolic import emit
     from .sources import c_source
 
     if backend == "numpy":

@@ -83,6 +83,10 @@ def start(robot, formulation="newton_euler", estimated_seconds=0.0):
             return True
         finally:
             tmp.unlink()
+        if not _started:
+            import atexit
+
+            atexit.register(_detach)
         _started[name] = _spawn(job)
         return True
     except (OSError, ValueError, TypeError):
@@ -102,6 +106,14 @@ def _spawn(job):
     except OSError:
         job.unlink(missing_ok=True)
         raise
+
+
+def _detach():
+    """At exit: builds still running go on without us (their own session), on purpose; marking
+    them reaped keeps Python from warning about a child it did not wait for."""
+    for proc in _started.values():
+        if proc.poll() is None:
+            proc.returncode = 0
 
 
 def wait(timeout=None) -> bool:

@@ -2,7 +2,7 @@
 
 One more way to evaluate the straight-line programs of :mod:`flexman.symbolic.program`: each
 instruction becomes one CasADi ``SX`` operation through :data:`OPERATIONS` (the table that plays
-the part :data:`flexman.codegen.emit.DIALECTS` plays for source text), so the graph is built
+the part :data:`flexman.symbolic.emit.DIALECTS` plays for source text), so the graph is built
 instruction by instruction from the program, never by evaluating generated source. CasADi then
 gives exact derivatives of the equations of motion, which is what an optimiser (IPOPT, for
 :func:`flexman.plan`) needs. Parameters of a symbolic-parameter EOM are fixed at the EOM's values.
@@ -10,6 +10,8 @@ gives exact derivatives of the equations of motion, which is what an optimiser (
 from __future__ import annotations
 
 import numpy as np
+
+from ..extras import require
 
 #: program operation -> CasADi expression of its arguments (SX values or floats)
 OPERATIONS = {
@@ -35,11 +37,7 @@ FUNCTIONS = {
 
 
 def _casadi():
-    try:
-        import casadi
-    except ImportError:  # declared in pyproject.toml; a broken install says so in one line
-        raise ImportError("casadi is not installed: pip install casadi (flexman's CasADi export and planner need it)") from None
-    return casadi
+    return require("casadi", "the CasADi export")
 
 
 def program_function(program, name, input_groups, param_values=None):

@@ -496,7 +496,11 @@ fmi2Status fmi2DoStep(fmi2Component c, fmi2Real currentCommunicationPoint, fmi2R
     const double H = communicationStepSize, h_max = m->v[VR_STEP];
     if (!(h_max > 0.0) || !isfinite(h_max)) return unsupported(c, "step_size must be a positive number");
     if (!(H >= 0.0)) return unsupported(c, "the communication step size must not be negative");
-    long n = (long)ceil(H / h_max * (1.0 - 1e-12));
+    const double steps = ceil(H / h_max * (1.0 - 1e-12));
+    if (!(steps <= 1e8))  /* also catches the overflow of a (long) cast: 1e-300 once took one step */
+        return unsupported(c, "step_size is too small for this communication step (more than 1e8 RK4 steps); "
+                              "use a larger step_size");
+    long n = (long)steps;
     if (n < 1) n = 1;
     const double h = H / n;
     double *x = m->v, k1[NX], k2[NX], k3[NX], k4[NX], y[NX], tau[NJ + 1];

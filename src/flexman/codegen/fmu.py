@@ -36,7 +36,8 @@ import numpy as np
 from ..model import names
 from ..model.errors import ModelError
 from ..outputs import output_file, staged
-from . import cbuild, emit, fmi2
+from . import cbuild, fmi2
+from ..symbolic import emit
 from .sources import c_source
 
 KINDS = ("me", "cs", "both")
@@ -174,7 +175,7 @@ def model_description(eom, variables, identifier, guid, kinds, sources, step_siz
     index = {id(v): k + 1 for k, v in enumerate(variables)}  # 1-based, as ModelStructure counts
     lines = ['<?xml version="1.0" encoding="UTF-8"?>',
              f'<fmiModelDescription fmiVersion="2.0" modelName={quoteattr(identifier)} guid={quoteattr(guid)}',
-             f'  description={quoteattr(names.comment(robot.description or robot.name))}',
+             f'  description={quoteattr(names.comment(getattr(robot, "description", "") or robot.name))}',
              f'  generationTool="flexman {escape(__version__)}"',
              f'  generationDateAndTime="{datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}"',
              '  variableNamingConvention="flat" numberOfEventIndicators="0">']
@@ -315,16 +316,17 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
     if eom.parameters != "symbolic":
         raise ValueError("the FMU's parameters come from the symbolic-parameter equations: "
                          "use fm.derive(robot, parameters='symbolic')")
-    if not (np.isfinite(step_size) and step_size > 0):
-        raise ValueError(f"step_size: must be a positive number of seconds (got {step_size})")
+    if isinstance(step_size, bool) or not (np.isfinite(step_size) and 1e-9 <= step_size <= 1.0):
+        raise ValueError(f"step_size: must be a number of seconds in [1e-09, 1] (the FMU's RK4 step; got "
+                         f"{step_size!r:.40})")
     robot = eom.robot
     path = check_path(path, option, force)
     for name, x in (("q0", q0), ("qd0", qd0)):
         if x is not None and (np.shape(x) != (robot.nq,) or not np.all(np.isfinite(np.asarray(x, float)))):
             raise ValueError(f"{name}: give {robot.nq} finite values ({', '.join(robot.coordinate_names)})")
     for i, link in enumerate(robot.links):
-        if link.coulomb:
-            raise ModelError(f"links[{i}].coulomb: Coulomb friction is not in the generated equations (it branches "
+        if link.joint_coulomb:
+            raise ModelError(f"links[{i}].{'coulomb' if link.coulomb else 'drive.coulomb'}: Coulomb friction is not in the generated equations (it branches "
                              "on the sign of qd), so an FMU would not model it; set it to 0 to export")
     try:
         cc = cbuild.compiler()

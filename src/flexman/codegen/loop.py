@@ -17,7 +17,9 @@ non-finite)):
   ``x = [q_f, qd_f, W]`` (W: the work of the joint torques) -> ``dx`` and the torques needed;
 * ``fm_rk4_run(...)``: a whole RK4 run over a time grid, sampled every ``every`` steps, stopping
   at the first fault with the samples before it (``flexman.simulate.integrators.rk4``'s rules);
-* ``fm_rk4_batch(...)``: many runs, each with its own initial state and parameter vector.
+* ``fm_rk4_batch(...)``: many runs, each with its own initial state and parameter vector;
+* ``fm_galpha_run(...)``: a whole generalized-alpha run (implicit, A-stable, second order, with
+  the high-frequency damping rho_inf) over a time grid, as ``fm_rk4_run``: the stiff arms' method.
 
 The arithmetic follows the Python loop (``flexman.simulate``, ``flexman.control``,
 ``flexman.trajectory``) operation for operation where it can; where a solve is involved (the
@@ -437,6 +439,32 @@ int fm_prescribed_rhs(const fm_plant *pl, const fm_control *c, double t, const d
 
 typedef int (*fm_rhs)(const fm_plant *, const fm_control *, double, const double *, double *, double *, double *);
 
+/* After step k: the new state x, when finite, is sample j (every `every`-th step and the last);
+   1 (and *t_fault = t_next) when it is not. */
+static int fm_keep(const double *x, int nx, long k, long n_t, long every, double *X, long *j, double t_next,
+                   double *t_fault)
+{
+    if (!fm_finite(nx, x)) { *t_fault = t_next; return 1; }
+    if ((k + 1) % every == 0 || k + 1 == n_t - 1) {
+        memcpy(X + *j * nx, x, sizeof(double) * nx);
+        ++*j;
+    }
+    return 0;
+}
+
+/* The torque at the last of the j samples, evaluated there (NaN where it cannot be); returns j. */
+static long fm_last_torque(fm_rhs f, const fm_plant *pl, const fm_control *c, int status, const double *t, long n_t,
+                           long every, long j, const double *X, int nx, double *TAU, double *tau, double *scratch,
+                           double *work)
+{
+    const double *last = X + (j - 1) * nx;
+    double t_last = status ? t[(j - 1) * every] : t[n_t - 1];
+    for (int i = 0; i < pl->nj; ++i) tau[i] = NAN;
+    f(pl, c, t_last, last, scratch, tau, work);
+    memcpy(TAU + (j - 1) * pl->nj, tau, sizeof(double) * pl->nj);
+    return j;
+}
+
 /* One RK4 run over the grid t[0..n_t-1] from x0 (nx values). Every `every`-th grid time (and the
    last) is a sample: X (rows of nx) and TAU (rows of nj, the torque at the start of the step; at
    the last sample evaluated there). Returns FM_OK, or the fault that ended the run; *n_out: the
@@ -465,20 +493,142 @@ int fm_rk4_run(const fm_plant *pl, const fm_control *c, int prescribed, const do
         for (int i = 0; i < nx; ++i) y[i] = x[i] + h * k3[i];
         if ((status = f(pl, c, tk + h, y, k4, tau, work))) { *t_fault = tk; break; }
         for (int i = 0; i < nx; ++i) x[i] = x[i] + h / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]);
-        if (!fm_finite(nx, x)) { status = FM_DIVERGED; *t_fault = tk + h; break; }
-        if ((k + 1) % every == 0 || k + 1 == n_t - 1) {
-            memcpy(X + j * nx, x, sizeof(double) * nx);
-            ++j;
+        if (fm_keep(x, nx, k, n_t, every, X, &j, tk + h, t_fault)) { status = FM_DIVERGED; break; }
+    }
+    *n_out = fm_last_torque(f, pl, c, status, t, n_t, every, j, X, nx, TAU, tau, k1, work);
+    free(work);
+    return status;
+}
+
+/* Dense LU with partial pivoting of the n x n matrix A (row-major, in place); piv: n ints.
+   Returns 0, or 1 when a pivot vanishes. */
+static int fm_lu(int n, double *A, int *piv)
+{
+    for (int k = 0; k < n; ++k) {
+        int p = k;
+        double best = fabs(A[k * n + k]);
+        for (int i = k + 1; i < n; ++i)
+            if (fabs(A[i * n + k]) > best) { best = fabs(A[i * n + k]); p = i; }
+        piv[k] = p;
+        if (!(best > 0.0)) return 1;
+        if (p != k)
+            for (int j = 0; j < n; ++j) { double tmp = A[k * n + j]; A[k * n + j] = A[p * n + j]; A[p * n + j] = tmp; }
+        for (int i = k + 1; i < n; ++i) {
+            double m = A[i * n + k] /= A[k * n + k];
+            for (int j = k + 1; j < n; ++j) A[i * n + j] -= m * A[k * n + j];
         }
     }
-    /* the torque at the last sample, evaluated there */
-    const double *last = X + (j - 1) * nx;
-    double t_last = status ? t[(j - 1) * every] : t[n_t - 1];
-    for (int i = 0; i < nj; ++i) tau[i] = NAN;
-    f(pl, c, t_last, last, k1, tau, work);
-    memcpy(TAU + (j - 1) * nj, tau, sizeof(double) * nj);
-    *n_out = j;
+    return 0;
+}
+
+static void fm_lu_solve(int n, const double *A, const int *piv, double *b)
+{
+    for (int k = 0; k < n; ++k)  /* P b first (the rows of L were swapped with the rest) */
+        if (piv[k] != k) { double tmp = b[k]; b[k] = b[piv[k]]; b[piv[k]] = tmp; }
+    for (int k = 0; k < n; ++k)
+        for (int i = k + 1; i < n; ++i) b[i] -= A[i * n + k] * b[k];
+    for (int k = n - 1; k >= 0; --k) {
+        for (int j = k + 1; j < n; ++j) b[k] -= A[k * n + j] * b[j];
+        b[k] /= A[k * n + k];
+    }
+}
+
+/* J = df/dx at (t, x) by forward differences (n + 1 right-hand sides; f0 = f(t, x) given). */
+static int fm_jacobian(fm_rhs f, const fm_plant *pl, const fm_control *c, double t, const double *x, const double *f0,
+                       int nx, double *J, double *xp, double *fp, double *tau, double *work)
+{
+    memcpy(xp, x, sizeof(double) * nx);
+    for (int j = 0; j < nx; ++j) {
+        double h = 1.4901161193847656e-08 * (fabs(x[j]) > 1.0 ? fabs(x[j]) : 1.0);
+        xp[j] = x[j] + h;
+        int status = f(pl, c, t, xp, fp, tau, work);
+        if (status) return status;
+        for (int i = 0; i < nx; ++i) J[i * nx + j] = (fp[i] - f0[i]) / h;
+        xp[j] = x[j];
+    }
+    return FM_OK;
+}
+
+/* One generalized-alpha run (Jansen, Whiting & Hulbert 2000: the first-order form of Chung &
+   Hulbert's method, the family structural codes integrate flexible bodies with) over the grid t,
+   the arguments and results as fm_rk4_run's. Second order, A-stable; rho_inf in [0, 1] is the
+   spectral radius at infinite step: 1 keeps every mode (the trapezoidal rule), 0 damps the
+   unresolved ones in one step. Each step solves the implicit stage by Newton's method on the
+   rates, with the iteration matrix alpha_m I - alpha_f gamma h J and J = df/dx of the closed
+   loop (plant and controller together) at the step's start, refreshed when an iteration slows
+   down. FM_DIVERGED also when Newton fails to converge. *iterations: Newton iterations in all. */
+int fm_galpha_run(const fm_plant *pl, const fm_control *c, int prescribed, const double *t, long n_t,
+                  const double *x0, int nx, long every, double rho_inf, double *X, double *TAU, long *n_out,
+                  double *t_fault, long *iterations, long *jacobians)
+{
+    fm_rhs f = prescribed ? fm_prescribed_rhs : fm_closed_loop_rhs;
+    int nj = pl->nj;
+    double am = 0.5 * (3.0 - rho_inf) / (1.0 + rho_inf), af = 1.0 / (1.0 + rho_inf), gm = 0.5 + am - af;
+    long ws = fm_work_size(pl->nq, nj);
+    double *work = (double *)malloc(sizeof(double) * (ws + 9L * nx + 2L * nx * nx + nj));
+    int *piv = (int *)malloc(sizeof(int) * (nx > 0 ? nx : 1));
+    if (!work || !piv) { free(work); free(piv); *n_out = 0; return FM_NOMEMORY; }
+    double *x = work + ws, *v = x + nx, *vn = v + nx, *xa = vn + nx, *fa = xa + nx, *r = fa + nx;
+    double *xp = r + nx, *fp = xp + nx, *f0 = fp + nx, *J = f0 + nx, *A = J + (long)nx * nx, *tau = A + (long)nx * nx;
+    int status = FM_OK;
+    long j = 1;
+    *iterations = 0;
+    *jacobians = 0;
+    memcpy(x, x0, sizeof(double) * nx);
+    memcpy(X, x, sizeof(double) * nx);
+    if ((status = f(pl, c, t[0], x, vn, tau, work))) { *t_fault = t[0]; n_t = 1; }
+    for (long k = 0; k < n_t - 1; ++k) {
+        double tk = t[k], h = t[k + 1] - t[k], ta = tk + af * h;
+        /* the rates at the step's start (and the torque there, at a sample), then the iteration matrix */
+        if ((status = f(pl, c, tk, x, f0, tau, work))) { *t_fault = tk; break; }
+        if (k % every == 0) memcpy(TAU + (j - 1) * nj, tau, sizeof(double) * nj);
+        if ((status = fm_jacobian(f, pl, c, tk, x, f0, nx, J, xp, fp, tau, work))) { *t_fault = tk; break; }
+        ++*jacobians;
+        for (int i = 0; i < nx * nx; ++i) A[i] = -af * gm * h * J[i];
+        for (int i = 0; i < nx; ++i) A[i * nx + i] += am;
+        if (fm_lu(nx, A, piv)) { status = FM_SINGULAR; *t_fault = tk; break; }
+        memcpy(v, vn, sizeof(double) * nx);  /* predictor: the rates of the last step */
+        int converged = 0, refreshed = 0;
+        double last = INFINITY;
+        for (int it = 0; it < 40; ++it) {
+            for (int i = 0; i < nx; ++i)
+                xa[i] = x[i] + af * h * ((1.0 - gm) * vn[i] + gm * v[i]);
+            if ((status = f(pl, c, ta, xa, fa, tau, work))) break;
+            double size = 0.0;
+            for (int i = 0; i < nx; ++i) {
+                r[i] = fa[i] - (vn[i] + am * (v[i] - vn[i]));
+            }
+            fm_lu_solve(nx, A, piv, r);
+            for (int i = 0; i < nx; ++i) {  /* the state's change, per component, relative to 1 + |x_i| + h |v_i| */
+                v[i] += r[i];
+                double change = h * fabs(r[i]) / (1.0 + fabs(x[i]) + h * fabs(v[i]));
+                if (!(change <= size)) size = change;  /* NaN propagates */
+            }
+            ++*iterations;
+            if (!(size == size)) { status = FM_DIVERGED; break; }
+            if (size <= 1e-12) { converged = 1; break; }  /* NEWTON_TOL of flexman.simulate.integrators */
+            if (size > 0.5 * last && !refreshed) {  /* slow: the Jacobian at the current iterate */
+                if ((status = f(pl, c, ta, xa, f0, tau, work))) break;
+                if ((status = fm_jacobian(f, pl, c, ta, xa, f0, nx, J, xp, fp, tau, work))) break;
+                ++*jacobians;
+                for (int i = 0; i < nx * nx; ++i) A[i] = -af * gm * h * J[i];
+                for (int i = 0; i < nx; ++i) A[i * nx + i] += am;
+                if (fm_lu(nx, A, piv)) { status = FM_SINGULAR; break; }
+                refreshed = 1;
+            }
+            last = size;
+        }
+        if (status) { *t_fault = tk; break; }
+        if (!converged) { status = FM_DIVERGED; *t_fault = tk; break; }
+        for (int i = 0; i < nx; ++i) {
+            x[i] += h * ((1.0 - gm) * vn[i] + gm * v[i]);
+            vn[i] = v[i];
+        }
+        if (fm_keep(x, nx, k, n_t, every, X, &j, tk + h, t_fault)) { status = FM_DIVERGED; break; }
+    }
+    *n_out = fm_last_torque(f, pl, c, status, t, n_t, every, j, X, nx, TAU, tau, f0, work);
     free(work);
+    free(piv);
     return status;
 }
 
@@ -542,6 +692,9 @@ def library():
         vp, P, L, I = ctypes.c_void_p, _P, ctypes.c_long, ctypes.c_int
         lib.fm_rk4_run.restype = I
         lib.fm_rk4_run.argtypes = [vp, vp, I, P, L, P, I, L, P, P, ctypes.POINTER(L), P]
+        lib.fm_galpha_run.restype = I
+        lib.fm_galpha_run.argtypes = [vp, vp, I, P, L, P, I, L, ctypes.c_double, P, P, ctypes.POINTER(L), P,
+                                      ctypes.POINTER(L), ctypes.POINTER(L)]
         lib.fm_rk4_batch.restype = None
         lib.fm_rk4_batch.argtypes = [vp, vp, I, P, L, L, P, P, L, I, L, L, P, P, ctypes.POINTER(I),
                                      ctypes.POINTER(L), P]

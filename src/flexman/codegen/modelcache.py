@@ -51,8 +51,8 @@ class NotCompilable(ValueError):
 def check_compilable(robot):
     """Raise :class:`NotCompilable` when generated code would not model ``robot`` exactly."""
     for i, link in enumerate(robot.links):
-        if link.coulomb:
-            raise NotCompilable(f"links[{i}].coulomb: Coulomb friction is not in the generated code "
+        if link.joint_coulomb:
+            raise NotCompilable(f"links[{i}].{'coulomb' if link.coulomb else 'drive.coulomb'}: Coulomb friction is not in the generated code "
                                 "(it branches on the sign of qd)")
 
 

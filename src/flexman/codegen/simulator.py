@@ -22,7 +22,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..outputs import write_text
-from . import emit, loop
+from . import loop
+from ..symbolic import emit
 from .sources import header
 
 MAIN = r"""

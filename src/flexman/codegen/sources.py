@@ -3,11 +3,13 @@ source of the compiled library and the files :func:`export` writes (C, Fortran, 
 MATLAB, Julia). The functions themselves come from :mod:`.emit`."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ..model import names
 from ..outputs import write_text
-from . import WHATS, emit  # WHATS: defined once, in the package
+from . import WHATS  # defined once, in the package
+from ..symbolic import emit
 
 
 def header(eom, cm, what):
@@ -30,10 +32,17 @@ def header(eom, cm, what):
     return "\n".join(f"{cm} {l}".rstrip() for l in lines) + "\n"
 
 
-def c_source(eom, what=WHATS, prefix="fm", batch=True, units=None) -> str:
+def c_source(eom, what=WHATS, prefix="fm", batch=True, units=None, derivatives=None) -> str:
     """C source of the model's functions; ``units``: a list that receives the parts of split
-    large functions as translation units of their own (see ``emit.c_split_source``)."""
+    large functions as translation units of their own (see ``emit.c_split_source``).
+    ``derivatives`` adds ``<prefix>_inverse_dynamics_derivatives[_batch]`` (d tau / d q,
+    d tau / d qd). Off by default (None: ``FLEXMAN_DERIVATIVES=1`` turns it on): the program is
+    4-5 times the inverse dynamics and nothing in the compiled loop calls it yet."""
     what = tuple(what)
+    if derivatives is None:
+        derivatives = batch and "inverse_dynamics" in what and os.environ.get("FLEXMAN_DERIVATIVES") == "1"
+    if derivatives and "inverse_dynamics_derivatives" not in what:
+        what += ("inverse_dynamics_derivatives",)
     parts = [header(eom, "//", what), "#include <math.h>\n#include <stdlib.h>\n"]
     # a large forward dynamics calls M and b (when they come before it) and solves in a loop
     before_fd = set(what[:what.index("forward_dynamics")]) if "forward_dynamics" in what else set()

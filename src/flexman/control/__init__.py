@@ -372,3 +372,7 @@ def __getattr__(name):
 
         return getattr(shaping, name)
     raise AttributeError(name)
+
+
+__all__ = ["Controller", "PID", "ComputedTorque", "Decoupling", "PlanTracking", "closed_loop_linearization", "lqr_gain",
+           "from_spec", "trajectory_from_spec", "model_terms", "Shaper", "shaper", "robustness"]

@@ -150,9 +150,9 @@ def build(robot, beams=True) -> Model:
                 body_base=body_base,
                 beam=beam,
                 flex=robot.link_flex_slice(i),
-                armature=link.armature,
-                viscous=link.viscous,
-                coulomb=link.coulomb,
+                armature=link.joint_armature,  # the drive's rotor and motor friction included
+                viscous=link.joint_viscous,
+                coulomb=link.joint_coulomb,
                 parent=parents[i],
             )
         )

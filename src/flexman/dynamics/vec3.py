@@ -197,9 +197,9 @@ def build_constants(robot) -> Constants:
         pc=tuple(clean(p) for p in pc), mass=clean(mass), h=tuple(clean(v) for v in h),
         I=tuple(clean(I) for I in inertia),
         gravity=np.array(robot.gravity, dtype=float),
-        armature=clean([l.armature for l in robot.links]),
-        viscous=clean([l.viscous for l in robot.links]),
-        coulomb=clean([l.coulomb for l in robot.links]),
+        armature=clean([l.joint_armature for l in robot.links]),  # drives included
+        viscous=clean([l.joint_viscous for l in robot.links]),
+        coulomb=clean([l.joint_coulomb for l in robot.links]),
         parent=tuple(parents),
         children=tuple(tuple(c) for c in tree.children_of(parents)),
     )

@@ -2,7 +2,7 @@
 
 The bundled ``piedboeuf_one_link`` (Table 1) is swept over the motor angle theta_m in
 [-90, 90] deg for the seven endpoint forces with the three models of 001: O(0) rigid, O(1)
-first-order and O(2) second-order kinematics (:func:`flexman.analysis.statics`). "Curve i" is
+first-order and O(2) second-order kinematics (:func:`flexman.analysis.endpoint_statics`). "Curve i" is
 the i-th force of Table 1 (curve 5: -2.46 N, curve 7: -5.4 N).
 
 Quantities (as 001 plots them): the motor torque (Figs. 6-8), the curvature at the gauges

@@ -1,5 +1,5 @@
 """Robot descriptions: data classes, file formats, validation."""
 from .errors import ModelError
-from .robot import Beam, Link, MimicRobot, Placement, RigidBody, Robot
+from .robot import Beam, Drive, Link, MimicRobot, Placement, RigidBody, Robot
 
-__all__ = ["Beam", "Link", "MimicRobot", "ModelError", "Placement", "RigidBody", "Robot"]
+__all__ = ["Beam", "Drive", "Link", "MimicRobot", "ModelError", "Placement", "RigidBody", "Robot"]

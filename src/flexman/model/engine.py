@@ -15,6 +15,8 @@ from __future__ import annotations
 
 # Every slot the lower layers use, with what it holds (the error message names it).
 SLOTS = {
+    "check_manoeuvre": "from_spec(spec, n_joints, field): a model file's manoeuvre checked (flexman.trajectory)",
+    "codegen": "the code generators (flexman.codegen): compile_eom, export, casadi_export, fmu.write_fmu",
     "dynamics": "the numeric dynamics API (flexman.dynamics.api)",
     "natural_frequencies": "natural_frequencies(robot, q, qd=None) (flexman.analysis.frequencies)",
     "robot_html": "robot_html(robot): a robot's notebook view (flexman.viz.notebook)",

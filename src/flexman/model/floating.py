@@ -36,7 +36,7 @@ def _plain_axis_link(link, coordinate, joint, axis) -> bool:
     pl = link.placement
     return (link.joint == joint and pl is not None and not pl.xyz.any() and not pl.rpy.any()
             and list(pl.axis) == list(axis) and link.hub is None and not link.armature and not link.viscous
-            and not link.coulomb and link.limits is None)
+            and not link.coulomb and link.limits is None and link.drive is None)
 
 
 def floating_starts(robot) -> list:

@@ -1,5 +1,5 @@
 """Strain-gauge positions on a robot's flexible links: the check shared by the model-file reader
-(``statics.gauges``) and :func:`flexman.analysis.statics.statics`."""
+(``statics.gauges``) and :func:`flexman.analysis.endpoint_statics.statics`."""
 from __future__ import annotations
 
 import numpy as np

@@ -316,6 +316,40 @@ class Placement:
 
 
 @dataclass
+class Drive:
+    """The drive of a joint behind a rigid transmission: a motor of rotor inertia
+    ``rotor_inertia`` (kg m^2) turning ``gear_ratio`` times faster than the joint, with viscous
+    and Coulomb friction on the motor side. Seen from the joint, the rotor adds ``n^2 J`` to the
+    joint's armature, the motor's viscous friction ``n^2 b`` and its Coulomb friction ``|n| c``
+    (:meth:`reflected`); the joint's own ``armature``, ``viscous`` and ``coulomb`` stay the link's."""
+
+    gear_ratio: float = 1.0
+    rotor_inertia: float = 0.0
+    viscous: float = 0.0
+    coulomb: float = 0.0
+
+    def __post_init__(self):
+        for key in ("gear_ratio", "rotor_inertia", "viscous", "coulomb"):
+            value = _real(getattr(self, key), key)
+            if not np.isfinite(value):
+                raise ModelError(f"{key}: must be a finite number")
+            setattr(self, key, value)
+        if not 0.0 < abs(self.gear_ratio) <= 1e5:
+            raise ModelError(f"gear_ratio: must be a non-zero number of at most 1e5 in size (motor turns per "
+                             f"joint turn; got {self.gear_ratio:g})")
+        for key in ("rotor_inertia", "viscous", "coulomb"):
+            if getattr(self, key) < 0.0:
+                raise ModelError(f"{key}: must be >= 0 (got {getattr(self, key):g})")
+        within(self.rotor_inertia * self.gear_ratio ** 2, "rotor_inertia (reflected: gear_ratio^2 x rotor_inertia)",
+               lim.MAX_INERTIA, "")
+
+    def reflected(self) -> tuple:
+        """(armature, viscous, coulomb) the drive adds at the joint."""
+        n = self.gear_ratio
+        return n * n * self.rotor_inertia, n * n * self.viscous, abs(n) * self.coulomb
+
+
+@dataclass
 class Link:
     """One DH row (or one URDF-style placement) with its joint, rigid body, optional hub
     and optional flexible beam.
@@ -340,8 +374,24 @@ class Link:
     name: str = ""
     placement: Placement | None = None
     parent: int | str | None = None  # None: the previous link (the base for the first); see model/tree.py
+    drive: Drive | None = None  # a rigid transmission: its rotor and motor friction seen at the joint
+
+    @property
+    def joint_armature(self) -> float:
+        """The armature the dynamics use: the link's own plus its drive's reflected rotor inertia."""
+        return self.armature + (self.drive.reflected()[0] if self.drive is not None else 0.0)
+
+    @property
+    def joint_viscous(self) -> float:
+        return self.viscous + (self.drive.reflected()[1] if self.drive is not None else 0.0)
+
+    @property
+    def joint_coulomb(self) -> float:
+        return self.coulomb + (self.drive.reflected()[2] if self.drive is not None else 0.0)
 
     def __post_init__(self):
+        if self.drive is not None and not isinstance(self.drive, Drive):
+            raise ModelError(f"drive: expected a Drive or None (got {type(self.drive).__name__})")
         for key, kind in (("body", RigidBody), ("hub", RigidBody), ("beam", Beam)):
             value = getattr(self, key)
             if not isinstance(value, kind) and not (key != "body" and value is None):
@@ -416,6 +466,16 @@ class Robot:
     dh: str = "standard"
     payload: RigidBody | None = None
     frames: dict = field(default_factory=dict)  # named fixed frames: {name: (link, 4x4 transform)}, see resolve_frames
+
+    def __repr__(self):
+        """One line: name, joints, flexible links and coordinates; the data through the fields
+        (``robot.links``) and ``fm.save``."""
+        flexible = sum(1 for link in self.links if link.beam is not None)
+        kind = "tree" if any(link.parent is not None for link in self.links) else "chain"
+        return (f"<{type(self).__name__} {self.name!r}: {self.n_joints} joints ({kind}), {flexible} flexible link"
+                f"{'' if flexible == 1 else 's'}, nq = {self.nq}>")
+
+    __str__ = __repr__
 
     def __post_init__(self):
         if not isinstance(self.links, (list, tuple)) or not all(isinstance(link, Link) for link in self.links):
@@ -695,7 +755,8 @@ def _link_key(l):
     pl = l.placement
     return (l.joint, l.a, l.alpha, l.d, l.theta, _body_key(l.body), _body_key(l.hub), _beam_key(l.beam),
             l.armature, l.viscous, l.coulomb, None if l.limits is None else tuple(l.limits), l.name,
-            None if pl is None else (_array_key(pl.xyz), _array_key(pl.rpy), _array_key(pl.axis)), l.parent)
+            None if pl is None else (_array_key(pl.xyz), _array_key(pl.rpy), _array_key(pl.axis)), l.parent,
+            None if l.drive is None else (l.drive.gear_ratio, l.drive.rotor_inertia, l.drive.viscous, l.drive.coulomb))
 
 
 # ----- mimic joints ---------------------------------------------------------------------------

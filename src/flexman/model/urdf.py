@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..extras import MissingExtra, require
 from . import limits as size_limits
 from .checks import check_model
 from .errors import ModelError
@@ -204,14 +205,21 @@ def _tree(root, where: str):
     return roots[0], order, links
 
 
-def _mesh_notice(root, where: str) -> None:
-    """Meshes are not needed for the dynamics: say once that they are ignored."""
-    meshes = [m.get("filename", "") for m in root.iter("mesh")]
-    if meshes:
-        import warnings
+_MESH_NOTICES: set = set()
 
-        warnings.warn(f"{where}: {len(meshes)} mesh file(s) (e.g. {meshes[0]}) ignored: the dynamics need only "
-                      "the inertials; the report draws links as lines", stacklevel=3)
+
+def _mesh_notice(root, where: str) -> None:
+    """Meshes are not needed for the dynamics: one short line on stderr, once per file and
+    process (a notice, not a Python warning with a source line); ``FLEXMAN_QUIET=1`` silences it."""
+    import os
+    import sys
+
+    meshes = [m.get("filename", "") for m in root.iter("mesh")]
+    if not meshes or where in _MESH_NOTICES or os.environ.get("FLEXMAN_QUIET") == "1":
+        return
+    _MESH_NOTICES.add(where)
+    print(f"flexman: {where}: {len(meshes)} mesh file(s) not used (the dynamics need the inertials; the report "
+          "draws the links as lines)", file=sys.stderr)
 
 
 def robot_from_urdf(text: str, where: str = "URDF", check: bool = True, floating: bool = False) -> Robot:
@@ -283,9 +291,9 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
         if kind != "continuous" and lim is not None and lim.get("lower") is not None:
             lo = float(_floats(lim, "lower", 1, f"{where}: {jw}/limit")[0])
             hi = float(_floats(lim, "upper", 1, f"{where}: {jw}/limit", (0.0,))[0])
-            if lo > hi:  # (as a model file with the same limits is refused)
-                raise ModelError(f"{where}: {jw}/limit: lower ({lo:g}) is above upper ({hi:g}); swap them, or "
-                                 "remove the limit element for an unlimited joint")
+            if lo > hi:  # inverted, as a model file's [3, -3] is refused (lower = upper: URDF's "no limits")
+                raise ModelError(f"{where}: {jw}/limit: lower {lo:g} is above upper {hi:g}; swap them, or write "
+                                 "lower = upper (or leave the limit out) for a joint without limits")
             # no range (lo == hi) or one beyond any angle or length (URDFs write 1e16 for none): no limits
             limits = (lo, hi) if lo < hi and max(abs(lo), abs(hi)) <= MAX_LIMIT[MOVING[kind]] else None
         dyn = j.find("dynamics")
@@ -385,9 +393,9 @@ def read_xacro(path, args=None, check: bool = True, floating: bool = False) -> R
     if args is not None and not (isinstance(args, dict) and all(isinstance(k, str) for k in args)):
         raise ModelError(f"{path}: args: expected a mapping {{name: value}} of xacro arguments (got {type(args).__name__})")
     try:
-        import xacro
-    except ImportError:
-        raise ModelError(f"{path}: reading xacro files needs the 'xacro' package (pip install xacro)") from None
+        xacro = require("xacro", f"{path}: reading xacro files")
+    except MissingExtra as exc:
+        raise ModelError(str(exc)) from None
     import contextlib
     import io
 

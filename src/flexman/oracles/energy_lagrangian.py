@@ -17,16 +17,141 @@ J0^T J2 + J2^T J0; gravity acts on r1 + r2.
 
 Jacobians use complex-step differentiation (exact to rounding); the Christoffel symbols use
 Richardson-extrapolated central differences of M. Slow, small arms only: it is a check.
+
+Its constants come from the model data, not from the recursive algorithms' model
+(``dynamics.structure.build``, ``dh.split``): its own joint transforms (DH products and placed
+joints by Rodrigues' formula), its own beam integrals (stiffness EI int phi'' phi'', torsion
+GJ int phi' phi', modal damping from them), rigid rods as point clouds like the beams. Shared
+with the model are what defines the coordinates: the shape functions (``shape_sets``; clamped-mass
+shapes from the distal loads), the coordinate layout (``robot.link_flex_slice``), the
+stiffened beams' second-order fields and a sliding beam's length-dependent strain energy.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..dynamics import dh
-from ..dynamics.beam_tensors import AXES, common_rule, rod_second_moments
-from ..dynamics.structure import build
+from ..dynamics.beam_tensors import common_rule, shape_sets
 
 STEP = 1e-30  # complex step
+AXES = {"revolute": (0, 1, 2), "prismatic": (2, 0, 1)}  # beam axis, transverse y, transverse z (link frame)
+
+
+def _rot(axis, angle):
+    """Rotation by ``angle`` (complex-step safe) about the unit vector ``axis`` (Rodrigues)."""
+    k = np.asarray(axis, float) / np.linalg.norm(axis)
+    S = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+    out = np.eye(4, dtype=complex)
+    out[:3, :3] = np.eye(3) + np.sin(angle) * S + (1 - np.cos(angle)) * (S @ S)
+    return out
+
+
+def _move(x=0.0, y=0.0, z=0.0):
+    out = np.eye(4, dtype=complex)
+    out[:3, 3] = x, y, z
+    return out
+
+
+def _joint_transform(link, convention, q):
+    """The link's transform from its parent's distal frame at joint value q: standard DH
+    Rz(theta) Tz(d) Tx(a) Rx(alpha), modified DH Rx(alpha) Tx(a) Rz(theta) Tz(d) (q added to theta
+    or d), or a placed joint T(xyz) Rz(yaw) Ry(pitch) Rx(roll) then the motion about/along its axis."""
+    ex, ez = (1.0, 0.0, 0.0), (0.0, 0.0, 1.0)
+    revolute = link.joint == "revolute"
+    pl = link.placement
+    if pl is not None:
+        roll, pitch, yaw = pl.rpy
+        base = _move(*pl.xyz) @ _rot(ez, yaw) @ _rot((0.0, 1.0, 0.0), pitch) @ _rot(ex, roll)
+        axis = np.asarray(pl.axis, float) / np.linalg.norm(pl.axis)
+        return base @ (_rot(axis, q) if revolute else _move(*(axis * q)))
+    theta, d = (link.theta + q, link.d) if revolute else (link.theta, link.d + q)
+    if convention == "standard":
+        return _rot(ez, theta) @ _move(z=d) @ _move(x=link.a) @ _rot(ex, link.alpha)
+    return _rot(ex, link.alpha) @ _move(x=link.a) @ _rot(ez, theta) @ _move(z=d)
+
+
+def _beam_start(link, convention):
+    """A revolute beam's root along its axis: -L on a standard-DH link (the distal frame sits at
+    its tip), 0 on a modified-DH or placed one."""
+    return -link.beam.length if (link.placement is None and convention == "standard") else 0.0
+
+
+class _BeamData:
+    """A beam's constants, computed here from its data: shapes, stiffness, modal damping."""
+
+    def __init__(self, link, sets):
+        beam = link.beam
+        self.shapes, L = sets, beam.length
+        blocks_k, blocks_m = [], []
+        for direction, ss in sets.items():
+            eta, w = ss.quadrature()
+            eta, w = np.asarray(eta, float), np.asarray(w, float) * L
+            scale = L ** np.asarray(ss.scale, float)
+            if direction == "torsion":
+                d1 = ss(eta, deriv=1) * (scale / L)[:, None]
+                blocks_k.append(beam.GJ * (d1 * w) @ d1.T)
+                phi = ss(eta) * scale[:, None]
+                blocks_m.append(beam.polar_inertia_per_length * (phi * w) @ phi.T)
+            else:
+                EI = beam.EI[0] if direction == "y" else beam.EI[1]
+                d2 = ss(eta, deriv=2) * (scale / L ** 2)[:, None]
+                blocks_k.append(EI * (d2 * w) @ d2.T)
+                phi = ss(eta) * scale[:, None]
+                blocks_m.append(beam.mass_per_length * (phi * w) @ phi.T)
+        n = sum(b.shape[0] for b in blocks_k)
+        self.K, Mb = np.zeros((n, n)), np.zeros((n, n))
+        pos = 0
+        for bk, bm in zip(blocks_k, blocks_m):
+            k = bk.shape[0]
+            self.K[pos:pos + k, pos:pos + k], Mb[pos:pos + k, pos:pos + k] = bk, bm
+            pos += k
+        self.Cd = np.zeros((n, n))
+        if beam.damping and n:  # the same damping ratio on every mode of the clamped beam
+            from scipy.linalg import eigh
+
+            w2, vec = eigh(self.K, Mb)
+            mv = Mb @ vec
+            self.Cd = mv @ np.diag(2.0 * beam.damping * np.sqrt(np.clip(w2, 0.0, None))) @ mv.T
+        self.sliding = False
+        self._link = link
+
+    @property
+    def kinematics(self):
+        from ..dynamics.beams import BeamKinematics
+
+        if "_kin" not in self.__dict__:
+            self._kin = BeamKinematics(self.shapes, self._link.beam.length, AXES[self._link.joint])
+        return self._kin
+
+
+class _LinkData:
+    """Per link: its beam (or None), the slice of its flexible coordinates, its joint friction."""
+
+    def __init__(self, beam, flex, link):
+        self.beam, self.flex, self.viscous, self.coulomb = beam, flex, link.viscous, link.coulomb
+        self.offset = link.theta if link.joint == "revolute" and link.placement is None else (
+            link.d if link.placement is None else 0.0)
+
+
+def _constants(robot):
+    """Per link a _LinkData built from the robot's data (see the module docstring)."""
+    out = []
+    for i, link in enumerate(robot.links):
+        beam = None
+        if link.beam is not None:
+            loads = {}
+            if link.beam.shapes == "clamped_mass":
+                from ..dynamics.structure import distal_loads
+
+                loads = distal_loads(robot, i)
+            sets = shape_sets(link.beam, loads) if link.is_flexible else {}
+            if link.is_flexible and link.joint == "prismatic":
+                from ..dynamics.beams import SlidingBeam
+
+                beam = SlidingBeam.from_beam(link.beam, sets, link.d if link.placement is None else 0.0)
+            else:
+                beam = _BeamData(link, sets)
+        out.append(_LinkData(beam, robot.link_flex_slice(i), link))
+    return out
 
 
 def _deflection_transform(tip, rot, disp):
@@ -44,38 +169,28 @@ class EnergyLagrangian:
 
     def __init__(self, robot, n_gauss=24):
         self.robot = robot
-        self.model = build(robot)  # only for constants shared with the data: K, shapes
+        self.links = _constants(robot)
         self.n_gauss = n_gauss
 
     # ----- kinematics ---------------------------------------------------------------
     def _clouds(self, q):
         """Mass points (weights, positions) and rigid (J, W) pairs at configuration q."""
-        robot, model = self.robot, self.model
+        robot = self.robot
         parents = robot.parents
         distal = []  # each link's distal frame: a tree's links start from their parent's
         weights, points, rigid = [], [], []
         self._second = []  # (weights, undeformed points, second-order displacements) of stiffened beams
-        for i, (link, lk) in enumerate(zip(robot.links, model.links)):
+        for i, (link, lk) in enumerate(zip(robot.links, self.links)):
             W = distal[parents[i]] if parents[i] >= 0 else np.eye(4, dtype=complex)
-            P, N, offset = dh.split(link, robot.dh)
-            qi = q[i] + offset
-            if link.joint == "revolute":
-                c, s = np.cos(qi), np.sin(qi)
-                J = np.array([[c, -s, 0, 0], [s, c, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]], dtype=complex)
-            else:
-                J = np.eye(4, dtype=complex)
-                J[2, 3] = qi
-            Wh = W @ P @ J @ N
+            Wh = W @ _joint_transform(link, robot.dh, q[i])
             if link.hub is not None:
                 rigid.append((link.hub.pseudo_inertia(), Wh))
-            if lk.beam is None and link.beam is not None:
-                rigid.append((_rod(link, robot.dh), Wh))
             Wt = Wh
-            if lk.beam is not None and link.joint == "prismatic":
-                Wt, w, pts = self._sliding(link, lk.beam, qi, q[lk.flex], Wh)
+            if lk.beam is not None and lk.beam.sliding:
+                Wt, w, pts = self._sliding(link, lk.beam, q[i] + lk.offset, q[lk.flex], Wh)
                 weights.append(w)
                 points.append(pts)
-            elif lk.beam is not None:
+            elif lk.beam is not None:  # flexible, or a rigid rod (no coordinates): a cloud of points
                 Wt, w, pts = self._beam(link, lk.beam, q[lk.flex], Wh)
                 weights.append(w)
                 points.append(pts)
@@ -94,7 +209,7 @@ class EnergyLagrangian:
         eta, wq = np.polynomial.legendre.leggauss(self.n_gauss)
         eta = 0.5 * (eta + 1.0)
         wq = 0.5 * wq
-        if beam.shapes == "finite_elements":  # per-element rule: shapes are piecewise cubics
+        if beam.shapes == "finite_elements" and bm.shapes:  # per-element rule: shapes are piecewise cubics
             eta, wq = common_rule(list(bm.shapes.values()))
         s = eta * L
         disp = np.zeros((len(s), 3), dtype=complex)
@@ -118,7 +233,7 @@ class EnergyLagrangian:
                 tip_disp[t] += a @ phi_tip
                 tip_rot += (a @ slope_tip) * np.cross(np.eye(3)[ax], np.eye(3)[t])
         root = np.zeros(3)
-        root[ax] = -L if dh.link_convention(link, self.robot.dh) == "standard" else 0.0
+        root[ax] = _beam_start(link, self.robot.dh)
         centre = root + np.outer(s, np.eye(3)[ax]) + disp
         rho = np.sqrt(jp / mu)
         pts, wts = [], []
@@ -134,7 +249,7 @@ class EnergyLagrangian:
         world = (Wh @ hom.T).T[:, :3]
         tip = root + L * np.eye(3)[ax]
         D = _deflection_transform(tip, tip_rot, tip_disp)
-        if beam.stiffening:
+        if beam.stiffening and bm.shapes:
             r_kl, D_kl = self._second_order_fields(bm, s.real, tip)
             r2 = 0.5 * np.einsum("k,l,xkla->xa", p, p, r_kl)
             rest = np.concatenate([root + np.outer(s, np.eye(3)[ax]), np.ones((len(s), 1))], axis=1)
@@ -292,7 +407,7 @@ class EnergyLagrangian:
         for Jm, Wb in rigid:
             V = V - g4 @ (Wb @ Jm[:, 3])
         q = np.asarray(q)
-        for i, lk in enumerate(self.model.links):
+        for i, lk in enumerate(self.links):
             if lk.beam is not None and lk.beam.sliding:
                 V = V + lk.beam.strain(np.concatenate([[q[i] + lk.offset], q[lk.flex]]))
             elif lk.beam is not None:
@@ -329,7 +444,7 @@ class EnergyLagrangian:
         dM = self.mass_matrix_derivatives(q)  # dM[k, i, j] = dM_ij / dq_k
         coriolis = np.einsum("kij,j,k->i", dM, qd, qd) - 0.5 * np.einsum("ijk,j,k->i", dM, qd, qd)
         out = coriolis + self.gravity_elastic(q)
-        for i, lk in enumerate(self.model.links):
+        for i, lk in enumerate(self.links):
             if lk.beam is not None:
                 out[lk.flex] += lk.beam.Cd @ qd[lk.flex]
             out[i] += lk.viscous * qd[i] + lk.coulomb * np.sign(qd[i])
@@ -338,6 +453,3 @@ class EnergyLagrangian:
     def inverse_dynamics(self, q, qd, qdd):
         return self.mass_matrix(q) @ np.asarray(qdd, float) + self.bias_forces(q, qd)
 
-
-def _rod(link, convention):
-    return rod_second_moments(link, convention)

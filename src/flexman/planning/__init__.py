@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 
+from ..model import inputs
 from ..trajectory import rest_to_rest
 from .collocation import Problem, dense_peaks, solve
 from .result import Plan, PlanningError
@@ -85,17 +86,6 @@ def check_controllable(robot, q_goal, tol=1e-12):
                 "(beam.modes) or add an actuator that moves it")
 
 
-def _seconds(value, name):
-    """One finite number of seconds (not a bool, not a list), else a one-line refusal."""
-    try:
-        ok = not isinstance(value, (bool, np.bool_)) and np.ndim(value) == 0 and np.isfinite(float(value))
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise ValueError(f"{name}: expected one finite number of seconds (got {value!r:.40})")
-    return float(value)
-
-
 def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, knots=60, path=None,
          pre_post=None, guess=None, max_iter=500) -> Plan:
     """An optimal rest-to-rest move of ``robot``'s joints from ``q_start`` to ``q_goal`` over its full
@@ -137,9 +127,7 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, kno
             raise ValueError("duration: give a duration in seconds, or torque or rate limits for a minimum-time plan")
         weights.setdefault("time", 1.0)
     else:
-        duration = _seconds(duration, "duration")
-        if not duration > 0:
-            raise ValueError(f"duration: must be > 0 seconds (got {duration:g})")
+        duration = inputs.positive(duration, "duration")  # a number: not True, not a list
         weights.pop("time", None)
     if "tip_path" in weights and duration is None:
         raise ValueError("objective: tip_path needs a duration (the path's timing)")
@@ -153,7 +141,7 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, kno
     # the warm start and the time window of the move inside the horizon
     pre = 0.0
     if "tip_path" in weights:
-        pre = 0.25 * duration if pre_post is None else _seconds(pre_post, "pre_post")
+        pre = 0.25 * duration if pre_post is None else inputs.positive(pre_post, "pre_post", allow_zero=True)
         if not (np.isfinite(pre) and pre >= 0):
             raise ValueError(f"pre_post: seconds >= 0 (got {pre_post!r})")
     horizon = None if duration is None else duration + 2 * pre

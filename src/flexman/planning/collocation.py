@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..extras import require
+
 
 #: the length (m) end-effector errors are measured in by the costs: squared centimetres, so that a
 #: centimetre weighs about as much as the normalised effort of a move
@@ -87,7 +89,7 @@ def _hs_midpoint(x0, x1, f0, f1, h):
 
 def solve(problem: Problem) -> Solution:
     """Transcribe ``problem`` and solve it with IPOPT (silent); see the module docstring."""
-    import casadi as ca
+    ca = require("casadi", "fm.plan (optimal motion planning)")
 
     p, robot = problem, problem.robot
     nq, nj, N = robot.nq, robot.n_joints, p.knots

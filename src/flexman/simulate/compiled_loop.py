@@ -98,27 +98,39 @@ class CompiledLoop:
                                  **{w: address for w, (address, _) in entries.items()})
         self.lib = cloop.library()
 
-    def run(self, x0, t_grid, label="simulate", stacklevel=3):
-        """(t, X, taus, stats) of one RK4 run from x0 over t_grid (see ``run.integrate``, its
-        ``label`` and ``stacklevel``)."""
+    def run(self, x0, t_grid, label="simulate", stacklevel=3, method="rk4", rho_inf=0.8):
+        """(t, X, taus, stats) of one RK4 or generalized-alpha run (``rho_inf``: its spectral
+        radius at infinity) from x0 over t_grid (see ``run.integrate``, its ``label`` and
+        ``stacklevel``)."""
         x0, t_grid = _array(x0), _array(t_grid)
         n_t, nx, nj = len(t_grid), len(x0), self.model.n_joints
         X, taus = np.empty((n_t, nx)), np.empty((n_t, nj))
         n_out, t_fault = ctypes.c_long(0), ctypes.c_double(np.nan)
+        iterations, jacobians = ctypes.c_long(0), ctypes.c_long(0)
         start = time.perf_counter()
-        status = self.lib.fm_rk4_run(ctypes.byref(self.plant), ctypes.byref(self.control), int(self.prescribed),
-                                     _ptr(t_grid), n_t, _ptr(x0), nx, 1, _ptr(X), _ptr(taus), ctypes.byref(n_out),
-                                     ctypes.byref(t_fault))
+        if method == "generalized_alpha":
+            status = self.lib.fm_galpha_run(ctypes.byref(self.plant), ctypes.byref(self.control), int(self.prescribed),
+                                            _ptr(t_grid), n_t, _ptr(x0), nx, 1, float(rho_inf), _ptr(X), _ptr(taus),
+                                            ctypes.byref(n_out), ctypes.byref(t_fault), ctypes.byref(iterations),
+                                            ctypes.byref(jacobians))
+        else:
+            status = self.lib.fm_rk4_run(ctypes.byref(self.plant), ctypes.byref(self.control), int(self.prescribed),
+                                         _ptr(t_grid), n_t, _ptr(x0), nx, 1, _ptr(X), _ptr(taus), ctypes.byref(n_out),
+                                         ctypes.byref(t_fault))
         wall = time.perf_counter() - start
         k = n_out.value
         if status == 4:
             raise MemoryError("the compiled loop could not allocate its work space")
         t_out, X, taus = t_grid[:k], X[:k], taus[:k]
         steps = n_t - 1 if status == 0 else k - 1
-        info = _info(status, t_fault.value, steps)
+        info = _info(status, t_fault.value, steps, method, rho_inf)
         if status:
-            warn_fault(label, "rk4", info, t_out, stacklevel)
+            warn_fault(label, method, info, t_out, stacklevel)
         stats = {"rhs_evaluations": 4 * steps + 1, "wall_time": wall, "loop": "compiled", **info}
+        if method == "generalized_alpha":
+            refreshes = max(0, jacobians.value - steps)  # each refresh evaluates the rates once more
+            stats.update(rhs_evaluations=2 + steps + jacobians.value * nx + iterations.value + refreshes,
+                         newton_iterations=iterations.value, jacobians=jacobians.value)
         return t_out, X, taus, stats
 
     def batch(self, X0, t_grid, every, n_samples, params=None, threads=None):
@@ -154,13 +166,14 @@ class CompiledLoop:
         return X, TAU, status
 
 
-def _info(status, t_fault, steps):
+def _info(status, t_fault, steps, method="rk4", rho_inf=0.8):
     if status == 0:
+        name = "RK4" if method == "rk4" else f"generalized-alpha (rho_inf = {float(rho_inf):g})"
         return {"steps": steps, "success": True, "diverged": False, "t_fault": None,
-                "message": "fixed-step RK4 finished (compiled loop)"}
+                "message": f"fixed-step {name} finished (compiled loop)"}
     message = {1: "SingularMatrixError: a mass-matrix block is singular at this state",
                2: "FloatingPointError: the applied torque is not finite (torque argument plus controller output)",
-               3: "the state became non-finite (the run diverged)"}[status]
+               3: "the state became non-finite or an implicit step did not converge (the run diverged)"}[status]
     return {"steps": steps, "success": False, "diverged": True, "t_fault": float(t_fault), "message": message}
 
 
@@ -189,8 +202,8 @@ def plan(model, method, n_joints, controller=None, torque=None, t_grid=None, pre
 
 def _describe(model, method, nj, controller, torque, t_grid, prescribed, keep):
     """The run's ``loop.Control``, or the reason it cannot be compiled."""
-    if method != "rk4":
-        return f"method {method!r}: the compiled loop is fixed-step RK4"
+    if method not in ("rk4", "generalized_alpha"):
+        return f"method {method!r}: the compiled loop runs the fixed-step methods (rk4, generalized_alpha)"
     if getattr(model, "backend", None) != "c" or not hasattr(model, "c_entry"):
         return "the dynamics are interpreted (no compiled model)"
     if len({model.c_entry(w)[1] for w in ("mass_matrix", "bias_forces")}) != 1:

@@ -14,14 +14,28 @@ from .backend import evaluator, fixed_step_work
 from .compiled_loop import first_torque, plan
 from .result import Result
 from .run import check_start, controller_parts, energy, prepare, run_loop
-from .stability import check_step
+from .integrators import RHO_INF, alpha_parameters
+from .stability import check_step, loop_step_check, plant_step_check
 
 
-def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=None, qd0=None,
-             controller=None, torque=None, progress=None, max_step=np.inf, backend=None, prescribed=None, loop="auto"):
+def _own_laws(controller, torque) -> bool:
+    """Whether everything in the loop is flexman's own (a built-in controller law, a constant or
+    sampled torque): only then does the step check linearize the loop, since it evaluates the
+    laws at states and times of its own; a Python function is called by its run only."""
+    own = controller is None or type(controller).__module__.startswith("flexman.")
+    return own and not callable(torque)
+
+
+def simulate(robot, t_final, dt=1e-3, method="auto", rtol=1e-8, atol=1e-10, q0=None, qd0=None,
+             controller=None, torque=None, progress=None, max_step=np.inf, backend=None, prescribed=None, loop="auto",
+             rho_inf=RHO_INF):
     """Simulate ``robot`` from (q0, qd0) over [0, t_final], output every ``dt`` seconds.
 
-    method: ``'rk4'`` (fixed-step classic Runge-Kutta at ``dt``, as FLX) or one of
+    method: ``'auto'`` (default: RK4 at ``dt`` where the step check finds it stable for the
+    closed loop, else generalized-alpha; ``res.stats["method"]`` says which ran), ``'rk4'``
+    (fixed-step classic Runge-Kutta at ``dt``, as FLX), ``'generalized_alpha'`` (fixed-step,
+    implicit, A-stable, second order, for stiff arms; ``rho_inf`` in [0, 1] its damping of the
+    unresolved modes, see :func:`.integrators.generalized_alpha`) or one of
     ``'RK45', 'DOP853', 'Radau', 'BDF', 'LSODA'`` (``solve_ivp`` with ``rtol``, ``atol``,
     ``max_step``). The applied joint torque is ``torque`` (None, constant, sampled array or
     ``torque(t, q, qd)``, see :func:`.run.torque_input`) plus the ``controller``'s output.
@@ -37,7 +51,9 @@ def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=No
     ``"compiled"`` insist (see :mod:`flexman.simulate.compiled_loop`). ``res.stats["loop"]`` says
     which ran (and ``"loop_reason"`` why not compiled).
     """
-    check_step(robot, dt, method, prescribed is not None)  # an unstable RK4 step is flagged before the run
+    if method == "rk4":
+        check_step(robot, dt, method, prescribed is not None)  # an unstable RK4 step is flagged before the run
+    alpha_parameters(rho_inf)  # a damping outside [0, 1]: one line before anything runs
     if prescribed is not None:
         for name, value in (("controller", controller), ("torque", torque)):
             if value is not None:
@@ -46,13 +62,13 @@ def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=No
         from .prescribed import simulate_prescribed
 
         return simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, qd0, progress,
-                                   max_step, backend, loop)
+                                   max_step, backend, loop, rho_inf)
     method, q0, qd0, t_grid, applied, _ = prepare(robot, t_final, dt, method, q0, qd0, torque, controller)
     nq, nj = robot.nq, robot.n_joints
-    model = evaluator(robot, backend, work=fixed_step_work(method, len(t_grid) - 1))
+    asked = method
+    model = evaluator(robot, backend, work=fixed_step_work("rk4" if method == "auto" else method, len(t_grid) - 1))
     bound = controller.using(model) if hasattr(controller, "using") else controller  # its M, b from the model
     n_z, z0, ctrl_torque, ctrl_deriv = controller_parts(bound, nj)
-    compiled, why = plan(model, method, nj, bound, torque, t_grid, loop=loop)
 
     def total_torque(t, x):
         q, qd, z = x[:nq], x[nq:2 * nq], x[2 * nq:]
@@ -64,10 +80,27 @@ def simulate(robot, t_final, dt=1e-3, method="rk4", rtol=1e-8, atol=1e-10, q0=No
 
     x0 = np.concatenate([q0, qd0, z0])
     check_start(model, q0, {"rtol": rtol, "atol": atol, "max_step": max_step})  # M by the compiled model when there is one
+    check = None
+    if _own_laws(controller, torque) and (method == "auto" or (method == "rk4" and controller is not None)):
+        check = loop_step_check(robot, model, rates, total_torque, x0, t_grid, nq, controller, dt, method)
+    elif method == "auto":  # Python functions in the loop are called by their run only: the plant's check
+        check = plant_step_check(robot, dt)
+    if check is not None and method == "auto":
+        method = check["method"]
+        if method != "rk4" and getattr(model, "backend", None) != "c":  # the implicit run costs more: weigh again
+            model = evaluator(robot, backend, work=fixed_step_work(method, len(t_grid) - 1))
+            bound = controller.using(model) if hasattr(controller, "using") else controller
+            n_z, z0, ctrl_torque, ctrl_deriv = controller_parts(bound, nj)
+    compiled, why = plan(model, method, nj, bound, torque, t_grid, loop=loop)
     if compiled is not None:
         first_torque(total_torque, t_grid[0], x0)
     t_out, X, taus, stats = run_loop(compiled, why, model, progress, q0, qd0, f"simulate ({method})", rates,
-                                     total_torque, x0, t_grid, nq, nj, method, rtol, atol, max_step)
+                                     total_torque, x0, t_grid, nq, nj, method, rtol, atol, max_step, rho_inf)
+    stats["method"] = method
+    if check is not None:
+        stats["step_check"] = {k: v for k, v in check.items() if k != "method"}
+    if asked == "auto":
+        stats["method_reason"] = check["reason"]
     q, qd = X[:, :nq], X[:, nq:2 * nq]
     return Result(t=np.asarray(t_out), q=q, qd=qd, tau=taus, energy=energy(robot, model, q, qd),
                   robot=robot, method=method, stats=stats, controller_state=X[:, 2 * nq:],

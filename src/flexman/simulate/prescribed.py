@@ -132,12 +132,18 @@ def _joint_samples(prescribed, motion, t_grid, nj):
 
 
 def simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, qd0, progress, max_step, backend,
-                        loop="auto"):
+                        loop="auto", rho_inf=0.8):
     """The prescribed-motion run behind ``simulate(..., prescribed=traj)``: see the module doc.
     ``q0``, ``qd0`` (nq values, optional) give the initial flexible state; their joint entries,
     when given, must agree with the prescription at t = 0. A built-in trajectory on a compiled
     model runs in the compiled loop (:mod:`.compiled_loop`)."""
     method, q0, qd0, t_grid, _, _ = prepare(robot, t_final, dt, method, q0, qd0, None, None)
+    asked = method
+    if method == "auto":  # the flexible subsystem with the joints held sets RK4's step
+        from .stability import largest_stable_step
+
+        h = largest_stable_step(robot, locked=True) if getattr(robot, "nf", 0) else np.inf
+        method = "rk4" if float(dt) <= 0.9 * h else "generalized_alpha"
     nj, nq = robot.n_joints, robot.nq
     nf = nq - nj
     motion = motion_input(prescribed, nj)
@@ -175,7 +181,11 @@ def simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, 
     x0 = np.concatenate([q0[nj:], qd0[nj:], [0.0]])
     t_out, X, taus, stats = run_loop(compiled, why, model, progress, q_start, np.concatenate([start[1], qd0[nj:]]),
                                      f"simulate prescribed ({method})", rates, needed_torque, x0, t_grid, nf, nj,
-                                     method, rtol, atol, max_step)
+                                     method, rtol, atol, max_step, rho_inf)
+    stats["method"] = method
+    if asked == "auto":
+        stats["method_reason"] = (f"RK4 at dt = {float(dt):g} s is stable with the joints held" if method == "rk4" else
+                                  f"RK4 at dt = {float(dt):g} s is above the stability limit with the joints held")
     n = len(t_out)  # every method's outputs are the first n grid times
     q = np.column_stack([joint_samples[0][:n], X[:, :nf]])
     qd = np.column_stack([joint_samples[1][:n], X[:, nf:2 * nf]])

@@ -9,7 +9,7 @@ import numpy as np
 from ..model import engine
 
 
-@dataclass
+@dataclass(repr=False)
 class Result:
     """Time histories at the output times ``t`` (N,).
 
@@ -79,6 +79,29 @@ class Result:
     def table(self) -> np.ndarray:
         return np.column_stack([self.t, self.q, self.qd, self.tau, self.energy])
 
+    def to_pandas(self):
+        """The run as a pandas DataFrame indexed by time: the columns of :meth:`columns` (pandas is
+        optional: ``pip install 'flexman[pandas]'``)."""
+        from ..extras import require
+
+        pd = require("pandas", "Result.to_pandas")
+        energy = np.asarray(self.energy, dtype=float).reshape(len(self.t), -1).sum(axis=1)
+        data = np.column_stack([self.t, self.q, self.qd, self.tau, energy])
+        return pd.DataFrame(data, columns=self.columns()).set_index("t")
+
+    def __repr__(self):
+        """One line: the robot, samples, time span, method and backend, and whether it diverged;
+        the arrays themselves through the attributes (``res.q``, ``res.to_pandas()``)."""
+        name = getattr(self.robot, "name", None) or "?"
+        n, span = len(self.t), (float(self.t[-1]) if len(self.t) else 0.0)
+        ran = self.stats.get("method", self.method)
+        where = ", ".join(str(self.stats[k]) for k in ("backend", "loop") if self.stats.get(k))
+        state = f"diverged at t = {self.t_diverged:g} s" if self.diverged else "finished"
+        return (f"<Result {name}: {n} samples over {span:g} s, nq = {self.q.shape[1]}, {ran}"
+                f"{f' ({where})' if where else ''}, {state}>")
+
+    __str__ = __repr__
+
     def save(self, path):
         """Write ``.npz`` (everything but the robot) or ``.csv`` (one row per output time),
         under a temporary name renamed into place (never half a file)."""
@@ -137,11 +160,22 @@ class Result:
         animation is in :meth:`report`."""
         return engine.require("result_html")(self)
 
-    def report(self, path, **options):
+    def report(self, path, allow_diverged=False, **options):
         """Write the self-contained HTML report (model, frequencies, equations, plots, 3D
         animation) to ``path`` (a folder gets ``report.html``); return its path. Options:
-        ``magnify``, ``equations``, ``title`` (see ``flexman.viz.report.report_html``)."""
+        ``magnify``, ``equations``, ``title`` (see ``flexman.viz.report.report_html``).
+        A run that diverged gets no report unless ``allow_diverged`` (a blow-up drawn as results
+        misleads); one that is written says so at its top."""
+        if self.diverged and not allow_diverged:
+            raise ValueError(diverged_refusal(self, "allow_diverged=True"))
         return engine.require("write_report")(self, path, robot=self.robot, **options)
+
+
+def diverged_refusal(result, option) -> str:
+    """The one line that refuses a report of a diverged run (``option``: how to insist)."""
+    return (f"report: the run diverged at t = {result.t_diverged:g} s ({result.stats.get('message', 'no message')}); "
+            f"no report is written of a blow-up - run it with method='auto' or a smaller dt, or give {option} to "
+            "write one that says so at its top")
 
 
 def _minimal_plot(result, path=None):

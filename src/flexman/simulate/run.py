@@ -165,8 +165,8 @@ def prepare(robot, t_final, dt, method, q0, qd0, torque, controller):
     if not all(hasattr(robot, a) for a in ("nq", "n_joints", "forward_dynamics")):
         raise ValueError(f"simulate: expected a Robot (or its compiled model), got {type(robot).__name__}")
     method = {"RK4": "rk4"}.get(method, method)
-    if method not in integrators.METHODS:
-        raise ValueError(f"method: unknown '{method}'; use one of {', '.join(integrators.METHODS)}")
+    if method not in integrators.METHODS + ("auto",):
+        raise ValueError(f"method: unknown {method!r:.40}; use one of auto, {', '.join(integrators.METHODS)}")
     nq, nj = robot.nq, robot.n_joints
     q0, qd0 = (np.zeros(nq) if x is None else inputs.finite(inputs.state(robot, x, name), name)
                for x, name in ((q0, "q0"), (qd0, "qd0")))
@@ -201,14 +201,16 @@ def check_first_torque(t, tau):
 
 def warn_fault(label, method, info, t_out, stacklevel=3):
     """The one warning of a run that stopped early (``result.diverged``)."""
-    hint = "use a smaller dt or a stiff method (Radau or BDF)" if method == "rk4" else "loosen the tolerances or check the model"
+    hint = {"rk4": "use a smaller dt, method='auto' or an implicit method ('generalized_alpha', Radau, BDF)",
+            "generalized_alpha": "use a smaller dt (the Newton iteration of a step did not converge)"}.get(
+        method, "loosen the tolerances or check the model")
     warnings.warn(f"{label}: {method} stopped at t = {info['t_fault']:g} s: {info['message']}; the result "
                   f"holds the {len(t_out)} samples up to t = {t_out[-1]:g} s (result.diverged is True); {hint}",
                   RuntimeWarning, stacklevel=stacklevel + 1)
 
 
 def integrate(label, rates, total_torque, x0, t_grid, nq, nj, method, rtol, atol, max_step, progress=None,
-              stacklevel=3):
+              stacklevel=3, rho_inf=integrators.RHO_INF):
     """Integrate the state x = [q, qd, rest] (rest: controller states and whatever the caller
     adds) over ``t_grid``: ``rates(t, x, tau) -> (qdd, rest')`` at the applied joint torques
     ``total_torque(t, x)``. RK4 at the grid, or a ``solve_ivp`` method with its output on the
@@ -230,13 +232,17 @@ def integrate(label, rates, total_torque, x0, t_grid, nq, nj, method, rtol, atol
         return out
 
     start = time.perf_counter()
-    if method == "rk4":
+    if method in ("rk4", "generalized_alpha"):
         taus = np.empty((len(t_grid), nj))
 
         def record(k):
             taus[k] = counter["tau"]
 
-        X, info = integrators.rk4(rhs, t_grid, x0, after_first_stage=record, progress=progress)
+        if method == "rk4":
+            X, info = integrators.rk4(rhs, t_grid, x0, after_first_stage=record, progress=progress)
+        else:
+            X, info = integrators.generalized_alpha(rhs, t_grid, x0, rho_inf, after_first_stage=record,
+                                                    progress=progress)
         t_out, taus = t_grid[: len(X)], taus[: len(X)]
         taus[-1] = total_torque(t_out[-1], X[-1])
     else:
@@ -259,19 +265,19 @@ def backend_name(model) -> str:
 
 
 def run_loop(compiled, why, model, progress, q0, qd0, title, rates, total_torque, x0, t_grid, nq, nj, method, rtol,
-             atol, max_step):
+             atol, max_step, rho_inf=integrators.RHO_INF):
     """(t, X, taus, stats) of one run: one call of ``compiled`` (the loop that
     ``compiled_loop.plan`` made) when there is one, else :func:`integrate` under a progress bar
     (``progress``, from the start state q0, qd0) with ``stats["loop_reason"]`` = ``why``; and
     ``stats["backend"]``. The tail that ``simulate`` and prescribed motion share; a fault's
     warning names their caller."""
     if compiled is not None:
-        t_out, X, taus, stats = compiled.run(x0, t_grid, stacklevel=4)
+        t_out, X, taus, stats = compiled.run(x0, t_grid, stacklevel=4, method=method, rho_inf=rho_inf)
     else:
         bar = Progress(show_progress(progress, model, q0, qd0, len(t_grid) - 1), t_grid[-1], title)
         try:
             t_out, X, taus, stats = integrate("simulate", rates, total_torque, x0, t_grid, nq, nj, method, rtol,
-                                              atol, max_step, bar, stacklevel=4)
+                                              atol, max_step, bar, stacklevel=4, rho_inf=rho_inf)
         finally:
             bar.close()
         stats["loop_reason"] = why

@@ -105,7 +105,7 @@ def _label(label):
 
 
 def program_text(program) -> str:
-    from ..codegen.emit import format_expr
+    from .emit import format_expr
 
     lines = [f"{t} = {format_expr('python', op, args, pretty=True)}" for t, op, args in program.body]
     for g, (_, entries) in program.outputs.items():

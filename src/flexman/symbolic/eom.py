@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model import names
+from ..model import engine, names
 from ..model.errors import ModelError
 from ..dynamics.structure import build
 from . import mimic as mm
@@ -18,13 +18,15 @@ from .program import Program
 from .tracer import Tape
 
 FORMULATIONS = ("newton_euler", "lagrange", "book", "denoc")
-WHATS = ("inverse_dynamics", "mass_matrix", "bias_forces", "forward_dynamics", "eom")
+WHATS = ("inverse_dynamics", "mass_matrix", "bias_forces", "forward_dynamics", "eom", "inverse_dynamics_derivatives")
 
 DOC = {
     "M": "mass matrix M(q), nq x nq",
     "b": "bias forces b(q, qd): Coriolis/centrifugal, gravity, elastic and damping terms",
     "tau": "generalized forces M(q) qdd + b(q, qd) (joint torques, then flexible residuals)",
     "qdd": "accelerations M(q)^-1 (S tau - b(q, qd)) (LDL^T solve)",
+    "dtau_dq": "d tau / d q of tau = M(q) qdd + b(q, qd), nq x nq (row i: tau_i)",
+    "dtau_dqd": "d tau / d qd, nq x nq (d tau / d qdd is M)",
 }
 # what -> (input groups, output groups)
 LAYOUT = {
@@ -33,6 +35,7 @@ LAYOUT = {
     "inverse_dynamics": (("q", "qd", "qdd", "p"), ("tau",)),
     "forward_dynamics": (("q", "qd", "tau", "p"), ("qdd",)),
     "eom": (("q", "qd", "p"), ("M", "b")),
+    "inverse_dynamics_derivatives": (("q", "qd", "qdd", "p"), ("dtau_dq", "dtau_dqd")),
 }
 NEEDS = {"mass_matrix": {"M"}, "bias_forces": {"b"}, "inverse_dynamics": {"tau"},
          "forward_dynamics": {"M", "b", "qdd"}, "eom": {"M", "b"}}
@@ -73,7 +76,7 @@ def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", 
         model, pvals = build(robot), {}
     x = x_inputs if mimic is None else x_inputs_full
     x = dict(x, q=tr.in_link1_frame(model, x["q"])) if zero_q1 else x
-    if any(lk.coulomb for lk in robot.links):
+    if any(lk.joint_coulomb for lk in robot.links):
         notes.append("Coulomb friction is not traced (it branches on the sign of qd)")
     terms = None
     if formulation in ("newton_euler", "denoc"):
@@ -167,7 +170,21 @@ class EOM:
         mass matrix's reductions: what ``reduce_mass_matrix=False`` would give."""
         if what not in LAYOUT:
             raise ValueError(f"what: unknown {what!r}; use one of {', '.join(WHATS)}")
+        if what == "inverse_dynamics_derivatives" and "dtau_dq" not in self._values:
+            self._trace_derivatives()
         return _program(self.tape, self._x, self._values, what, self.robot)
+
+    def _trace_derivatives(self):
+        """Record d tau / d q and d tau / d qd on the tape (forward mode through the traced
+        inverse dynamics, ``tapediff``): one program, evaluated as generated code like the rest."""
+        from .tapediff import jacobian
+
+        tau = list(np.ravel(self._values["tau"]))
+        name = lambda v: self.tape.ops[v.idx][1][0]
+        n = self.nq
+        for g, out in (("q", "dtau_dq"), ("qd", "dtau_dqd")):
+            J = jacobian(self.tape, tau, [name(v) for v in self._x[g]])
+            self._values[out] = np.array([c for row in J for c in row] + [None], dtype=object)[:-1].reshape(n, n)
 
     def op_count(self, what="inverse_dynamics") -> dict:
         """{"mul", "add" (incl. sub), "div", "fn" (sin/cos/sqrt)} of the final program."""
@@ -263,9 +280,7 @@ class EOM:
     # ----- code -------------------------------------------------------------------------
     def compile(self, backend="c", **kwargs):
         """An object with the numeric API of Robot, evaluating the generated code."""
-        from ..codegen import compile_eom
-
-        return compile_eom(self, backend, **kwargs)
+        return engine.require("codegen").compile_eom(self, backend, **kwargs)
 
     def casadi(self, which=None) -> dict:
         """The equations as CasADi ``SX`` functions (exact derivatives for optimisers):
@@ -274,8 +289,10 @@ class EOM:
         only the names in ``which``. Built instruction by instruction from the programs
         (:mod:`flexman.codegen.casadi_export`); M is the traced program without the polynomial
         normal form (the same values, and no time spent reducing a program CasADi will differentiate)."""
-        from ..codegen.casadi_export import FUNCTIONS, casadi_functions
         from .kinematics import position_program
+
+        casadi_export = engine.require("codegen").casadi_export
+        FUNCTIONS, casadi_functions = casadi_export.FUNCTIONS, casadi_export.casadi_functions
 
         which = tuple(FUNCTIONS) if which is None else tuple(which)
         unknown = [w for w in which if w not in FUNCTIONS]
@@ -294,9 +311,7 @@ class EOM:
 
     def export(self, lang, path, what=None):
         """Write the equations as source code in ``lang`` (c, fortran, python, matlab, julia)."""
-        from ..codegen import export
-
-        return export(self, lang, path, what)
+        return engine.require("codegen").export(self, lang, path, what)
 
     def fmu(self, path, kind="both", controller=None, step_size=1e-3, q0=None, qd0=None, force=True):
         """Write an FMI 2.0 FMU of the robot to ``path`` (``.fmu``) and return the path: model
@@ -306,7 +321,7 @@ class EOM:
         e.g. ``fm.control.from_spec(robot, robot.controller)``), whose set-points become inputs.
         Equations with numeric parameters are derived again with symbolic ones (the FMU's
         parameters); external wrenches are not part of the FMU."""
-        from ..codegen.fmu import write_fmu
+        write_fmu = engine.require("codegen").fmu.write_fmu
 
         eom = self
         if self.parameters != "symbolic" or self.param_values.keys() != self._physical_parameters():

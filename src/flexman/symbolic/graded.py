@@ -18,7 +18,7 @@ from . import tracer as tc
 
 
 def _zero(x) -> bool:
-    return tc.is_number(x) and x == 0
+    return not isinstance(x, tc.Tracer) and x == 0
 
 
 class Graded:
@@ -117,13 +117,17 @@ def _difference(a, b):
 
 def _product(a, b):
     """Truncated convolution: degrees above k are dropped."""
-    out = []
+    live_a = [i for i, x in enumerate(a) if not _zero(x)]  # each component tested once, not per pair
+    live_b = {j for j, x in enumerate(b) if not _zero(x)}
+    out = [0.0] * len(a)
     for n in range(len(a)):
         s = 0.0
-        for i in range(n + 1):
-            if not (_zero(a[i]) or _zero(b[n - i])):
+        for i in live_a:
+            if i > n:
+                break
+            if n - i in live_b:
                 s = tc.add(s, tc.mul(a[i], b[n - i]))
-        out.append(s)
+        out[n] = s
     return Graded(out)
 
 

@@ -63,7 +63,7 @@ class GIMStructure:
 
 def _probe(program, robot, params, trials=4, seed=1):
     """changes[k][i, j]: whether M[i, j] moves when coordinate k alone moves (random states)."""
-    from ..codegen.emit import function_source
+    from .emit import function_source
 
     env = {"np": np}
     exec(function_source("numpy", program, "f"), env)  # our own generated code

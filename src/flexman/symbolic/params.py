@@ -252,9 +252,9 @@ def _beam_keys(robot):
     flexible beam. None for the whole robot with clamped-mass shapes (they follow from loads)."""
     import json
 
-    from ..model.serialize import robot_to_dict
+    from ..model.serialize import link_items
 
-    links = robot_to_dict(robot)["links"]
+    links = link_items(robot)  # one item per link, floating bases as their six links
     if any((link.get("beam") or {}).get("shapes") == "clamped_mass" for link in links):
         return None
     return [json.dumps([robot.dh, _zero_flags(data)], sort_keys=True) if link.is_flexible else None

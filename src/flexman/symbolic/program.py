@@ -100,7 +100,7 @@ class Program:
 def run_program(program, q):
     """Evaluate a straight-line program at one state q (float vector): {group: array}, through
     the NumPy code generator (the program has one input group, q)."""
-    from ..codegen.emit import function_source
+    from .emit import function_source
 
     env = {"np": np}
     exec(compile(function_source("numpy", program, "f"), "<flexman program>", "exec"), env)  # our own code

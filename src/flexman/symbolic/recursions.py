@@ -96,12 +96,12 @@ def rigid_terms(robot, x, formulation, notes, need=("M", "b", "tau")):
         return None
     q, qd, qdd = x["q"], x["qd"], x["qdd"]
     nq = q.shape[-1]
-    coulomb = any(lk.coulomb for lk in robot.links)
+    coulomb = any(lk.joint_coulomb for lk in robot.links)  # drives included
 
     def rne(q_, qd_, qdd_, gravity=True, friction=True):
         out = rnea.inverse_dynamics(robot, q_, qd_, qdd_, gravity=gravity, friction=friction and not coulomb)
         if friction and coulomb:  # viscous only: the sign of a traced qd is unknown
-            out = out + np.array([lk.viscous for lk in robot.links]) * qd_
+            out = out + np.array([lk.joint_viscous for lk in robot.links]) * qd_
         return out
 
     M = b = tau = None

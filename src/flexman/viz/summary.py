@@ -73,11 +73,11 @@ def model_html(robot) -> str:
 
 def convergence_html(robot) -> str:
     """The modal convergence table of a flexible arm (lowest frequencies as the modes per beam
-    grow, :func:`flexman.analysis.convergence.notice_study`), with the notice when the model's
+    grow, :func:`flexman.analysis.modal_convergence.notice_study`), with the notice when the model's
     own frequencies are far from converged."""
     if robot.nf == 0:
         return ""
-    from ..analysis.convergence import notice_study
+    from ..analysis.modal_convergence import notice_study
 
     study = robot.derived("convergence_check", notice_study)
     if study is None:

@@ -307,31 +307,39 @@ def convergence(robot, q=None, modes=DEFAULT_MODES, quantity="frequencies") -> C
     return Convergence(robot.name, counts, stack(0), stack(1), own, names, own_counts, ref, method)
 
 
-def notice_study(robot):
+def notice_study(robot, q=None):
     """The study a notice (and the report) needs, or None when the beams already have the finest
     default count: the model's own count against the finest first (one extra model, the common,
-    converged case), the full study only when that is far off."""
+    converged case), the full study only when that is far off. ``q``: the joint values it is
+    made at (default: the zero pose)."""
     own = max(max(_count(link.beam) for link in _beams(robot)), 1)
     finest = DEFAULT_MODES[-1]
     if own >= finest:
         return None
-    quick = convergence(robot, modes=(own, finest))
-    return quick if quick.converged else convergence(robot, modes=sorted(set(DEFAULT_MODES) | {own}))
+    quick = convergence(robot, q=q, modes=(own, finest))
+    return quick if quick.converged else convergence(robot, q=q, modes=sorted(set(DEFAULT_MODES) | {own}))
 
 
-def convergence_notice(robot, seen=set()) -> str:  # noqa: B006 - the set remembers models across calls
-    """The notice of :meth:`Convergence.notice` for ``robot``, issued once per model content and
-    process as a :class:`ConvergenceNotice` warning, and returned ('' when converged, rigid,
-    silenced with FLEXMAN_NO_CONVERGENCE_NOTICE=1, or already issued). A model whose beams already
-    have the finest default count (5) is taken as converged; the study is cached on the robot
+def convergence_notice(robot, q=None, seen=set()) -> str:  # noqa: B006 - the set remembers models across calls
+    """The notice of :meth:`Convergence.notice` for ``robot`` at the joint values ``q`` (the pose
+    the user gave; default the zero pose), issued once per model content and process as a
+    :class:`ConvergenceNotice` warning, and returned ('' when converged, rigid, silenced with
+    FLEXMAN_NO_CONVERGENCE_NOTICE=1, or already issued). A model whose beams already have the
+    finest default count (5) is taken as converged; the study is cached on the robot
     (``robot.derived``)."""
     if robot.is_rigid or os.environ.get(QUIET_VARIABLE, "") not in ("", "0"):
         return ""
-    key = robot.content_key()
+    joints = None
+    if q is not None and np.any(np.asarray(q, dtype=float)[: robot.n_joints] != 0.0):
+        joints = np.asarray(q, dtype=float)[: robot.n_joints]
+    key = (robot.content_key(), None if joints is None else tuple(joints.tolist()))  # once per model and pose
     if key in seen:
         return ""
     seen.add(key)
-    study = robot.derived("convergence_check", notice_study)
+    if joints is not None:
+        study = robot.derived(("convergence_check", key[1]), lambda r: notice_study(r, joints))
+    else:
+        study = robot.derived("convergence_check", notice_study)
     text = study.notice() if study is not None else ""
     if text:
         warnings.warn(text, ConvergenceNotice, stacklevel=2)
