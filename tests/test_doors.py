@@ -446,7 +446,7 @@ def test_cli_sweep_counts_a_diverged_point_as_failed(tmp_path, capsys):
     (lambda: fm.control.shaper(fm.examples.load("flx_flexible_pendulum"), [0.0], kind="ZV",
                                controller=fm.control.PID(fm.examples.load("flx_flexible_pendulum"),
                                                          tr.rest_to_rest([0.0], [1.0], 1.0), 10.0, 0.0, 1.0),
-                               t=float("nan")), "t: the time at which the controller is linearized"),
+                               t=float("nan")), r"t: give the time \(s\) at which to linearize the closed loop"),
 ])
 def test_booleans_lists_and_nan_are_refused_in_one_line(call, message):
     with pytest.raises(ValueError, match=message) as info:
