@@ -22,6 +22,8 @@ import warnings
 
 import numpy as np
 
+from ..model import engine
+
 RK4_BOUNDARY = 2.0 * np.sqrt(2.0)  # |h lambda| where RK4's stability region crosses the imaginary axis
 
 
@@ -34,9 +36,8 @@ def highest_frequency(robot, locked=False) -> float:
     if robot.nf == 0:
         return 0.0
 
-    def build(r):
-        from ..analysis.frequencies import natural_frequencies
-
+    def build(r):  # the analyses' frequencies, through the model's engine slot (no import across packages)
+        natural_frequencies = engine.require("natural_frequencies")
         w = np.asarray(natural_frequencies(r, None, joints="locked" if locked else "free"), dtype=float)
         return float(w.max(initial=0.0))
 
