@@ -65,8 +65,20 @@ def _mimic(tmp):
     return _file(tmp, "mimic.urdf", tree_urdf())
 
 
+def _geared(tmp):
+    """The Saha 3-link arm behind rigid transmissions (drives: rotor inertia and motor viscous
+    friction reflected at the joints)."""
+    from flexman.model.serialize import robot_from_dict, robot_to_dict
+
+    data = robot_to_dict(fm.examples.load("saha_3link"))
+    for link, (n, rotor, viscous) in zip(data["links"], [(100.0, 3e-5, 0.002), (-50.0, 8e-5, 0.0), (160.0, 1.2e-5, 0.001)]):
+        link["drive"] = {"gear_ratio": n, "rotor_inertia": rotor, "viscous": viscous}
+    return robot_from_dict(data)
+
+
 ROBOTS = {
     "rigid_serial": lambda tmp: fm.examples.load("dynaman_2r"),
+    "geared_drives": _geared,
     "flexible_serial": lambda tmp: fm.examples.load("flx_three_link"),
     "flexible_tree": _tree,
     "mimic_tree": _mimic,

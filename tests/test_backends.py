@@ -1,4 +1,4 @@
-"""Every feature on every backend it supports (issues 34 and 38): rigid and flexible serial arms,
+"""Every feature on every backend it supports (issues 34 and 38): rigid and flexible serial arms, an arm behind gear drives,
 a flexible tree, a mimic tree and four floating bases (model file and URDF, with and without a
 beam) are each evaluated by the generated NumPy of the traced programs, the compiled C, the
 compiled closed loop, the CasADi functions and the FMU, and compared with the interpreted

@@ -131,16 +131,9 @@ def test_standalone_simulator(tmp_path):
     def f(x):
         return np.concatenate([x[2:], robot.forward_dynamics(x[:2], x[2:], tau)])
 
-    x = np.concatenate([q0, qd0])
-    ref = [x]
-    for s in range(steps):
-        k1 = f(x)
-        k2 = f(x + 0.5 * dt * k1)
-        k3 = f(x + 0.5 * dt * k2)
-        k4 = f(x + dt * k3)
-        x = x + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-        ref.append(x)
-    ref = np.array(ref)[::10]
+    from rk4_reference import rk4_path
+
+    ref = rk4_path(f, np.concatenate([q0, qd0]), dt, steps)[::10]
     assert np.allclose(rows[:, 0], np.arange(0, steps + 1, 10) * dt)
     assert np.abs(rows[:, 1:] - ref).max() < 1e-12
 

@@ -131,16 +131,9 @@ def test_rigid_fmu_trajectory_equals_pinocchio(exported):
         n = robot.nq
         return np.concatenate([x[n:], pin.aba(model, data, x[:n], x[n:], tau - viscous * x[n:])])
 
-    x = np.concatenate(start_state(robot))
-    ref = [x]
-    for _ in range(len(q) - 1):
-        k1 = f(x)
-        k2 = f(x + 0.5 * DT * k1)
-        k3 = f(x + 0.5 * DT * k2)
-        k4 = f(x + DT * k3)
-        x = x + DT / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-        ref.append(x)
-    ref = np.array(ref)
+    from rk4_reference import rk4_path
+
+    ref = rk4_path(f, np.concatenate(start_state(robot)), DT, len(q) - 1)
     assert np.max(np.abs(q - ref[:, :robot.nq])) < 1e-10
     assert np.max(np.abs(qd - ref[:, robot.nq:])) < 1e-9 * max(1.0, np.abs(ref[:, robot.nq:]).max())
 

@@ -576,12 +576,12 @@ int fm_galpha_run(const fm_plant *pl, const fm_control *c, int prescribed, const
     *jacobians = 0;
     memcpy(x, x0, sizeof(double) * nx);
     memcpy(X, x, sizeof(double) * nx);
-    if ((status = f(pl, c, t[0], x, vn, tau, work))) { *t_fault = t[0]; n_t = 1; }
     for (long k = 0; k < n_t - 1; ++k) {
         double tk = t[k], h = t[k + 1] - t[k], ta = tk + af * h;
         /* the rates at the step's start (and the torque there, at a sample), then the iteration matrix */
         if ((status = f(pl, c, tk, x, f0, tau, work))) { *t_fault = tk; break; }
         if (k % every == 0) memcpy(TAU + (j - 1) * nj, tau, sizeof(double) * nj);
+        if (k == 0) memcpy(vn, f0, sizeof(double) * nx);  /* the first step's predictor: the start's rates */
         if ((status = fm_jacobian(f, pl, c, tk, x, f0, nx, J, xp, fp, tau, work))) { *t_fault = tk; break; }
         ++*jacobians;
         for (int i = 0; i < nx * nx; ++i) A[i] = -af * gm * h * J[i];
@@ -607,9 +607,8 @@ int fm_galpha_run(const fm_plant *pl, const fm_control *c, int prescribed, const
             ++*iterations;
             if (!(size == size)) { status = FM_DIVERGED; break; }
             if (size <= 1e-12) { converged = 1; break; }  /* NEWTON_TOL of flexman.simulate.integrators */
-            if (size > 0.5 * last && !refreshed) {  /* slow: the Jacobian at the current iterate */
-                if ((status = f(pl, c, ta, xa, f0, tau, work))) break;
-                if ((status = fm_jacobian(f, pl, c, ta, xa, f0, nx, J, xp, fp, tau, work))) break;
+            if (size > 0.5 * last && !refreshed) {  /* slow: the Jacobian at this iterate (fa = f there) */
+                if ((status = fm_jacobian(f, pl, c, ta, xa, fa, nx, J, xp, fp, tau, work))) break;
                 ++*jacobians;
                 for (int i = 0; i < nx * nx; ++i) A[i] = -af * gm * h * J[i];
                 for (int i = 0; i < nx; ++i) A[i * nx + i] += am;

@@ -24,6 +24,7 @@ import time
 import numpy as np
 
 from ..codegen import loop as cloop
+from .integrators import RHO_INF
 from .run import check_first_torque, torque_values, warn_fault
 
 LOOPS = ("auto", "compiled", "python")
@@ -98,7 +99,7 @@ class CompiledLoop:
                                  **{w: address for w, (address, _) in entries.items()})
         self.lib = cloop.library()
 
-    def run(self, x0, t_grid, label="simulate", stacklevel=3, method="rk4", rho_inf=0.8):
+    def run(self, x0, t_grid, label="simulate", stacklevel=3, method="rk4", rho_inf=RHO_INF):
         """(t, X, taus, stats) of one RK4 or generalized-alpha run (``rho_inf``: its spectral
         radius at infinity) from x0 over t_grid (see ``run.integrate``, its ``label`` and
         ``stacklevel``)."""
@@ -128,8 +129,8 @@ class CompiledLoop:
             warn_fault(label, method, info, t_out, stacklevel)
         stats = {"rhs_evaluations": 4 * steps + 1, "wall_time": wall, "loop": "compiled", **info}
         if method == "generalized_alpha":
-            refreshes = max(0, jacobians.value - steps)  # each refresh evaluates the rates once more
-            stats.update(rhs_evaluations=2 + steps + jacobians.value * nx + iterations.value + refreshes,
+            # per step the rates at its start and one per Newton iteration; nx per Jacobian; the last torque
+            stats.update(rhs_evaluations=1 + steps + jacobians.value * nx + iterations.value,
                          newton_iterations=iterations.value, jacobians=jacobians.value)
         return t_out, X, taus, stats
 
@@ -166,7 +167,7 @@ class CompiledLoop:
         return X, TAU, status
 
 
-def _info(status, t_fault, steps, method="rk4", rho_inf=0.8):
+def _info(status, t_fault, steps, method="rk4", rho_inf=RHO_INF):
     if status == 0:
         name = "RK4" if method == "rk4" else f"generalized-alpha (rho_inf = {float(rho_inf):g})"
         return {"steps": steps, "success": True, "diverged": False, "t_fault": None,

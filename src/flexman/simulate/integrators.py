@@ -122,10 +122,6 @@ def generalized_alpha(f, t_grid, x0, rho_inf=RHO_INF, after_first_stage=None, pr
     X = np.empty((len(t_grid), len(x0)))
     x = X[0] = np.asarray(x0, dtype=float)
     iterations = jacobians = 0
-    try:
-        vn = f(t_grid[0], x)
-    except FAULTS as exc:
-        return X[:1], _fault(t_grid[0], f"{type(exc).__name__}: {exc}")
     eye = np.eye(len(x))
     for k in range(len(t_grid) - 1):
         t, h = t_grid[k], t_grid[k + 1] - t_grid[k]
@@ -134,6 +130,8 @@ def generalized_alpha(f, t_grid, x0, rho_inf=RHO_INF, after_first_stage=None, pr
             f0 = f(t, x)
             if after_first_stage is not None:
                 after_first_stage(k)
+            if k == 0:
+                vn = f0  # the rates at the start: the first step's predictor
             lu = _factor(am * eye - af * gm * h * jacobian(f, t, x, f0))
             jacobians += 1
             v, last, refreshed, converged = vn.copy(), np.inf, False, False
@@ -149,8 +147,8 @@ def generalized_alpha(f, t_grid, x0, rho_inf=RHO_INF, after_first_stage=None, pr
                 if size <= NEWTON_TOL:
                     converged = True
                     break
-                if size > 0.5 * last and not refreshed:
-                    lu = _factor(am * eye - af * gm * h * jacobian(f, ta, xa, f(ta, xa)))
+                if size > 0.5 * last and not refreshed:  # fa is f at this iterate's xa
+                    lu = _factor(am * eye - af * gm * h * jacobian(f, ta, xa, fa))
                     jacobians += 1
                     refreshed = True
                 last = size

@@ -24,6 +24,7 @@ from ..model.errors import SingularMatrixError
 from ..model.limits import MAX_JOINT_ACCELERATION, MAX_JOINT_POSITION, MAX_JOINT_RATE
 from .backend import evaluator, fixed_step_work, mass_and_bias
 from .compiled_loop import plan, trajectory_struct
+from .integrators import RHO_INF
 from .result import Result
 from .run import check_start, energy, prepare, run_loop
 
@@ -132,18 +133,18 @@ def _joint_samples(prescribed, motion, t_grid, nj):
 
 
 def simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, qd0, progress, max_step, backend,
-                        loop="auto", rho_inf=0.8):
+                        loop="auto", rho_inf=RHO_INF):
     """The prescribed-motion run behind ``simulate(..., prescribed=traj)``: see the module doc.
     ``q0``, ``qd0`` (nq values, optional) give the initial flexible state; their joint entries,
     when given, must agree with the prescription at t = 0. A built-in trajectory on a compiled
     model runs in the compiled loop (:mod:`.compiled_loop`)."""
     method, q0, qd0, t_grid, _, _ = prepare(robot, t_final, dt, method, q0, qd0, None, None)
-    asked = method
+    check = None
     if method == "auto":  # the flexible subsystem with the joints held sets RK4's step
-        from .stability import largest_stable_step
+        from .stability import plant_step_check
 
-        h = largest_stable_step(robot, locked=True) if getattr(robot, "nf", 0) else np.inf
-        method = "rk4" if float(dt) <= 0.9 * h else "generalized_alpha"
+        check = plant_step_check(robot, dt, locked=True)
+        method = check["method"]
     nj, nq = robot.n_joints, robot.nq
     nf = nq - nj
     motion = motion_input(prescribed, nj)
@@ -183,9 +184,8 @@ def simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, 
                                      f"simulate prescribed ({method})", rates, needed_torque, x0, t_grid, nf, nj,
                                      method, rtol, atol, max_step, rho_inf)
     stats["method"] = method
-    if asked == "auto":
-        stats["method_reason"] = (f"RK4 at dt = {float(dt):g} s is stable with the joints held" if method == "rk4" else
-                                  f"RK4 at dt = {float(dt):g} s is above the stability limit with the joints held")
+    if check is not None:
+        stats["method_reason"] = check["reason"]
     n = len(t_out)  # every method's outputs are the first n grid times
     q = np.column_stack([joint_samples[0][:n], X[:, :nf]])
     qd = np.column_stack([joint_samples[1][:n], X[:, nf:2 * nf]])

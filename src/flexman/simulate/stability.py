@@ -124,7 +124,7 @@ def closed_loop_step(rhs, open_rhs, points):
     return h_closed, h_plant, worst
 
 
-def closed_loop_message(dt, h_closed, h_plant, worst, refuse=False):
+def closed_loop_message(dt, h_closed, h_plant, worst):
     """The one line of an RK4 step above the closed loop's limit (the controller named where its
     poles, not the plant's, set the limit)."""
     t, lam = worst if worst is not None else (0.0, complex(np.nan))
@@ -134,7 +134,7 @@ def closed_loop_message(dt, h_closed, h_plant, worst, refuse=False):
                  "lower its gains or integrate implicitly")
     return (f"dt: {dt:g} s is above RK4's stability limit for this closed loop: its fastest eigenvalue "
             f"({abs(lam):.4g} rad/s at t = {t:g} s) needs dt <= {h_closed:.3g} s{cause}; "
-            f"{'refused' if refuse else 'the run will likely blow up'} - use dt <= {0.9 * h_closed:.3g} s, "
+            f"the run will likely blow up - use dt <= {0.9 * h_closed:.3g} s, "
             "method='auto' or method='generalized_alpha' (implicit, in the compiled loop)")
 
 
@@ -163,21 +163,19 @@ def loop_step_check(robot, model, rates, total_torque, x0, t_grid, nq, controlle
     """The closed-loop step check of one run (see the module doc): {"method": what ``auto``
     runs, "reason", "rk4_limit", "plant_limit"}. For ``method="rk4"`` a step above the limit is
     warned (:class:`StepWarning`) before the run; for ``"auto"`` it selects generalized-alpha."""
-    def rhs(t, x):
-        out = np.empty_like(x)
-        out[:nq] = x[nq:2 * nq]
-        out[nq:2 * nq], out[2 * nq:] = rates(t, x, total_torque(t, x))
-        return out
-
-    def open_rhs(t0, x0_):
-        held = np.asarray(total_torque(t0, x0_), dtype=float)
-
+    def loop(torque):  # x' = [qd, qdd, z'] under the joint torques torque(t, x)
         def f(t, x):
             out = np.empty_like(x)
             out[:nq] = x[nq:2 * nq]
-            out[nq:2 * nq], out[2 * nq:] = rates(t, x, held)
+            out[nq:2 * nq], out[2 * nq:] = rates(t, x, torque(t, x))
             return out
         return f
+
+    rhs = loop(total_torque)
+
+    def open_rhs(t0, x0_):  # the plant alone: the torque held at its value at (t0, x0_)
+        held = np.asarray(total_torque(t0, x0_), dtype=float)
+        return loop(lambda t, x: held)
 
     dt = float(dt)
     try:
@@ -194,8 +192,9 @@ def loop_step_check(robot, model, rates, total_torque, x0, t_grid, nq, controlle
     if controller is None:
         h_plant = h  # no controller: the loop is the plant
     if method == "rk4":
-        warnings.warn(closed_loop_message(dt, h, h_plant, worst), StepWarning, stacklevel=4)
-        return {"method": "rk4", "reason": closed_loop_message(dt, h, h_plant, worst), **out}
+        text = closed_loop_message(dt, h, h_plant, worst)
+        warnings.warn(text, StepWarning, stacklevel=4)
+        return {"method": "rk4", "reason": text, **out}
     from .backend import notice
 
     fastest = abs(worst[1]) if worst else float("nan")
@@ -206,14 +205,16 @@ def loop_step_check(robot, model, rates, total_torque, x0, t_grid, nq, controlle
             f"{h:.3g} s (its fastest eigenvalue {fastest:.4g} rad/s{cause})", **out}
 
 
-def plant_step_check(robot, dt) -> dict:
-    """``method="auto"``'s choice when the loop holds Python functions (never called outside
-    their run): RK4 where the plant's highest mode allows ``dt`` (:func:`largest_stable_step`),
-    else generalized-alpha."""
+def plant_step_check(robot, dt, locked=False) -> dict:
+    """``method="auto"``'s choice from the plant's highest mode alone (:func:`largest_stable_step`;
+    ``locked``: the joints held, as under prescribed motion): RK4 where it allows ``dt``, else
+    generalized-alpha. Used for prescribed motion and when the loop holds Python functions
+    (never called outside their run)."""
     dt = float(dt)
-    h = largest_stable_step(robot) if hasattr(robot, "derived") and getattr(robot, "nf", 0) else np.inf
+    h = largest_stable_step(robot, locked) if hasattr(robot, "derived") and getattr(robot, "nf", 0) else np.inf
     out = {"rk4_limit": None if not np.isfinite(h) else float(h), "plant_limit": None if not np.isfinite(h) else float(h)}
-    seen = "the plant's modes; a Python controller or torque function is not linearized, its own poles are not seen"
+    seen = ("the plant's modes with the joints held" if locked else
+            "the plant's modes; a Python controller or torque function is not linearized, its own poles are not seen")
     if dt <= 0.9 * h:
         return {"method": "rk4", "reason": f"RK4 at dt = {dt:g} s is stable for {seen}", **out}
     from .backend import notice
