@@ -287,3 +287,17 @@ def jacobian(robot, q, link=-1, point=None, order=1):
         G, c, full = m
         return jacobian(full, _expand(G, c, q), i, point, order=order) @ G
     return _in_chunks(robot, lambda q: l4.point_jacobian(numeric_model(robot), q, i, point, second_order=(order == 2)), q)
+
+
+def inverse_dynamics_derivatives(robot, q, qd, qdd):
+    """(d tau/d q, d tau/d qd, M): see :mod:`.derivatives`."""
+    from . import derivatives
+
+    return derivatives.inverse_dynamics_derivatives(robot, q, qd, qdd)
+
+
+def forward_dynamics_derivatives(robot, q, qd, tau):
+    """(d qdd/d q, d qdd/d qd, d qdd/d tau): see :mod:`.derivatives`."""
+    from . import derivatives
+
+    return derivatives.forward_dynamics_derivatives(robot, q, qd, tau)

@@ -672,6 +672,51 @@ class Robot:
     def forward_dynamics(self, q, qd, tau, f_ext=None):
         return self._dynamics().forward_dynamics(self, q, qd, tau, f_ext=f_ext)
 
+    def inverse_dynamics_derivatives(self, q, qd, qdd, backend=None):
+        """Partials of the generalized forces: ``(dq, dqd, dqdd)``, each (..., nq, nq) with
+        ``dq[i, j] = d tau_i / d q_j`` and ``dqdd = M``. ``backend``: see :meth:`compiled`;
+        "numeric" differentiates the recursions by the complex step (exact to round-off)."""
+        fast = self._partials_model(backend)
+        if fast is not None:
+            return fast.inverse_dynamics_derivatives(q, qd, qdd)
+        return self._dynamics().inverse_dynamics_derivatives(self, q, qd, qdd)
+
+    def forward_dynamics_derivatives(self, q, qd, tau, backend=None):
+        """Partials of the accelerations: ``(dq, dqd, dtau)`` with ``dq[i, j] = d qdd_i / d q_j``
+        (..., nq, nq) and ``dtau = M^-1 S`` (..., nq, n_joints); ``backend`` as above."""
+        fast = self._partials_model(backend)
+        if fast is not None:
+            return fast.forward_dynamics_derivatives(q, qd, tau)
+        return self._dynamics().forward_dynamics_derivatives(self, q, qd, tau)
+
+    def compiled(self, derivatives=False):
+        """The robot's compiled model (generated C with the numeric API of a robot; built on first
+        use and cached on disk, shared by every robot of the same structure): the fast route for
+        loops of your own (``fast = robot.compiled(); fast.inverse_dynamics(q, qd, qdd)`` costs
+        about a microsecond). ``derivatives``: the variant that also evaluates the partial
+        derivatives in C (a build of its own, several times the inverse dynamics' code)."""
+        return engine.require("codegen").modelcache.compiled_model(self, derivatives=derivatives)
+
+    def _partials_model(self, backend):
+        """The compiled model with partial derivatives that ``backend`` asks for, or None (numeric):
+        "compiled" builds it, "auto" (the default, or ``FLEXMAN_BACKEND``) uses it when it is built
+        already (this process or the disk cache), "numeric" never."""
+        if backend is None:
+            import os
+
+            backend = os.environ.get("FLEXMAN_BACKEND", "").strip().lower() or "auto"
+        if backend not in ("auto", "compiled", "numeric"):
+            raise ValueError(f"backend: unknown {backend!r}; use 'auto', 'compiled' or 'numeric'")
+        if backend == "numeric":
+            return None
+        if backend == "compiled":
+            return self.derived("compiled_partials", lambda r: r.compiled(derivatives=True))
+        found = self.derived("existing_partials",
+                             lambda r: engine.require("codegen").modelcache.existing_model(r, derivatives=True))
+        if found is None:  # not built yet: ask again next time
+            self.__dict__["_derived"].pop("existing_partials", None)
+        return found
+
     def kinetic_energy(self, q, qd):
         return self._dynamics().kinetic_energy(self, q, qd)
 
