@@ -53,10 +53,6 @@ def one_line(exc) -> str:
 @pytest.mark.parametrize("text,expected", [
     (urdf(origin="1e200 0 0"), "placement.xyz: 1e+200 is beyond the supported magnitude 1000 m"),
     (urdf(axis="nan 0 1"), 'axis: attribute xyz="nan 0 1" must be 3 finite numbers'),
-    (urdf(inertial='<inertial><mass value="0"/><inertia ixx="0" iyy="0" izz="0"/></inertial>'),
-     "a joint must move some mass"),
-    (urdf(inertial='<inertial><mass value="1"/><inertia ixx="0" iyy="0" izz="0"/></inertial>'),
-     "links[1]: the mass matrix at q = 0 is singular"),
     (urdf(extra='<link name="x">' + INERTIAL + '</link><link name="y">' + INERTIAL + '</link>'
           '<joint name="k1" type="revolute"><parent link="x"/><child link="y"/><axis xyz="0 0 1"/></joint>'
           '<joint name="k2" type="revolute"><parent link="y"/><child link="x"/><axis xyz="0 0 1"/></joint>'),
@@ -66,6 +62,23 @@ def one_line(exc) -> str:
 def test_urdf_gets_the_model_file_checks(text, expected):
     with pytest.raises(ModelError) as info:
         robot_from_urdf(text)
+    assert expected in one_line(info)
+
+
+@pytest.mark.parametrize("inertial,expected", [
+    ('<inertial><mass value="0"/><inertia ixx="0" iyy="0" izz="0"/></inertial>', "carry no mass"),
+    ('<inertial><mass value="1"/><inertia ixx="0" iyy="0" izz="0"/></inertial>',
+     "links[1]: the mass matrix at q = 0 is singular"),
+])
+def test_urdf_with_a_singular_mass_matrix_loads_with_a_notice_and_cannot_be_simulated(inertial, expected):
+    """Unlike a model file (refused at load: a massless link there is a mistake), a URDF is the
+    robot as it is: loaded with one notice; forward dynamics and simulation refuse it."""
+    from flexman.model.errors import FlexmanWarning
+
+    with pytest.warns(FlexmanWarning, match="forward dynamics and simulation are refused"):
+        robot = robot_from_urdf(urdf(inertial=inertial))
+    with pytest.raises(ModelError) as info:
+        fm.simulate(robot, 0.01, progress=False)
     assert expected in one_line(info)
 
 
@@ -81,11 +94,13 @@ def test_urdf_huge_axis_is_a_direction():
 def test_overlay_gives_an_inertia_free_urdf_link_its_inertia(tmp_path):
     """The whole-model check runs once the overlay is applied: a URDF link whose mass sits on its
     joint axis without inertia (M singular) that the overlay makes a beam is a usable model;
-    without the overlay it is refused."""
+    without the overlay it loads with a notice and cannot be simulated."""
     on_axis = '<inertial><mass value="1"/><inertia ixx="0" iyy="0" izz="0"/></inertial>'
     (tmp_path / "r.urdf").write_text(urdf(links=("a",), inertial=on_axis))
+    with pytest.warns(UserWarning, match="singular"):
+        alone = fm.load(tmp_path / "r.urdf")
     with pytest.raises(ModelError, match="singular"):
-        fm.load(tmp_path / "r.urdf")
+        fm.simulate(alone, 0.01, progress=False)
     robot = fm.load(tmp_path / "r.urdf", overlay={"links": {"a": {"beam": {
         "length": 0.5, "mass_per_length": 2.0, "EI": 50.0, "modes": {"y": 1, "z": 1}}}}})
     assert robot.nq == 3 and np.linalg.eigvalsh(robot.mass_matrix(np.zeros(3))).min() > 0

@@ -167,8 +167,6 @@ BAD = {
     "loop": ('<robot name="r"><link name="b"/>' + GOOD_LINK.format(n="a") + GOOD_LINK.format(n="c")
              + _joint("j1", "b", "a") + _joint("j2", "a", "c") + _joint("j3", "c", "a") + "</robot>",
              'joint name="j3">: link \'a\' is already the child of joint \'j1\''),
-    "no inertial": ('<robot name="r"><link name="b"/><link name="a"/>' + _joint("j1", "b", "a") + "</robot>",
-                    'link name="a">: no <inertial>'),
     "floating": ('<robot name="r"><link name="b"/>' + GOOD_LINK.format(n="a") + _joint("j1", "b", "a", "floating")
                  + "</robot>", "a floating joint is read as a free root link: remove the joint and load with floating=True"),
     "planar": ('<robot name="r"><link name="b"/>' + GOOD_LINK.format(n="a") + _joint("j1", "b", "a", "planar")
@@ -479,3 +477,25 @@ def test_inverted_limits_are_refused_like_a_model_files(tmp_path):
     assert "\n" not in str(info.value)
     path.write_text(text.replace('lower="3" upper="-3"', 'lower="0" upper="0"'))
     assert fm.load(path).links[0].limits is None  # lower = upper: no limits, as URDFs write them
+
+
+def test_a_link_without_inertial_loads_with_one_notice_and_refuses_forward_dynamics():
+    """A joint whose link and subtree carry no mass: M is singular. The robot loads (its kinematics
+    and inverse dynamics are defined) with one FlexmanWarning naming the link; forward dynamics
+    and simulation refuse in the same words."""
+    from flexman.model.errors import FlexmanWarning, SingularMatrixError
+    from flexman.model.urdf import robot_from_urdf
+
+    text = '<robot name="r"><link name="b"/>' + GOOD_LINK.format(n="c") + '<link name="a"/>' + (
+        _joint("j1", "b", "c") + _joint("j2", "c", "a") + "</robot>")
+    with pytest.warns(FlexmanWarning) as record:
+        robot = robot_from_urdf(text)
+    assert len(record) == 1
+    message = str(record[0].message)
+    assert message.startswith("URDF: links a have no <inertial> and carry no mass") and "\n" not in message
+    q = np.array([0.3, -0.2])
+    assert np.all(np.isfinite(robot.inverse_dynamics(q, q, q)))
+    with pytest.raises(SingularMatrixError, match="^forward_dynamics: URDF: links a have no <inertial>"):
+        robot.forward_dynamics(q, q, q)
+    with pytest.raises(fm.ModelError, match="^URDF: links a have no <inertial>"):
+        fm.simulate(robot, 0.01, progress=False)

@@ -26,12 +26,13 @@ REFUSED = {
     "there is no joint of that name": ["alex_description/urdf/alex_psyonic_hands.urdf"],
     "nothing moves": ["hector_description/robots/quadrotor_base.urdf", "iris_description/robots/iris_simple.urdf"],
     "no <link> elements": ["ur_description/urdf/ur3.urdf"],
-    "nothing it carries has mass": ["romeo_description/urdf/romeo_laas_small.urdf",
-                                    "romeo_description/urdf/romeo.urdf"],  # (a finger and its followers: no inertial)
-    # a joint (l_ankle_2's) moving 1e-20 kg m^2: M's condition number 1.5e17, refused by the
-    # whole-model check that model files get (Pinocchio computes with it regardless)
-    "ill-conditioned": ["icub_description/robots/icub.urdf"],
 }
+# Singular or ill-conditioned mass matrices: loaded with one notice (romeo: fingers without an
+# inertial; icub: a joint moving 1e-20 kg m^2, condition number 1.5e17); their inverse dynamics
+# equal Pinocchio's, forward dynamics and simulation are refused in the notice's words.
+SINGULAR = {"romeo_description/urdf/romeo_laas_small.urdf": "links l_gripper, r_gripper have no <inertial>",
+            "romeo_description/urdf/romeo.urdf": "links LFinger11Link, RFinger11Link have no <inertial>",
+            "icub_description/robots/icub.urdf": "is ill-conditioned (condition number 1.5e+17)"}
 # Files with <mimic> joints (a joint following another, q_j = multiplier q_i + offset) that load:
 # compared with Pinocchio's full model reduced by q_full = G q + c on the test's side (below).
 MIMIC = ["baxter_description/urdf/baxter.urdf", "panda_description/urdf/panda.urdf",
@@ -39,7 +40,7 @@ MIMIC = ["baxter_description/urdf/baxter.urdf", "panda_description/urdf/panda.ur
          "talos_data/robots/talos_full_v2.urdf", "talos_data/robots/talos_full_v2_box.urdf",
          "tiago_pro_description/robots/tiago_pro.urdf"]
 REASON = {f: why for why, files in REFUSED.items() for f in files}
-READ = [f for f in FILES if f not in REASON and f not in MIMIC]
+READ = [f for f in FILES if f not in REASON and f not in MIMIC and f not in SINGULAR]
 
 
 def _load(rel):
@@ -193,3 +194,36 @@ def test_ur5_with_a_flexible_forearm(tmp_path):
     assert abs(res.energy[-1] - res.energy[0]) < 1e-8 * abs(res.energy[0])
     res.report(tmp_path / "ur5.html")
     assert (tmp_path / "ur5.html").stat().st_size > 10_000
+
+
+@pytest.mark.skipif(not FILES, reason="example-robot-data is not installed")
+@pytest.mark.parametrize("rel", sorted(SINGULAR))
+def test_singular_mass_matrix_loads_with_one_notice(rel):
+    """65 of 65: a robot whose M cannot be inverted loads with one notice naming the massless chain;
+    its inverse dynamics equals Pinocchio's; forward dynamics and simulation refuse in one sentence."""
+    from flexman.model.errors import FlexmanWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        robot = fm.load(ROOT / rel)
+    singular = [w for w in caught if "forward dynamics and simulation are refused" in str(w.message)]
+    assert len(singular) == 1 and issubclass(singular[0].category, FlexmanWarning)
+    assert SINGULAR[rel] in str(singular[0].message) and "\n" not in str(singular[0].message)
+    model, free, G, c = pinocchio_reduced(ROOT / rel)  # (romeo's fingers are mimic joints)
+    names = _joint_names(robot, ROOT / rel)
+    assert [names[i] for i in robot.independent] == free if getattr(robot, "mimic", None) else names == free
+    for link in robot.links:
+        link.viscous = link.coulomb = 0.0
+    rng = np.random.default_rng(7)
+    q, qd, qdd = (rng.uniform(-1.0, 1.0, robot.nq) for _ in range(3))
+    ref = G.T @ pin.rnea(model, model.createData(), pin_q(model, G @ q + c), G @ qd, G @ qdd)
+    assert np.abs(robot.inverse_dynamics(q, qd, qdd) - ref).max() <= 1e-10 * max(1.0, np.abs(ref).max())
+    robot = _load(rel)  # as loaded (the friction edit above made it another robot)
+    message = str(singular[0].message).split("; loaded for")[0]
+    q0 = np.zeros(robot.nq)
+    with pytest.raises(fm.model.errors.SingularMatrixError) as err:
+        robot.forward_dynamics(q0, q0, np.zeros(robot.n_joints))
+    assert str(err.value) == f"forward_dynamics: {message}"
+    with pytest.raises(fm.ModelError) as err:
+        fm.simulate(robot, 0.01, progress=False)
+    assert str(err.value) == message

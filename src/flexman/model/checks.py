@@ -56,17 +56,41 @@ def mass_matrix_problem(robot, q=None) -> str | None:
             f"(limit: condition number {MAX_CONDITION:g}); {fix}")
 
 
+class SingularModel(ModelError):
+    """M is singular or ill-conditioned (not: it cannot be computed). URDF robots load with a notice
+    instead (``record_mass_problem``); model files are refused, their massless link a mistake."""
+
+
+def record_mass_problem(robot, problem: str) -> None:
+    """Remember, for the robot's current content, why its M cannot be inverted: forward dynamics
+    and simulation refuse it with these words until the robot is changed."""
+    robot.derived("mass_problem", lambda r: problem)
+
+
+def recorded_mass_problem(robot) -> str | None:
+    """The problem :func:`record_mass_problem` noted, while the robot is unchanged since; else None."""
+    hit = (robot.__dict__.get("_derived") or {}).get("mass_problem")
+    if hit is None:
+        return None
+    return hit[1] if hit[0] == robot.content_key() else None
+
+
 def check_mass_matrix(robot, q=None, keep_model: bool = True) -> None:
-    """Raise :class:`ModelError` when M(q) is singular or ill-conditioned (see above).
-    ``keep_model=False`` drops the numeric model built for the check (the loader's robots may
-    still have their links edited before first use)."""
+    """Raise :class:`ModelError` when M(q) is singular or ill-conditioned (see above; the
+    :class:`SingularModel` kind when it is computed but cannot be inverted, with the recorded
+    sentence of a robot loaded with such an M). ``keep_model=False`` drops the numeric model
+    built for the check (the loader's robots may still have their links edited before first use)."""
+    recorded = recorded_mass_problem(robot)
+    if recorded:
+        raise SingularModel(recorded)
     try:
         problem = mass_matrix_problem(robot, q)
     finally:
         if not keep_model:
             robot.clear_derived(keep_recent=True)  # its run finds the model again (Robot.clear_derived)
     if problem:
-        raise ModelError(problem)
+        computed = "cannot be computed" not in problem and "non-finite" not in problem
+        raise (SingularModel if computed else ModelError)(problem)
 
 
 def check_model(robot) -> None:

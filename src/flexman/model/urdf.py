@@ -23,7 +23,8 @@ import numpy as np
 
 from ..extras import MissingExtra, require
 from . import limits as size_limits
-from .checks import check_model
+from .checks import SingularModel, check_model, record_mass_problem
+from .errors import FlexmanWarning
 from .errors import ModelError
 from .floating import floating_links
 from .names import MAX_NAME, printable
@@ -124,11 +125,29 @@ def _inertial(link_elem, where: str) -> RigidBody | None:
         raise ModelError(f"{w}: {exc}") from None
     problem = inertia_problem(body.inertia, "inertia")
     body.strict = problem is None
-    if problem:  # Pinocchio reads such inertials as written; so do we, saying so
-        import warnings
-
-        warnings.warn(f"{w}: {problem}; kept as written (a model file written from it will be refused)", stacklevel=4)
+    if problem:  # Pinocchio reads such inertials as written; so do we, saying so (once per file: _say_kept)
+        _KEPT.append(f"{w}: {problem}")
     return body
+
+
+_KEPT: list = []  # inertials kept as written by the file being read
+
+
+def _say_kept(where: str) -> None:
+    """One notice for the file's implausible inertials (all of them named when there are several)."""
+    import warnings
+
+    kept, _KEPT[:] = list(_KEPT), []
+    if len(kept) == 1:
+        text = f"{kept[0]}; kept as written (a model file written from it will be refused)"
+    elif kept:
+        names = ", ".join(k.split("<link name=")[-1].split(">")[0].strip('"') for k in kept)
+        text = (f"{where}: {len(kept)} inertials are not physically consistent (links {names}: negative or "
+                "triangle-violating principal moments, usually round-off); kept as written (a model file written "
+                "from it will be refused)")
+    else:
+        return
+    warnings.warn(text, FlexmanWarning, stacklevel=4)
 
 
 def urdf_identifier(name: str) -> str:
@@ -234,10 +253,13 @@ def robot_from_urdf(text: str, where: str = "URDF", check: bool = True, floating
     (:func:`~flexman.model.checks.check_model`); ``check=False`` leaves them to the caller (an
     overlay still to be applied may give a massless link its mass). Names quoted in a message are
     escaped (a control character in a URDF name never reaches a terminal)."""
+    _KEPT.clear()
     try:
         robot = _robot_from_urdf(text, where, floating)
     except ModelError as exc:
+        _KEPT.clear()
         raise ModelError(printable(str(exc), 2000)) from None
+    _say_kept(where)
     return _checked(robot, where) if check else robot
 
 
@@ -319,10 +341,7 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
         if out[i]["parent"] >= 0:
             carried[out[i]["parent"]] += carried[i]
     followers = {moving[j] for j in mimics if j in moving}  # (a follower's mass is carried by the joint it follows)
-    for d, mass in zip(out, carried):
-        if mass <= 0 and d["name"] not in followers:
-            raise ModelError(f"{d['where']}: no <inertial>, and nothing it carries has mass; give its <mass> and "
-                             "<inertia> (a joint must move some mass)")
+    massless = [d["name"] for d, mass in zip(out, carried) if mass <= 0 and d["name"] not in followers]
     robot_links = [
         Link(joint=d["joint"], placement=d["placement"], body=RigidBody.from_second_moments(d["J"], d["strict"]),
              limits=d["limits"], viscous=d["viscous"], coulomb=d["coulomb"], name=d["name"],
@@ -335,6 +354,7 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
     else:
         robot = Robot(links=robot_links, name=name, frames=frames)
     robot.controller, robot.description, robot.source = None, "", ""
+    robot.__dict__["_massless"] = massless  # for _checked's notice
     return robot
 
 
@@ -364,8 +384,25 @@ def _mimic_map(mimics: dict, moving: dict, joints) -> dict:
 
 
 def _checked(robot: Robot, where: str) -> Robot:
+    """The whole-model checks. A singular or ill-conditioned mass matrix does not refuse the file
+    (a robot's kinematics and inverse dynamics are defined without M^-1: Pinocchio reads such
+    files too): one notice naming the massless chain, recorded on the robot so that forward
+    dynamics and simulation refuse it in the same words (``checks.recorded_mass_problem``)."""
+    import warnings
+
+    massless = robot.__dict__.pop("_massless", [])
     try:
         check_model(robot)
+    except SingularModel as exc:
+        problem = str(exc)
+        if massless:
+            chain = ", ".join(massless[:6]) + (f" and {len(massless) - 6} more" if len(massless) > 6 else "")
+            problem = (f"links {chain} have no <inertial> and carry no mass, so their joints move none: the mass "
+                       "matrix is singular")
+        record_mass_problem(robot, f"{where}: {problem}")
+        fix = " (give those links a <mass> and <inertia>, or an overlay that does)" if massless else ""
+        warnings.warn(f"{where}: {problem}; loaded for kinematics, frames and inverse dynamics, while forward "
+                      f"dynamics and simulation are refused{fix}", FlexmanWarning, stacklevel=4)
     except ModelError as exc:
         raise ModelError(f"{where}: {exc}") from None
     return robot

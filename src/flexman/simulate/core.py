@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..model.checks import SingularModel, recorded_mass_problem
 from .backend import evaluator, fixed_step_work
 from .compiled_loop import first_torque, plan
 from .result import Result
@@ -66,6 +67,8 @@ def simulate(robot, t_final, dt=1e-3, method="auto", rtol=1e-8, atol=1e-10, q0=N
     method, q0, qd0, t_grid, applied, _ = prepare(robot, t_final, dt, method, q0, qd0, torque, controller)
     nq, nj = robot.nq, robot.n_joints
     asked = method
+    if problem := recorded_mass_problem(robot):  # loaded with a singular M: refused before any build
+        raise SingularModel(problem)
     model = evaluator(robot, backend, work=fixed_step_work("rk4" if method == "auto" else method, len(t_grid) - 1))
     bound = controller.using(model) if hasattr(controller, "using") else controller  # its M, b from the model
     n_z, z0, ctrl_torque, ctrl_deriv = controller_parts(bound, nj)
