@@ -20,6 +20,11 @@ class FlexmanWarning(UserWarning):
     Python's source-line decoration (:func:`one_line_warnings`); filter it like any warning."""
 
 
+class FlexmanRuntimeWarning(FlexmanWarning, RuntimeWarning):
+    """A run-time notice (a diverged run kept up to its fault, a plan that still exceeds a limit
+    between its knots): one line, and a RuntimeWarning for filters."""
+
+
 def one_line_warnings() -> None:
     """Format :class:`FlexmanWarning` (and its subclasses) as one line; every other warning as
     Python would. Installed once when flexman is imported."""

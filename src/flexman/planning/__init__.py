@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from ..model import inputs
+from ..model.errors import FlexmanRuntimeWarning
 from ..trajectory import rest_to_rest
 from .collocation import Problem, dense_peaks, solve
 from .result import Plan, PlanningError
@@ -207,7 +208,7 @@ def _solve_within_limits(problem, robot, functions, torque, rate, make_plan):
             return result
         if resolves >= MAX_RESOLVES:
             warnings.warn(f"plan: after {resolves} re-solves a limit is still exceeded between the knots by "
-                          f"{100 * (worst - 1):.2g} % (report['dense']); add knots", RuntimeWarning, stacklevel=3)
+                          f"{100 * (worst - 1):.2g} % (report['dense']); add knots", FlexmanRuntimeWarning, stacklevel=3)
             return result
         for k, ratio in ratios.items():  # back off by the measured overshoot (a little more, to land inside)
             over = ratio > 1.0 + 0.5 * LIMIT_TOLERANCE

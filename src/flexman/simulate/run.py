@@ -18,6 +18,7 @@ import numpy as np
 
 from ..model import inputs
 from ..model.checks import check_mass_matrix
+from ..model.errors import FlexmanRuntimeWarning
 from ..model.limits import check_run_size
 from . import integrators
 
@@ -206,7 +207,7 @@ def warn_fault(label, method, info, t_out, stacklevel=3):
         method, "loosen the tolerances or check the model")
     warnings.warn(f"{label}: {method} stopped at t = {info['t_fault']:g} s: {info['message']}; the result "
                   f"holds the {len(t_out)} samples up to t = {t_out[-1]:g} s (result.diverged is True); {hint}",
-                  RuntimeWarning, stacklevel=stacklevel + 1)
+                  FlexmanRuntimeWarning, stacklevel=stacklevel + 1)
 
 
 def integrate(label, rates, total_torque, x0, t_grid, nq, nj, method, rtol, atol, max_step, progress=None,
