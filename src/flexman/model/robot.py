@@ -709,13 +709,11 @@ class Robot:
             raise ValueError(f"backend: unknown {backend!r}; use 'auto', 'compiled' or 'numeric'")
         if backend == "numeric":
             return None
-        if backend == "compiled":
-            return self.derived("compiled_partials", lambda r: r.compiled(derivatives=True))
-        found = self.derived("existing_partials",
-                             lambda r: engine.require("codegen").modelcache.existing_model(r, derivatives=True))
-        if found is None:  # not built yet: ask again next time
-            self.__dict__["_derived"].pop("existing_partials", None)
-        return found
+        # not kept on the robot (a compiled model cannot be copied or pickled with it): the model
+        # cache keeps the loaded library, found again by the robot's key
+        cache = engine.require("codegen").modelcache
+        return cache.compiled_model(self, derivatives=True) if backend == "compiled" else \
+            cache.existing_model(self, derivatives=True)
 
     def kinetic_energy(self, q, qd):
         return self._dynamics().kinetic_energy(self, q, qd)

@@ -32,6 +32,12 @@ DENSE_POINTS = 20
 LIMIT_TOLERANCE = 1e-3
 #: re-solves with backed-off bounds when the dense check finds a limit exceeded between knots
 MAX_RESOLVES = 4
+#: the residual check: a plan whose simulated residual vibration exceeds the plain (quintic)
+#: profile's, or the ZVD-shaped profile's of the same duration while above the floor (a shaper can
+#: cancel a linear mode all but exactly: RESIDUAL_FLOOR of the move's tip travel, or PLAIN_SHARE of
+#: the plain profile's residual, count as matching it), is solved again on twice the knots, at most
+#: RESIDUAL_REFINES times and MAX_KNOTS knots
+RESIDUAL_REFINES, MAX_KNOTS, RESIDUAL_FLOOR, PLAIN_SHARE = 3, 1000, 1e-6, 0.05
 
 
 def _joint_vector(value, n, name, positive=False):
@@ -165,9 +171,81 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, kno
     jerk = 60.0 * np.maximum(dq, 1e-3 * max(float(dq.max()), 1e-3)) / (duration or guess_T) ** 3
     problem = Problem(robot, functions, q_start, q_goal, horizon, int(knots), weights, torque, rate,
                       ranges, path_fn, (pre, pre + (duration or 0.0)), guess_traj, guess_T, scale, jerk, max_iter)
-    return _solve_within_limits(problem, robot, functions, torque, rate,
-                                lambda sol: Plan(robot, sol, q_start, q_goal, weights, path_fn,
-                                                 (pre, pre + (duration or sol.T))))
+    result = _solve_within_limits(problem, robot, functions, torque, rate,
+                                  lambda sol: Plan(robot, sol, q_start, q_goal, weights, path_fn,
+                                                   (pre, pre + (duration or sol.T))))
+    if not robot.nf or path_fn is not None:  # a tip path moves before and after its window: no "plain move"
+        return result
+    check = residual_check(robot, result, q_start, q_goal)
+    result.report["residual"] = check
+    refines = _REFINING.get("count", 0)
+    if not check["better"] and refines < RESIDUAL_REFINES and 2 * int(knots) <= MAX_KNOTS:
+        _REFINING["count"] = refines + 1
+        try:  # the same plan on twice the knots (checked again there)
+            result = plan(robot, q_start, q_goal, duration, limits, objective, 2 * int(knots), path, pre_post, guess,
+                          max_iter)
+        finally:
+            _REFINING["count"] = refines
+        result.report["residual"].setdefault("refined_from_knots", int(knots))
+    final = result.report["residual"]
+    if refines == 0 and not final["better"]:  # the outermost call says it, once
+        shaped = "" if final["shaped"] is None else f" or the ZVD-shaped one's ({final['shaped'] * 1e6:.3g} um)"
+        warnings.warn(f"plan: its simulated residual vibration ({final['plan'] * 1e6:.3g} um at the tip) exceeds the "
+                      f"plain quintic profile's ({final['plain'] * 1e6:.3g} um){shaped} even on "
+                      f"{result.report['knots']} knots (report['residual']); use more knots, a longer duration, or "
+                      "the shaped profile", FlexmanRuntimeWarning, stacklevel=2)
+    return result
+
+
+_REFINING: dict = {}  # the depth of the residual check's re-solves in progress
+
+
+def residual_vibration(robot, traj, t_end, q_goal, settle=None, dt=None):
+    """The largest distance (m) of the tip from its rest position at the goal (the static sag under
+    gravity included) after ``t_end``, with the joints following ``traj`` exactly (prescribed
+    motion, the flexible coordinates integrated) and held at the goal for ``settle`` seconds after it
+    (default: three periods of the lowest locked-joint mode at the goal)."""
+    from ..analysis.frequencies import natural_frequencies
+    from ..analysis.quasi_static import quasi_static_deflection
+    from ..simulate import simulate
+
+    rest = np.zeros(robot.nq)
+    rest[robot.joint_index] = q_goal
+    rest[robot.flex_index] = quasi_static_deflection(robot, np.asarray(q_goal, dtype=float))
+    w = natural_frequencies(robot, rest, joints="locked")
+    w = w[w > 1e-6]
+    period = 2 * np.pi / float(w[0]) if w.size else t_end
+    settle = 3.0 * period if settle is None else settle
+    dt = min(period / 40.0, t_end / 200.0) if dt is None else dt
+    steps = int(np.ceil((t_end + settle) / dt))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = simulate(robot, steps * dt, dt=dt, prescribed=traj, progress=False)
+    tip = robot.frame(res.q[res.t >= t_end - 1e-12], -1)[:, :3, 3]
+    return float(np.linalg.norm(tip - robot.frame(rest, -1)[:3, 3], axis=1).max())
+
+
+def residual_check(robot, result, q_start, q_goal) -> dict:
+    """{"plan", "plain", "shaped": the residual vibration (m) of the plan, of the quintic profile of
+    its duration and of a ZVD-shaped quintic of the same total duration (None when the shaper alone
+    takes most of it; :func:`residual_vibration`), "floor": what counts as matching the shaper,
+    "better": the plan's is no worse than the plain profile's nor, above the floor, than the shaped
+    one's}: the plan checked by simulation, not by its own collocation grid."""
+    from ..control.shaping import shaper
+
+    T = result.duration
+    plain = rest_to_rest(q_start, q_goal, T, "quintic")
+    zvd = shaper(robot, plain, kind="ZVD")
+    tip_travel = float(np.linalg.norm(result.tip(T) - result.tip(0.0))) if T > 0 else 0.0
+    out = {"plan": residual_vibration(robot, result.trajectory, T, q_goal),
+           "plain": residual_vibration(robot, plain, T, q_goal), "shaped": None}
+    if zvd.duration < 0.8 * T:  # the shaped move of the same duration: a shorter base, shaped
+        base = rest_to_rest(q_start, q_goal, T - zvd.duration, "quintic")
+        out["shaped"] = residual_vibration(robot, zvd(base), T, q_goal)
+    floor = max(RESIDUAL_FLOOR * max(tip_travel, 1e-3), PLAIN_SHARE * out["plain"])
+    out["floor"] = floor
+    out["better"] = bool(out["plan"] <= out["plain"] and out["plan"] <= max(out["shaped"] or 0.0, floor))
+    return out
 
 
 def _solve_within_limits(problem, robot, functions, torque, rate, make_plan):
