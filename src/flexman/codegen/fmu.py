@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tempfile
 import zipfile
 from datetime import datetime, timezone
@@ -101,10 +102,22 @@ MEANINGS = {
 }
 
 
+# the lower bound (bound, strict) of each parameter stem that has one, the model's own rules
+# (flexman.model.robot.LOWER_BOUNDS); the FMU refuses a value set below it (fmi2SetReal)
+RULES = {"m": (0.0, False), "XX": (0.0, False), "YY": (0.0, False), "ZZ": (0.0, False), "Ia": (0.0, False),
+         "rhoA": (0.0, True), "lb": (0.0, True), "EIy": (0.0, False), "EIz": (0.0, False), "GJ": (0.0, False),
+         "Jp": (0.0, False), "zeta": (0.0, False), "kp": (0.0, False), "ki": (0.0, False), "kd": (0.0, False),
+         "gp": (0.0, False), "gv": (0.0, False), "tau_max": (0.0, True), "step_size": (0.0, True)}
+
+
+def rule(name):
+    """(bound, strict) of an FMU parameter named ``name`` (``m1``: >= 0, ``lb2``: > 0), or None."""
+    match = re.fullmatch(r"([A-Za-z_]+?)(h?)(\d*)", name)
+    return RULES.get(match.group(1)) if match else None
+
+
 def meaning(name) -> str:
     """A parameter's description from its name (``EIy2``: link 2's ..., ``mh1``: link 1's hub ...)."""
-    import re
-
     match = re.fullmatch(r"([A-Za-z]+?)(h?)(\d*)", name)
     stem, hub, link = match.groups() if match else (name, "", "")
     if stem not in MEANINGS:
@@ -247,7 +260,7 @@ def model_source(eom, position, variables, guid, kinds, units, law=None) -> str:
         "OFF_AT": _c_number(law.off_at if law is not None else None),  # the switch times (time events)
         "LQR_AT": _c_number(law.lqr_at if law is not None else None),
     }
-    lines = ['#include "flexman_fmi2.h"\n', "\n".join(f"#define {k} {v}" for k, v in defines.items()),
+    lines = ['#include "flexman_fmi2.h"\n#include <math.h>\n', "\n".join(f"#define {k} {v}" for k, v in defines.items()),
              f'#define GUID "{guid}"']
     if law is not None:
         keys = list(law.gains)
@@ -263,7 +276,14 @@ def model_source(eom, position, variables, guid, kinds, units, law=None) -> str:
         else:
             lines.append("#define G_LQR NULL")
     start = ", ".join(repr(float(v.start)) if v.start is not None else "0.0" for v in variables)
-    lines += [f"static const double V_START[NV] = {{{start}}};\n", equations,
+    rules = [rule(v.name) if v.causality == "parameter" else None for v in variables]
+    low = ", ".join("-INFINITY" if r is None else repr(float(r[0])) for r in rules)
+    strict = ", ".join(str(int(bool(r and r[1]))) for r in rules)
+    labels = ", ".join('"' + v.name.replace('"', "'").replace("\\", "/") + '"' for v in variables)
+    lines += [f"static const double V_START[NV] = {{{start}}};",
+              f"static const double V_LOW[NV] = {{{low}}};  /* the least value fmi2SetReal takes */",
+              f"static const unsigned char V_STRICT[NV] = {{{strict}}};  /* 1: the value must exceed V_LOW */",
+              f"static const char *const V_NAME[NV] = {{{labels}}};\n", equations,
               emit.function_source("c", position, "fm_position")]
     if law is not None:
         lines.append("/* ---- the compiled loop's controller laws (flexman.codegen.loop) ---- */" + LOOP_SOURCE)
