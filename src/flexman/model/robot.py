@@ -488,6 +488,8 @@ class Robot:
             raise ModelError(f"dh: unknown convention '{self.dh}'; use standard or modified")
         if len(self.links) > lim.MAX_LINKS:
             raise ModelError(f"links: {len(self.links)} links; at most {lim.MAX_LINKS} are supported (README, Limits)")
+        frames = self.frames.items() if isinstance(self.frames, dict) else ()
+        tree.check_names(self.links, [(n, v[0]) for n, v in frames if isinstance(v, (tuple, list)) and v])
         order = list(range(len(self.links)))
         if any(link.parent is not None for link in self.links):
             order, parents = tree.depth_first(self.links, tree.resolve(self.links))
