@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tempfile
 import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
@@ -38,6 +37,7 @@ from ..model import names
 from ..model.errors import ModelError
 from ..outputs import output_file, staged
 from . import cbuild, fmi2
+from .workdir import work_folder
 from ..symbolic import emit
 from .sources import c_source
 
@@ -372,8 +372,7 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
     source = source.replace(GUID_SLOT, guid)
     sources = [f"{identifier}.c"] + [f"{identifier}_part{k + 1}.c" for k in range(len(units))]
     xml = model_description(eom, var, identifier, guid, kinds, sources, step_size)
-    with tempfile.TemporaryDirectory(prefix="flexman-fmu-") as tmp:
-        tmp = Path(tmp)
+    with work_folder(cbuild.cache_dir()) as tmp:  # in the cache: a killed build's is swept later
         files = {"flexman_fmi2.h": fmi2.DECLARATIONS, sources[0]: source}
         files.update({name: unit for name, unit in zip(sources[1:], units)})
         for name, text in files.items():
