@@ -34,6 +34,7 @@ MAX_POLAR_INERTIA = 1e6          # kg m: polar mass moment per length
 MAX_DAMPING_RATIO = 10.0         # modal damping ratio of a beam
 MAX_FRICTION = 1e9               # viscous (N m s) and Coulomb (N m) joint friction
 MAX_GRAVITY = 1e3                # m/s^2
+MAX_MIMIC_MULTIPLIER = 1e3       # |q_follower / q_followed|: the reduced M = G^T M G grows as its square
 
 # ----- the mass matrix of an accepted model --------------------------------------------------
 MAX_CONDITION = 1e12             # cond(M) at rest; past this solving M qdd = f loses most digits

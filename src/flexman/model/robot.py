@@ -799,10 +799,12 @@ class MimicRobot(Robot):
                 raise ModelError(f"mimic.{name}: follows '{source}', which is no link of the robot")
             if source in self.mimic:
                 raise ModelError(f"mimic.{name}: follows '{source}', which follows another joint itself")
-            for what, value in (("multiplier", multiplier), ("offset", offset)):
+            for what, value, most in (("multiplier", multiplier, lim.MAX_MIMIC_MULTIPLIER),
+                                      ("offset", offset, lim.MAX_ANGLE)):  # an angle (rad) or a length (m)
                 v = _real(value, f"mimic.{name}.{what}")
                 if not np.isfinite(v):
                     raise ModelError(f"mimic.{name}.{what}: must be a finite number")
+                within(v, f"mimic.{name}.{what}", most)
         if len(self.mimic) >= len(self.links):
             raise ModelError("mimic: every joint follows another; at least one must be a coordinate")
 

@@ -27,6 +27,7 @@ from .checks import check_model
 from .errors import ModelError
 from .floating import floating_links
 from .names import MAX_NAME, printable
+from .parse import plain_copy
 from .rotations import matrix_rpy, rpy_matrix
 from .robot import (Link, MimicRobot, Placement, RigidBody, Robot, bound_text, bounds, inertia_problem, meets_bound,
                     unit_vector)
@@ -419,6 +420,7 @@ def apply_overlay(robot: Robot, overlay: dict, where: str = "overlay") -> Robot:
     controller, and ``links: {link_name: {beam: ..., mass: ..., ...}}`` per link."""
     check_fields(overlay, "", ("urdf", "name", "description", "source", "gravity", "payload",
                                 "controller", "links"), "overlay")
+    overlay = plain_copy(overlay)  # every value checked as a model file's (an integer of 400 digits included)
     data = robot_to_dict(robot)  # (mimic joints and a floating base included: they read back)
     for key in ("name", "description", "source", "gravity", "payload", "controller"):
         if key in overlay:
