@@ -313,6 +313,17 @@ def _guid(*texts) -> str:
     return "{" + f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}" + "}"
 
 
+def check_size(robot) -> None:
+    """Refuse, before any derivation, a model too large for an FMU (limits.MAX_FMU_COORDINATES):
+    its symbolic-parameter equations grow as nq^2 in time and memory."""
+    from ..model.limits import MAX_FMU_COORDINATES
+
+    if robot.nq > MAX_FMU_COORDINATES:
+        raise ValueError(f"FMU: '{robot.name}' has {robot.nq} coordinates; an FMU takes at most {MAX_FMU_COORDINATES} "
+                         "(README, Limits: its symbolic-parameter equations grow as nq^2, 80 took 35 s and 420 MB, "
+                         "200 would take many minutes and gigabytes); use fewer links or modes")
+
+
 def check_path(path, option="path", force=True) -> Path:
     """``path`` when an FMU may be written there (a name ending in .fmu in a writable folder; an
     existing file only with ``force``), else a one-line ValueError naming ``option``."""
@@ -340,6 +351,7 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
         raise ValueError(f"step_size: must be a number of seconds in [1e-09, 1] (the FMU's RK4 step; got "
                          f"{step_size!r:.40})")
     robot = eom.robot
+    check_size(robot)
     path = check_path(path, option, force)
     for name, x in (("q0", q0), ("qd0", qd0)):
         if x is not None and (np.shape(x) != (robot.nq,) or not np.all(np.isfinite(np.asarray(x, float)))):
