@@ -130,7 +130,7 @@ def kill_all() -> None:
 def run(cmd) -> subprocess.CompletedProcess:
     """``subprocess.run(cmd, capture_output=True, text=True)`` under the watcher (module doc):
     the command and everything it starts die with the build or with this process."""
-    if os.name != "posix":
+    if os.name != "posix" or not sys.executable:  # (an embedded interpreter: no Python to run the watcher)
         return subprocess.run(cmd, capture_output=True, text=True)
     proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", WATCHER, str(os.getpid()), *map(str, cmd)],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
