@@ -464,6 +464,18 @@ def test_overlay_bad_beam_axis_is_one_line(tmp_path, axis):
     assert message.startswith("links.a.beam.axis: must be 3 numbers") and "\n" not in message
 
 
+def test_overlay_axis_of_a_400_digit_integer_is_one_line(tmp_path):
+    """Issue 34: an overlay beam axis [0, 0, 10**400] raised OverflowError; overlays are now
+    checked value by value as model files are."""
+    from flexman.model.urdf import apply_overlay
+
+    (tmp_path / "r.urdf").write_text(AXIS_URDF)
+    beam = {"length": 0.4, "mass_per_length": 2.0, "EI": 300.0, "axis": [0, 0, 10**400]}
+    with pytest.raises(ModelError, match=r"^links\.a\.beam\.axis\[2\]: the integer 100000000000\.\.\. \(401 "
+                                         r"digits\) is too large for a float; use a number below 1e308$"):
+        apply_overlay(fm.load(tmp_path / "r.urdf"), _axis_overlay(beam))
+
+
 def test_inverted_limits_are_refused_like_a_model_files(tmp_path):
     """<limit lower="3" upper="-3"> was dropped silently while a model file's [3, -3] is refused."""
     text = ('<?xml version="1.0"?><robot name="r"><link name="base"/><link name="a"><inertial><mass value="1"/>'

@@ -310,6 +310,8 @@ def sweep(robot, parameters, run=None, scheduler=None, sampling="grid", samples=
     ("tcp://host:8786") or a ``distributed.Client``."""
     from .model.serialize import robot_to_dict
 
+    if scheduler is None:  # a local cluster's workers import the calling script again
+        check_main_guard()
     run = dict(run or {})
     unknown = set(run) - set(RUN_KEYS)
     if unknown:
@@ -321,6 +323,12 @@ def sweep(robot, parameters, run=None, scheduler=None, sampling="grid", samples=
     bad = set(figures) - set(FIGURES)
     if bad:
         raise SweepError(f"figures: unknown {', '.join(sorted(bad))}; use {', '.join(FIGURES)}")
+    from .simulate.run import output_size, run_floats
+
+    try:  # the run's size, checked once here rather than failing in every point
+        output_size(run.get("t_final", 1.0), run.get("dt", 1e-3), run_floats(robot))
+    except ValueError as exc:
+        raise SweepError(f"run.{exc}") from None
     data = robot_to_dict(robot)
     pts = points(parameters, sampling, samples, seed)
     for name in parameters:  # a wrong path fails here, once, not in every task
@@ -346,6 +354,37 @@ def sweep(robot, parameters, run=None, scheduler=None, sampling="grid", samples=
         _run_tasks(data, pts, todo, run, tuple(figures), settle_fraction, parts, scheduler, n_workers, progress)
     table = _collect(pts, parts, out)
     return SweepResult(out, table, len(todo), len(pts) - len(todo))
+
+
+def check_main_guard() -> None:
+    """Refuse a sweep started from a script's top level outside ``if __name__ == "__main__":``.
+    The local cluster's worker processes are started by importing the script again (the spawn
+    start method); unguarded, each would start the sweep again and fail with a traceback of its
+    own. The line of the script that led here is looked up in the script's syntax tree."""
+    import ast
+    import sys
+
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    frame = sys._getframe(1)
+    while frame is not None and not (frame.f_globals is getattr(main, "__dict__", None)
+                                     and frame.f_code.co_name == "<module>"):
+        frame = frame.f_back
+    if frame is None or not path:  # an interactive session, python -c, a notebook: nothing is re-imported
+        return
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return
+    line = frame.f_lineno
+    for node in tree.body:
+        if (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
+                and "__name__" in ast.dump(node.test) and "'__main__'" in ast.dump(node.test)
+                and node.lineno <= line <= node.end_lineno):
+            return
+    raise SweepError(f"fm.sweep: {Path(path).name} line {line} starts a sweep outside `if __name__ == \"__main__\":`; "
+                     "its worker processes import the script again and would each start it too: put the sweep "
+                     "under that guard")
 
 
 def _write_part(parts, k, row):

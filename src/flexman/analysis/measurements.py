@@ -26,6 +26,9 @@ def _header(path, fh):
     if not text:
         raise ValueError(f"{path}: empty file; expected a header row t, q1.., tau1.. and one row per sample")
     header = [h.strip() for h in next(csv.reader([text]))]
+    if len(header) > limits.MAX_CSV_COLUMNS:
+        raise ValueError(f"{path}: {len(header):,} columns; a measurement file may have at most "
+                         f"{limits.MAX_CSV_COLUMNS:,} (t, q1.., tau1.., tip_x..: two per joint and a few more)")
     seen = {}
     for k, h in enumerate(header):
         if h in seen:
@@ -82,6 +85,9 @@ def read_table(path) -> tuple[list, np.ndarray]:
                 if rows > limits.MAX_MEASUREMENT_ROWS:
                     raise ValueError(f"{path}: more than {limits.MAX_MEASUREMENT_ROWS:,} rows; a measurement file "
                                      "may have at most that many samples - cut or resample the record")
+                if rows * len(names) > limits.MAX_MEASUREMENT_VALUES:
+                    raise ValueError(f"{path}: more than {limits.MAX_MEASUREMENT_VALUES:.3g} values ({rows:,} rows of "
+                                     f"{len(names)} columns so far); cut or resample the record, or drop columns")
                 blocks.append(np.column_stack([batch.column(k).to_numpy(zero_copy_only=False)
                                                for k in range(len(names))]) if batch.num_rows else
                               np.zeros((0, len(names))))

@@ -10,11 +10,12 @@ def cmd_export(args) -> int:
     """Write MODEL as an FMU (model exchange and/or co-simulation) and say what it holds."""
     if args.fmu is None:
         raise UsageError("export: give --fmu PATH (the FMU file to write, e.g. arm.fmu)")
-    from ..codegen.fmu import check_path
+    from ..codegen.fmu import check_path, check_size
     from ..symbolic import derive
 
     check_path(args.fmu, "--fmu", force=args.force)  # before the work: a bad path fails first
     robot = load_model(args.model)
+    check_size(robot)  # before the derivation
     if args.step_size is not None and not args.step_size > 0:
         raise UsageError(f"--step-size: must be > 0 (got {args.step_size})")
     controller = None

@@ -33,7 +33,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import cbuild
+from . import cbuild, workdir
 
 FORMAT = 8  # bump when the generated code or the manifest changes meaning (8: mass matrix by composite bodies)
 DYNAMICS_FREE = ("name", "description", "source", "controller")  # model-file fields the equations ignore
@@ -241,10 +241,7 @@ def _build(key, robot, formulation, flags, extension, progress, derivatives=Fals
     source = c_source(eom, units=units, derivatives=derivatives)
     module = None
     lib_path, manifest = _paths(key)
-    import tempfile
-
-    with tempfile.TemporaryDirectory(dir=models_dir()) as tmp:
-        tmp = Path(tmp)
+    with workdir.work_folder(models_dir()) as tmp:
         text = source
         cmd, suffix, _ = cbuild.compile_command(flags, extension)
         native = cbuild.NATIVE in cmd
@@ -358,7 +355,7 @@ def prune(max_bytes=None, older_than_s=None, dry_run=False) -> Removal:
         else:
             out.skipped.append(entry)
     if not dry_run:
-        out.strays = _remove_strays(now)
+        out.strays = _remove_strays(now) + workdir.sweep(models_dir()) + workdir.sweep(cbuild.cache_dir())
     return out
 
 

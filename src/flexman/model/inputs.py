@@ -149,6 +149,21 @@ def positive(value, name: str, allow_zero: bool = False) -> float:
     return value
 
 
+def physical_state(arr, name: str, kind: str) -> np.ndarray:
+    """``arr`` (finite) when no entry is beyond the supported magnitude of a joint ``kind``
+    ("position", "rate", "acceleration": README, Limits), so that 1e308 is refused rather than
+    overflowing to NaN in the dynamics."""
+    from .limits import MAX_JOINT_ACCELERATION, MAX_JOINT_POSITION, MAX_JOINT_RATE
+
+    bound = {"position": MAX_JOINT_POSITION, "rate": MAX_JOINT_RATE, "acceleration": MAX_JOINT_ACCELERATION}[kind]
+    arr = finite(arr, name)
+    if arr.size and np.abs(arr).max() > bound:
+        k = int(np.argmax(np.abs(arr)))
+        raise ValueError(f"{name}[{k}] = {arr.flat[k]:g} is beyond the supported magnitude {bound:g} of a joint {kind} "
+                         "(README, Limits); give a physical value")
+    return arr
+
+
 def finite(arr, name: str) -> np.ndarray:
     """``arr`` when every entry is finite; else say which entry is not."""
     arr = np.asarray(arr)

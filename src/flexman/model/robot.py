@@ -488,6 +488,8 @@ class Robot:
             raise ModelError(f"dh: unknown convention '{self.dh}'; use standard or modified")
         if len(self.links) > lim.MAX_LINKS:
             raise ModelError(f"links: {len(self.links)} links; at most {lim.MAX_LINKS} are supported (README, Limits)")
+        frames = self.frames.items() if isinstance(self.frames, dict) else ()
+        tree.check_names(self.links, [(n, v[0]) for n, v in frames if isinstance(v, (tuple, list)) and v])
         order = list(range(len(self.links)))
         if any(link.parent is not None for link in self.links):
             order, parents = tree.depth_first(self.links, tree.resolve(self.links))
@@ -840,10 +842,12 @@ class MimicRobot(Robot):
                 raise ModelError(f"mimic.{name}: follows '{source}', which is no link of the robot")
             if source in self.mimic:
                 raise ModelError(f"mimic.{name}: follows '{source}', which follows another joint itself")
-            for what, value in (("multiplier", multiplier), ("offset", offset)):
+            for what, value, most in (("multiplier", multiplier, lim.MAX_MIMIC_MULTIPLIER),
+                                      ("offset", offset, lim.MAX_ANGLE)):  # an angle (rad) or a length (m)
                 v = _real(value, f"mimic.{name}.{what}")
                 if not np.isfinite(v):
                     raise ModelError(f"mimic.{name}.{what}: must be a finite number")
+                within(v, f"mimic.{name}.{what}", most)
         if len(self.mimic) >= len(self.links):
             raise ModelError("mimic: every joint follows another; at least one must be a coordinate")
 

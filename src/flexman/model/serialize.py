@@ -568,10 +568,10 @@ def _beam_dict(beam: Beam) -> dict:
 
 def _link_ref(names, i):
     """How a file names link i (a parent, a frame's link): 'base' for -1, else its name where that
-    is unique, else its index."""
+    is unique, else its index; indices (-1 for the base) where a link is named 'base'."""
     if i < 0:
-        return "base"
-    return names[i] if names[i] and names.count(names[i]) == 1 else i
+        return -1 if "base" in names else "base"
+    return names[i] if names[i] and names[i] != "base" and names.count(names[i]) == 1 else i
 
 
 def _write_floating(robot, items) -> tuple:
@@ -580,13 +580,14 @@ def _write_floating(robot, items) -> tuple:
     starts = fl.floating_starts(robot)
     if not starts:
         return items, {}
+    names = [link.name for link in robot.links]
     old_to_new, out = {}, []
     for i, item in enumerate(items):
         if any(s <= i < s + 5 for s in starts):
             continue
         old_to_new[i] = len(out)
         if i - 5 in starts:
-            item = {"name": item["name"], **({"parent": "base"} if i > 5 else {}), "joint": "floating",
+            item = {"name": item["name"], **({"parent": _link_ref(names, -1)} if i > 5 else {}), "joint": "floating",
                     **{k: item[k] for k in ("mass", "com", "inertia", "beam") if k in item}}
         out.append(item)
     for item in out:

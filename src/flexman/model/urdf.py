@@ -28,6 +28,7 @@ from .errors import FlexmanWarning
 from .errors import ModelError
 from .floating import floating_links
 from .names import MAX_NAME, printable
+from .parse import plain_copy
 from .rotations import matrix_rpy, rpy_matrix
 from .robot import (Link, MimicRobot, Placement, RigidBody, Robot, bound_text, bounds, inertia_problem, meets_bound,
                     unit_vector)
@@ -438,16 +439,36 @@ def read_xacro(path, args=None, check: bool = True, floating: bool = False) -> R
 
     mappings = {k: str(v) for k, v in (args or {}).items()}
     noise = io.StringIO()
+    expand, calls = xacro.handle_macro_call, [0]
+
+    def counted(node, macros, symbols):  # a macro bomb (each macro calling the next twice) stops here
+        calls[0] += 1
+        if calls[0] > size_limits.MAX_XACRO_CALLS:
+            raise _XacroTooLarge(f"{path}: the expansion makes more than {size_limits.MAX_XACRO_CALLS:,} macro calls "
+                                 "(README, Limits); a robot needs tens to hundreds - is a macro calling itself?")
+        return expand(node, macros, symbols)
     try:
+        xacro.handle_macro_call = counted  # xacro looks the function up in its module at each call
         with contextlib.redirect_stdout(noise), contextlib.redirect_stderr(noise):
             text = xacro.process_file(str(path), mappings=mappings).toxml()
+    except _XacroTooLarge as exc:
+        raise ModelError(str(exc)) from None
     except Exception as exc:  # xacro raises its own, XML and name errors, and exits on some
         why = " ".join(str(exc).split()) or type(exc).__name__
         raise ModelError(f"{path}: xacro could not expand the file: {why}") from None
     except SystemExit:
         why = " ".join(noise.getvalue().split())[:300] or "xacro stopped"
         raise ModelError(f"{path}: xacro could not expand the file: {why}") from None
+    finally:
+        xacro.handle_macro_call = expand
+    if len(text) > size_limits.MAX_URDF_BYTES:
+        raise ModelError(f"{path}: the expansion is {len(text) / 1e6:.3g} MB of URDF; the limit is "
+                         f"{size_limits.MAX_URDF_BYTES / 1e6:g} MB (README, Limits)")
     return robot_from_urdf(text, str(path), check, floating)
+
+
+class _XacroTooLarge(Exception):
+    """Raised inside xacro's expansion when it makes too many macro calls."""
 
 
 # ----- overlay: chosen links become beams ---------------------------------------------------------
@@ -456,6 +477,7 @@ def apply_overlay(robot: Robot, overlay: dict, where: str = "overlay") -> Robot:
     controller, and ``links: {link_name: {beam: ..., mass: ..., ...}}`` per link."""
     check_fields(overlay, "", ("urdf", "name", "description", "source", "gravity", "payload",
                                 "controller", "links"), "overlay")
+    overlay = plain_copy(overlay)  # every value checked as a model file's (an integer of 400 digits included)
     data = robot_to_dict(robot)  # (mimic joints and a floating base included: they read back)
     for key in ("name", "description", "source", "gravity", "payload", "controller"):
         if key in overlay:

@@ -7,11 +7,13 @@ docs/motion.md.
 """
 from __future__ import annotations
 
+import time
 import warnings
 
 import numpy as np
 
 from ..model import inputs
+from ..model import limits as lim
 from ..model.errors import FlexmanRuntimeWarning
 from ..trajectory import rest_to_rest
 from .collocation import Problem, dense_peaks, solve
@@ -32,6 +34,11 @@ DENSE_POINTS = 20
 LIMIT_TOLERANCE = 1e-3
 #: re-solves with backed-off bounds when the dense check finds a limit exceeded between knots
 MAX_RESOLVES = 4
+#: seconds IPOPT may take over all the solves of one plan (IPOPT's max_wall_time); a hopeless
+#: problem (a move far too fast for the arm) otherwise iterates for minutes
+TIME_LIMIT = 120.0
+#: the largest values taken (as the rest of flexman: README, Limits): joint values, rates, torques
+MAGNITUDES = {"position": lim.MAX_JOINT_POSITION, "rate": lim.MAX_JOINT_RATE, "torque": lim.MAX_FORCE}
 #: the residual check: a plan whose simulated residual vibration exceeds the plain (quintic)
 #: profile's, or the ZVD-shaped profile's of the same duration while above the floor (a shaper can
 #: cancel a linear mode all but exactly: RESIDUAL_FLOOR of the move's tip travel, or PLAIN_SHARE of
@@ -40,7 +47,7 @@ MAX_RESOLVES = 4
 RESIDUAL_REFINES, MAX_KNOTS, RESIDUAL_FLOOR, PLAIN_SHARE = 3, 1000, 1e-6, 0.05
 
 
-def _joint_vector(value, n, name, positive=False):
+def _joint_vector(value, n, name, positive=False, kind="position"):
     try:
         arr = np.atleast_1d(np.asarray(value, dtype=float))
     except (TypeError, ValueError):
@@ -51,6 +58,10 @@ def _joint_vector(value, n, name, positive=False):
         raise ValueError(f"{name}: expected {n} finite numbers (one per joint), got {np.ravel(arr).tolist()!r:.80}")
     if positive and np.any(arr <= 0):
         raise ValueError(f"{name}: every limit must be > 0 (got {arr.tolist()})")
+    if np.abs(arr).max() > MAGNITUDES[kind]:
+        k = int(np.argmax(np.abs(arr)))
+        raise ValueError(f"{name}: joint {k + 1} = {arr[k]:g} is beyond the supported magnitude {MAGNITUDES[kind]:g} "
+                         f"of a joint {kind} (README, Limits); give a physical value")
     return arr
 
 
@@ -94,7 +105,7 @@ def check_controllable(robot, q_goal, tol=1e-12):
 
 
 def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, knots=60, path=None,
-         pre_post=None, guess=None, max_iter=500) -> Plan:
+         pre_post=None, guess=None, max_iter=500, time_limit=TIME_LIMIT) -> Plan:
     """An optimal rest-to-rest move of ``robot``'s joints from ``q_start`` to ``q_goal`` over its full
     flexible dynamics, by Hermite–Simpson collocation and IPOPT.
 
@@ -106,7 +117,8 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, kno
     end-effector follows ``path(t) -> xyz`` over [0, duration]; by default the rigid arm's tip along
     a quintic joint profile; the joints may move ``pre_post`` seconds before and after it: pre- and
     post-actuation), or a mapping {name: weight}. ``guess``: a joint trajectory to start from
-    (default: the quintic profile). ``knots``: collocation intervals.
+    (default: the quintic profile). ``knots``: collocation intervals. ``max_iter``: IPOPT's
+    iterations per solve; ``time_limit``: seconds for all of IPOPT's solves together (TIME_LIMIT).
 
     Every plan starts and ends at rest: all rates and accelerations zero (so the flexible coordinates
     at their static deflection, zero without gravity). Failures are one-line :class:`PlanningError`.
@@ -119,10 +131,14 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, kno
     unknown = set(limits) - {"torque", "rate"}
     if unknown:
         raise ValueError(f"limits: unknown {sorted(unknown)}; use 'torque' and 'rate' (one value per joint)")
-    torque = None if limits.get("torque") is None else _joint_vector(limits["torque"], n, "limits.torque", True)
-    rate = None if limits.get("rate") is None else _joint_vector(limits["rate"], n, "limits.rate", True)
-    if not isinstance(knots, (int, np.integer)) or not 4 <= knots <= 1000:
+    torque = None if limits.get("torque") is None else _joint_vector(limits["torque"], n, "limits.torque", True, "torque")
+    rate = None if limits.get("rate") is None else _joint_vector(limits["rate"], n, "limits.rate", True, "rate")
+    if not isinstance(knots, (int, np.integer)) or isinstance(knots, bool) or not 4 <= knots <= 1000:
         raise ValueError(f"knots: expected a whole number of intervals in [4, 1000] (got {knots!r})")
+    if not isinstance(max_iter, (int, np.integer)) or isinstance(max_iter, bool) or not 1 <= max_iter <= 100_000:
+        raise ValueError(f"max_iter: expected a whole number of IPOPT iterations in [1, 100000] (got {max_iter!r})")
+    time_limit = inputs.positive(time_limit, "time_limit")
+    deadline = time.monotonic() + time_limit
     ranges = [tuple(lk.limits) if lk.limits is not None else None for lk in robot.joint_links] + [None] * robot.nf
     for name, qv in (("q_start", q_start), ("q_goal", q_goal)):
         for i, rng in enumerate(ranges[:n]):
@@ -132,12 +148,16 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, kno
     if duration is None:
         if torque is None and rate is None:
             raise ValueError("duration: give a duration in seconds, or torque or rate limits for a minimum-time plan")
+        if np.array_equal(q_start, q_goal):
+            raise PlanningError("q_goal: equals q_start, a zero move, which has no least time; give a goal away "
+                                "from the start (or a duration, to plan holding still)")
         weights.setdefault("time", 1.0)
     else:
         duration = inputs.positive(duration, "duration")  # a number: not True, not a list
         weights.pop("time", None)
     if "tip_path" in weights and duration is None:
         raise ValueError("objective: tip_path needs a duration (the path's timing)")
+    check_grid(robot, int(knots), duration is None)
     check_controllable(robot, q_goal)
 
     from ..symbolic import derive
@@ -170,7 +190,8 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, kno
     dq = np.abs(q_goal - q_start)
     jerk = 60.0 * np.maximum(dq, 1e-3 * max(float(dq.max()), 1e-3)) / (duration or guess_T) ** 3
     problem = Problem(robot, functions, q_start, q_goal, horizon, int(knots), weights, torque, rate,
-                      ranges, path_fn, (pre, pre + (duration or 0.0)), guess_traj, guess_T, scale, jerk, max_iter)
+                      ranges, path_fn, (pre, pre + (duration or 0.0)), guess_traj, guess_T, scale, jerk, int(max_iter),
+                      deadline=deadline, time_limit=time_limit)
     result = _solve_within_limits(problem, robot, functions, torque, rate,
                                   lambda sol: Plan(robot, sol, q_start, q_goal, weights, path_fn,
                                                    (pre, pre + (duration or sol.T))))
@@ -183,7 +204,7 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, kno
         _REFINING["count"] = refines + 1
         try:  # the same plan on twice the knots (checked again there)
             result = plan(robot, q_start, q_goal, duration, limits, objective, 2 * int(knots), path, pre_post, guess,
-                          max_iter)
+                          max_iter, max(deadline - time.monotonic(), 1.0))
         finally:
             _REFINING["count"] = refines
         result.report["residual"].setdefault("refined_from_knots", int(knots))
@@ -246,6 +267,26 @@ def residual_check(robot, result, q_start, q_goal) -> dict:
     out["floor"] = floor
     out["better"] = bool(out["plan"] <= out["plain"] and out["plan"] <= max(out["shaped"] or 0.0, floor))
     return out
+
+
+def least_knots(robot, min_time: bool) -> int:
+    """The fewest collocation intervals N with no more equality constraints than free unknowns.
+    Per interval the transcription adds 2 nq defects and 2 nf flexible equations (at a knot and a
+    midpoint) against 3 nq knot unknowns and nf midpoint ones; the ends fix 2 nj joint values and
+    4 nq rates and accelerations, and nf flexible equations sit on the last knot. So
+    equalities - free unknowns = 2 nf + 3 nj - nj N (- 1 for a free duration)."""
+    return max(4, -(-(2 * robot.nf + 3 * robot.n_joints - int(min_time)) // robot.n_joints))
+
+
+def check_grid(robot, knots: int, min_time: bool) -> None:
+    """Refuse a grid with more equality constraints than unknowns (no motion can satisfy them:
+    IPOPT would report the problem infeasible and the limits would be blamed)."""
+    need = least_knots(robot, min_time)
+    if knots < need:
+        excess = 2 * robot.nf + 3 * robot.n_joints - int(min_time) - robot.n_joints * knots
+        raise PlanningError(f"knots: {knots} intervals are too coarse for {robot.nq} coordinates ({robot.nf} flexible): "
+                            f"the dynamics then give {excess} more equality constraints than unknowns; use at "
+                            f"least {need} knots (the default is 60)")
 
 
 def _solve_within_limits(problem, robot, functions, torque, rate, make_plan):

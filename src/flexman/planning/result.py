@@ -21,8 +21,11 @@ class PlanningError(ValueError):
 FAILURES = {
     "Infeasible_Problem_Detected": "the limits cannot be met: no motion reaches the goal at rest within them "
                                    "in {T} (raise the torque or rate limits, or allow a longer duration)",
-    "Maximum_Iterations_Exceeded": "IPOPT stopped at its iteration limit without a solution (raise max_iter, "
-                                   "add knots, or warm start from a better guess)",
+    "Maximum_Iterations_Exceeded": "IPOPT stopped at its iteration limit without a solution (raise max_iter "
+                                   "(--max-iter), add knots, or warm start from a better guess)",
+    "Maximum_WallTime_Exceeded": "IPOPT stopped at the time limit without a solution (raise time_limit "
+                                 "(--time-limit); a move much faster than the arm allows may never converge: "
+                                 "allow a longer duration)",
     "Restoration_Failed": "IPOPT could not restore feasibility: the limits are probably too tight for this move "
                           "in {T} (raise them, or allow a longer duration)",
 }

@@ -321,8 +321,9 @@ class EOM:
         e.g. ``fm.control.from_spec(robot, robot.controller)``), whose set-points become inputs.
         Equations with numeric parameters are derived again with symbolic ones (the FMU's
         parameters); external wrenches are not part of the FMU."""
-        write_fmu = engine.require("codegen").fmu.write_fmu
-
+        fmu = engine.require("codegen").fmu
+        write_fmu = fmu.write_fmu
+        fmu.check_size(self.robot)  # before deriving the symbolic-parameter equations again
         eom = self
         if self.parameters != "symbolic" or self.param_values.keys() != self._physical_parameters():
             o = self.options
