@@ -162,6 +162,8 @@ def test_excite_command_writes_a_reference_that_simulate_follows(tmp_path, capsy
     (["--seed", "-1"], "--seed: expected a whole number from 0 to 2**63-1"),
     (["--period", "1e9"], "--period: 1e+09 s x --periods 1 at --rate 1000 makes 1e+12 rows"),
     (["--starts", "5000"], "--starts: expected a whole number from 1 to 1000"),
+    (["--position-limit", "1", "0"], "--position-limit: joint 1 has lower 1 >= upper 0"),
+    (["--position-limit", "-1", "1", "0"], "--position-limit: expected 2 or 6 values"),
 ])
 def test_excite_command_refuses_in_one_line(tmp_path, capsys, argv, message):
     from flexman.cli import main
@@ -232,3 +234,17 @@ def test_from_csv_reads_a_byte_order_mark_and_refuses_bad_files_in_one_line(tmp_
                                 ("accel.csv", (q, qd, 0 * qdd), "qdd1 contradicts qd1")]:
         with pytest.raises(ValueError, match=message):
             from_csv(_csv_of(tmp_path / name, t, *args))
+
+
+def test_excite_command_keeps_the_position_limits_given(tmp_path):
+    """`--position-limit`: per joint, or one range for all; the written series stays inside (a UR5's
+    shoulder kept above its table)."""
+    from flexman.cli import main
+
+    out = tmp_path / "e.csv"
+    assert main(["excite", "saha_3link", "--period", "4", "--harmonics", "3", "--out", str(out), "--starts", "3",
+                 "--position-limit", "-0.3", "0.2", "0.1", "0.6", "-1", "1"]) == 0
+    q = np.loadtxt(out, delimiter=",", skiprows=1)[:, 1:4]
+    lows, highs = np.array([-0.3, 0.1, -1.0]), np.array([0.2, 0.6, 1.0])
+    assert np.all(q >= lows - 1e-12) and np.all(q <= highs + 1e-12)
+    assert np.all(q.max(axis=0) - q.min(axis=0) > 0.2 * (highs - lows))  # the ranges are used, not avoided
