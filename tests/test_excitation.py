@@ -248,3 +248,25 @@ def test_excite_command_keeps_the_position_limits_given(tmp_path):
     lows, highs = np.array([-0.3, 0.1, -1.0]), np.array([0.2, 0.6, 1.0])
     assert np.all(q >= lows - 1e-12) and np.all(q <= highs + 1e-12)
     assert np.all(q.max(axis=0) - q.min(axis=0) > 0.2 * (highs - lows))  # the ranges are used, not avoided
+
+
+def test_excitation_of_a_mimic_robot_keeps_its_torque_limits():
+    """Mimic joints (a follower moved by its leader): the series is designed on the independent
+    joints, its torques (the followers' inertia and friction carried through G) stay within the
+    limit given, checked with the robot's own inverse dynamics."""
+    from test_mimic import tree_urdf
+
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "mimic.urdf"
+        path.write_text(tree_urdf())
+        robot = fm.load(path)
+    for link in robot.links:
+        link.viscous, link.coulomb = 0.05, 0.02
+    traj = excitation(robot, 3.0, 2, limits={"tau": 6.0, "qd": 1.0, "qdd": 4.0}, starts=3, iterations=5)
+    t = np.linspace(0.0, 3.0, 601)
+    q, qd, qdd = traj(t)
+    assert np.abs(robot.inverse_dynamics(q, qd, qdd)).max() <= 6.0 * (1 + 1e-9)
+    assert np.isfinite(traj.condition) and traj.condition < traj.random_condition
