@@ -11,6 +11,7 @@ import pytest
 
 import flexman as fm
 from flexman import ModelError
+from flexman.model.urdf import urdf_identifier
 from urdf_helpers import ROBOTS as ROOT
 from urdf_helpers import pin_q, pinocchio_reduced
 
@@ -55,6 +56,8 @@ def test_real_urdf_matches_pinocchio(rel):
     model = pin.buildModelFromUrdf(str(ROOT / rel))
     # the same coordinates in the same order (depth-first, urdfdom's order of child joints)
     assert [model.names[j] for j in range(1, model.njoints)] == [j for j in _joint_names(robot, ROOT / rel)]
+    # and the coordinates carry the joints' names
+    assert robot.coordinate_names == [urdf_identifier(model.names[j]) for j in range(1, model.njoints)]
     _same_dynamics_as_pinocchio(robot, model, np.random.default_rng(len(rel)))
 
 
@@ -69,6 +72,7 @@ def test_mimic_urdf_matches_reduced_pinocchio(rel):
     assert robot.nq == robot.n_joints == len(free) == len(robot.links) - len(robot.mimic)
     names = _joint_names(robot, ROOT / rel)
     assert [names[i] for i in robot.independent] == free
+    assert robot.coordinate_names == [urdf_identifier(n) for n in free]
     for link in robot.links:
         link.viscous = link.coulomb = 0.0
     rng = np.random.default_rng(len(rel))
@@ -175,7 +179,7 @@ def test_ur5_with_a_flexible_forearm(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         robot = fm.load(ROOT / "ur_description/urdf/ur5_robot.urdf", overlay=overlay)
-    assert robot.nq == 10 and robot.coordinate_names[6:] == ["ey3_1", "ey3_2", "ez3_1", "ez3_2"]
+    assert robot.nq == 10 and robot.coordinate_names[6:] == ["forearm_link_ey1", "forearm_link_ey2", "forearm_link_ez1", "forearm_link_ez2"]
     assert {"tool0", "ee_link", "base"} <= set(robot.frames)
     rng = np.random.default_rng(5)
     q = rng.uniform(-1, 1, robot.nq)

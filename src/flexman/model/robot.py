@@ -375,6 +375,7 @@ class Link:
     placement: Placement | None = None
     parent: int | str | None = None  # None: the previous link (the base for the first); see model/tree.py
     drive: Drive | None = None  # a rigid transmission: its rotor and motor friction seen at the joint
+    joint_name: str = ""  # the joint's own name (a URDF joint's): names its coordinate; "" for q<i>
 
     @property
     def joint_armature(self) -> float:
@@ -423,6 +424,8 @@ class Link:
             else:
                 within([lo, hi], "limits", lim.MAX_LENGTH, " m")
             self.limits = (lo, hi)
+        if not isinstance(self.joint_name, str):
+            raise ModelError(f"joint_name: expected text (got {type(self.joint_name).__name__})")
         ref = self.parent
         if not (ref is None or isinstance(ref, str) or (isinstance(ref, numbers.Integral) and not isinstance(ref, bool))):
             raise ModelError(f"parent: expected a link name, a link index or 'base' (got {type(ref).__name__})")
@@ -517,6 +520,17 @@ class Robot:
                     )
             if link.is_flexible and link.joint == "prismatic":
                 _check_sliding_beam(link, f"links[{i}]")
+        if not isinstance(self, MimicRobot):  # (a mimic robot checks once its mimic map is checked)
+            self._check_coordinate_names()
+
+    def _check_coordinate_names(self) -> None:
+        """Coordinate names must be distinct (joint names are given, flexible ones made from them)."""
+        names = self.coordinate_names
+        self.__dict__.pop("flex_layout", None)  # (built again when asked: links may still be edited)
+        if len(set(names)) != len(names):
+            twice = next(n for n in names if names.count(n) > 1)
+            raise ModelError(f"links: the coordinate name '{twice}' is used twice (a joint_name equal to another "
+                             "joint's or to a flexible coordinate's name); give each joint a name of its own")
 
     # ----- coordinates -------------------------------------------------------------
     @property
@@ -574,19 +588,25 @@ class Robot:
 
     @property
     def coordinate_names(self) -> list:
-        names = [f"q{i + 1}" for i in range(self.n_joints)]
+        """A name per coordinate: a joint's ``joint_name`` (a URDF robot's joint names) or
+        ``q<k>``; a flexible link's coordinates ``ey<i>_<k>``, ``ez<i>_<k>``, ``t<i>_<k>`` (finite
+        elements: ``wy``/``sy`` nodal deflections and slopes) after the link's index i, or, on a
+        link whose joint is named, ``<link name>_ey<k>`` ... after the link's name."""
+        names = [link.joint_name or f"q{k + 1}" for k, link in enumerate(self.joint_links)]
         for i, entries in enumerate(self.flex_layout):
-            fem = self.links[i].beam is not None and self.links[i].beam.shapes == "finite_elements"
+            link = self.links[i]
+            fem = link.beam is not None and link.beam.shapes == "finite_elements"
+            prefix, at = (f"{link.name}_", "") if link.joint_name and link.name else ("", str(i + 1))
             for key, n in entries:
                 tag = {"y": "y", "z": "z", "torsion": "t"}[key]
                 for k in range(n):
                     if fem and key != "torsion":
                         kind = "w" if k % 2 == 0 else "s"  # nodal deflection / slope
-                        names.append(f"{kind}{tag}{i + 1}_{k // 2 + 2}")
+                        names.append(f"{prefix}{kind}{tag}{at}{'_' if at else ''}{k // 2 + 2}")
                     elif fem:
-                        names.append(f"t{i + 1}_{k + 2}")
+                        names.append(f"{prefix}t{at}{'_' if at else ''}{k + 2}")
                     else:
-                        names.append(f"e{tag}{i + 1}_{k + 1}")
+                        names.append(f"{prefix}e{tag}{at}{'_' if at else ''}{k + 1}")
         return names
 
     @property
@@ -756,7 +776,8 @@ def _link_key(l):
     return (l.joint, l.a, l.alpha, l.d, l.theta, _body_key(l.body), _body_key(l.hub), _beam_key(l.beam),
             l.armature, l.viscous, l.coulomb, None if l.limits is None else tuple(l.limits), l.name,
             None if pl is None else (_array_key(pl.xyz), _array_key(pl.rpy), _array_key(pl.axis)), l.parent,
-            None if l.drive is None else (l.drive.gear_ratio, l.drive.rotor_inertia, l.drive.viscous, l.drive.coulomb))
+            None if l.drive is None else (l.drive.gear_ratio, l.drive.rotor_inertia, l.drive.viscous, l.drive.coulomb),
+            l.joint_name)
 
 
 # ----- mimic joints ---------------------------------------------------------------------------
@@ -803,6 +824,7 @@ class MimicRobot(Robot):
                     raise ModelError(f"mimic.{name}.{what}: must be a finite number")
         if len(self.mimic) >= len(self.links):
             raise ModelError("mimic: every joint follows another; at least one must be a coordinate")
+        self._check_coordinate_names()
 
     @property
     def n_joints(self) -> int:

@@ -40,7 +40,7 @@ PLAN_OBJECTIVES = ("effort", "time", "deflection", "tip_path", "smooth")
 PLAN_SHAPERS = ("zv", "zvd", "ei")
 STATICS_FIELDS = ("point", "gauges", "forces")
 LINK_FIELDS = ("name", "joint", "a", "alpha", "d", "theta", "mass", "com", "inertia", "hub", "beam",
-               "armature", "viscous", "coulomb", "limits", "placement", "parent", "mimic", "drive")
+               "armature", "viscous", "coulomb", "limits", "placement", "parent", "mimic", "drive", "joint_name")
 DRIVE_FIELDS = ("gear_ratio", "rotor_inertia", "viscous", "coulomb", "stiffness", "damping", "torque_limit")
 #: drive fields of the design that this version refuses in one line rather than ignore
 DRIVE_NOT_YET = {"stiffness": "an elastic joint (a motor coordinate behind a torsional spring)",
@@ -280,6 +280,8 @@ def _link(data, where: str) -> Link:
     kw = {"joint": joint}
     if "name" in data:
         kw["name"] = _identifier(data["name"], join(where, "name"))
+    if "joint_name" in data:  # names the joint's coordinate (a URDF robot's joint names)
+        kw["joint_name"] = _identifier(data["joint_name"], join(where, "joint_name"))
     if "parent" in data:
         kw["parent"] = _parent(data["parent"], join(where, "parent"))
     if "placement" in data:
@@ -397,7 +399,10 @@ def _floating_link(data, where: str, i: int) -> list:
     if "name" not in data:
         raise ModelError(f"{join(where, 'name')}: a floating link needs a name (its six coordinates are named after it)")
     name = _identifier(data["name"], join(where, "name"))
-    links = fl.floating_links(_body({k: data[k] for k in BODY_FIELDS if k in data}, where), name)
+    named = data.get("named", False)
+    if not isinstance(named, bool):
+        raise ModelError(f"{join(where, 'named')}: must be true or false (got {describe_value(named)})")
+    links = fl.floating_links(_body({k: data[k] for k in BODY_FIELDS if k in data}, where), name, named)
     links[0].parent = "base" if i > 0 else None
     if "beam" in data:
         links[-1].beam = _beam(data["beam"], join(where, "beam"))
@@ -587,7 +592,8 @@ def _write_floating(robot, items) -> tuple:
         old_to_new[i] = len(out)
         if i - 5 in starts:
             item = {"name": item["name"], **({"parent": "base"} if i > 5 else {}), "joint": "floating",
-                    **{k: item[k] for k in ("mass", "com", "inertia", "beam") if k in item}}
+                    **{k: item[k] for k in ("mass", "com", "inertia", "beam") if k in item},
+                    **({"named": True} if "joint_name" in item else {})}
         out.append(item)
     for item in out:
         if isinstance(item.get("parent"), int):
@@ -604,6 +610,8 @@ def link_items(robot: Robot) -> list:
     names = [link.name for link in robot.links]
     for link in robot.links:
         item = {"name": link.name} if link.name else {}
+        if link.joint_name:
+            item["joint_name"] = link.joint_name
         if link.parent is not None:  # written only for a tree
             item["parent"] = _link_ref(names, link.parent)
         item["joint"] = link.joint

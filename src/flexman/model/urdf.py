@@ -142,14 +142,14 @@ def urdf_identifier(name: str) -> str:
     return out
 
 
-def _unique_identifiers(names, where: str) -> None:
+def _unique_identifiers(names, where: str, what: str = "links") -> None:
     """Refuse URDF names that become the same identifier (``a-b`` and ``a_b``): they would share
     an overlay entry and could not be told apart in a saved model."""
     seen = {}
     for name in names:
         ident = urdf_identifier(name)
         if ident in seen and seen[ident] != name:
-            raise ModelError(f"{where}: the links \"{printable(seen[ident], 60)}\" and \"{printable(name, 60)}\" "
+            raise ModelError(f"{where}: the {what} \"{printable(seen[ident], 60)}\" and \"{printable(name, 60)}\" "
                              f"both become the flexman name '{ident}' (characters other than letters, digits "
                              "and _ become _); rename one of them in the URDF")
         seen[ident] = name
@@ -245,6 +245,7 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
     root = _parse_xml(text, where)
     root_name, joints, links = _tree(root, where)
     _unique_identifiers(links, where)
+    _unique_identifiers([j.get("name", "?") for j in joints if j.get("type") in MOVING], where, "joints")
     _mesh_notice(root, where)
     out = []  # (name, joint, placement, second moments, limits, damping, friction, parent)
     attached = {root_name: (-1, np.eye(4))}  # URDF link -> (flexman link it rides on, -1 base; transform)
@@ -253,8 +254,8 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
     moving = {}  # joint name -> flexman link name, for the movable joints
     if floating:  # the root link flies: six links, the last carrying its inertial
         body = _inertial(links[root_name], f"{where}: <link name=\"{root_name}\">")
-        for k, link in enumerate(floating_links(RigidBody(), urdf_identifier(root_name))):
-            out.append({"name": link.name, "joint": link.joint, "placement": link.placement, "limits": None,
+        for k, link in enumerate(floating_links(RigidBody(), urdf_identifier(root_name), named=True)):
+            out.append({"name": link.name, "joint_name": link.joint_name, "joint": link.joint, "placement": link.placement, "limits": None,
                         "J": body.pseudo_inertia() if body is not None and k == 5 else np.zeros((4, 4)),
                         "viscous": 0.0, "coulomb": 0.0, "parent": k - 1, "strict": body is None or body.strict,
                         "where": f"{where}: <link name=\"{root_name}\">"})
@@ -308,7 +309,7 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
             raise ModelError(f"{where}: {jw}: {exc}") from None
         attached[child] = (len(out), np.eye(4))
         moving[jname] = urdf_identifier(child)
-        out.append({"name": urdf_identifier(child), "joint": MOVING[kind], "placement": placement,
+        out.append({"name": urdf_identifier(child), "joint_name": urdf_identifier(jname), "joint": MOVING[kind], "placement": placement,
                     "J": body.pseudo_inertia() if body is not None else np.zeros((4, 4)), "limits": limits,
                     "viscous": damping, "coulomb": friction, "parent": on, "where": f"{where}: {lw}",
                     "strict": body is None or body.strict})
@@ -325,7 +326,7 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
                              "<inertia> (a joint must move some mass)")
     robot_links = [
         Link(joint=d["joint"], placement=d["placement"], body=RigidBody.from_second_moments(d["J"], d["strict"]),
-             limits=d["limits"], viscous=d["viscous"], coulomb=d["coulomb"], name=d["name"],
+             limits=d["limits"], viscous=d["viscous"], coulomb=d["coulomb"], name=d["name"], joint_name=d["joint_name"],
              parent=None if d["parent"] == i - 1 else d["parent"])
         for i, d in enumerate(out)
     ]
