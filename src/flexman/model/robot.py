@@ -469,6 +469,7 @@ class Robot:
     dh: str = "standard"
     payload: RigidBody | None = None
     frames: dict = field(default_factory=dict)  # named fixed frames: {name: (link, 4x4 transform)}, see resolve_frames
+    end_effector: str | None = None  # the default end effector: a link's or a named frame's name; None: the last link
 
     def __repr__(self):
         """One line: name, joints, flexible links and coordinates; the data through the fields
@@ -498,6 +499,7 @@ class Robot:
             for link, parent in zip(self.links, tree.canonical(parents)):
                 link.parent = parent
         self.frames = resolve_frames(self.frames, self.links, order)
+        self.end_effector = check_end_effector(self.end_effector, self.links, self.frames)
         self.gravity = _vec3(self.gravity, "gravity")
         within(self.gravity, "gravity", lim.MAX_GRAVITY, " m/s^2")
         nq = len(self.links) + sum(link.beam.nf for link in self.links if link.beam is not None)
@@ -625,7 +627,7 @@ class Robot:
         place, even inside an array, gets a new key."""
         frames = tuple((k, i, _array_key(T)) for k, (i, T) in self.frames.items()) if self.frames else ()
         return (self.name, self.dh, _array_key(self.gravity), _body_key(self.payload),
-                tuple(_link_key(link) for link in self.links)) + frames
+                tuple(_link_key(link) for link in self.links), self.end_effector) + frames
 
     def derived(self, what: str, build):
         """``build(self)``, cached under ``what`` for the robot's current :meth:`content_key`:
@@ -655,6 +657,16 @@ class Robot:
         cache = dict(self.__dict__.get("_derived") or {})
         cache[what] = (self.content_key(), value)
         out.__dict__["_derived"] = cache
+        return out
+
+    def with_end_effector(self, name) -> "Robot":
+        """A shallow copy of the robot (links shared) whose default end effector is ``name`` (a
+        link's or a named frame's name, e.g. a URDF's ``tool0``; None: the last link)."""
+        import copy
+
+        out = copy.copy(self)
+        out.__dict__.pop("_derived", None)
+        out.end_effector = check_end_effector(name, self.links, self.frames)
         return out
 
     def clear_derived(self, keep_recent: bool = False) -> None:
@@ -712,6 +724,19 @@ class Robot:
     def _repr_html_(self):
         """Notebook view: coordinates, masses, the DH table, the beams and a picture of the arm."""
         return engine.require("robot_html")(self)
+
+
+def check_end_effector(name, links, frames):
+    """``name`` when it names a link or a frame of the robot (or is None: the last link); else
+    one line listing the names that may be given."""
+    if name is None:
+        return None
+    known = [link.name for link in links if link.name] + list(frames)
+    if not isinstance(name, str) or name not in known:
+        shown = repr(name) if isinstance(name, str) else type(name).__name__
+        raise ModelError(f"end_effector: {shown[:60]} is no link or frame of the robot; give one of "
+                         f"{', '.join(known) or '(no names: name a link or add a frame)'}")
+    return name
 
 
 def resolve_frames(frames, links, order) -> dict:
@@ -889,7 +914,7 @@ def _build_mimic_map(robot):
 
 def _build_full(robot):
     full = Robot(links=robot.links, name=robot.name, gravity=robot.gravity, dh=robot.dh, payload=robot.payload)
-    full.frames = robot.frames
+    full.frames, full.end_effector = robot.frames, robot.end_effector
     return full
 
 

@@ -33,7 +33,7 @@ __all__ = ["robot_from_dict", "robot_to_dict", "check_fields", "join", "describe
            "BEAM_FIELDS", "MODE_FIELDS"]
 
 TOP_FIELDS = ("name", "description", "source", "gravity", "dh", "links", "payload", "controller", "manoeuvre",
-              "statics", "frames", "plan")
+              "statics", "frames", "plan", "end_effector")
 FRAME_FIELDS = ("link", "xyz", "rpy")
 PLAN_FIELDS = ("start", "goal", "duration", "objective", "knots", "torque_limit", "rate_limit", "shaper")
 PLAN_OBJECTIVES = ("effort", "time", "deflection", "tip_path", "smooth")
@@ -369,6 +369,8 @@ def _robot_from_dict(data) -> Robot:
     if "frames" in data:
         kw["frames"] = {name: (new_index[ref] if isinstance(ref, int) and ref >= 0 and ref < len(new_index) else ref, T)
                         for name, (ref, T) in _frames(data["frames"]).items()}
+    if data.get("end_effector") is not None:  # a link's or a frame's name (checked by the robot)
+        kw["end_effector"] = _identifier(data["end_effector"], "end_effector")
     robot = _build(MimicRobot, "", mimic=mimic, **kw) if mimic else _build(Robot, "", **kw)
     robot.controller = None
     if data.get("controller") is not None:
@@ -665,6 +667,8 @@ def robot_to_dict(robot: Robot) -> dict:
         ref = lambda i: moved.get(i, i) if isinstance(_link_ref(names, i), int) and i >= 0 else _link_ref(names, i)
         out["frames"] = {name: {"link": ref(i), "xyz": _floats(T[:3, 3]), "rpy": _floats(matrix_rpy(T[:3, :3]))}
                          for name, (i, T) in robot.frames.items()}
+    if robot.end_effector is not None:
+        out["end_effector"] = robot.end_effector
     if getattr(robot, "controller", None) is not None:
         out["controller"] = copy.deepcopy(robot.controller)
     if getattr(robot, "manoeuvre", None) is not None:

@@ -419,20 +419,23 @@ def apply_overlay(robot: Robot, overlay: dict, where: str = "overlay") -> Robot:
     """The robot with an overlay applied: top-level name/description/source/gravity/payload/
     controller, and ``links: {link_name: {beam: ..., mass: ..., ...}}`` per link."""
     check_fields(overlay, "", ("urdf", "name", "description", "source", "gravity", "payload",
-                                "controller", "links"), "overlay")
+                                "controller", "links", "end_effector"), "overlay")
     data = robot_to_dict(robot)  # (mimic joints and a floating base included: they read back)
-    for key in ("name", "description", "source", "gravity", "payload", "controller"):
+    for key in ("name", "description", "source", "gravity", "payload", "controller", "end_effector"):
         if key in overlay:
             data[key] = overlay[key]
     per_link = overlay.get("links", {}) or {}
     if not isinstance(per_link, dict):
         raise ModelError("links: an overlay's links is a mapping {link_name: {beam: ..., ...}}")
     names = [item.get("name", "") for item in data["links"]]
+    joints = {item["joint_name"]: item.get("name", "") for item in data["links"] if item.get("joint_name")}
     turns = {}  # link index -> rotation of its frame (beam.axis)
     for name, fields in per_link.items():
         lw = join("links", str(name))
+        name = joints.get(name, name) if name not in names else name  # a joint's name: the link it moves
         if name not in names:
-            raise ModelError(f"{lw}: no moving link of that name; links: {', '.join(names)}")
+            raise ModelError(f"{lw}: no moving link or joint of that name; links: {', '.join(names)}"
+                             + (f"; joints: {', '.join(joints)}" if joints else ""))
         check_fields(fields, lw, OVERLAY_LINK_FIELDS)
         fields = dict(fields)
         beam = fields.get("beam")
