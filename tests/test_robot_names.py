@@ -164,3 +164,31 @@ def test_fmu_outputs_tool0_as_pinocchio_places_it(tmp_path, capsys):
     assert main(["export", str(model), "--fmu", str(tmp_path / "b.fmu"), "--output-frame", "tool9"]) == 2
     err = capsys.readouterr().err.strip()
     assert "--output-frame" in err and "tool0" in err and len(err.splitlines()) == 1
+
+
+def test_frequencies_take_joint_only_or_full_q_alike():
+    """natural_frequencies(q) with n_joints values is the same as with the flexible coordinates
+    zero appended (as `flexman frequencies --q` takes it); the locked spectrum also."""
+    robot = fm.examples.load("flx_three_link")
+    joints = np.array([0.2, -0.4, 0.5])[:robot.n_joints]
+    full = np.concatenate([joints, np.zeros(robot.nf)])
+    for kind in ("free", "locked"):
+        np.testing.assert_array_equal(fm.analysis.natural_frequencies(robot, joints, joints=kind),
+                                      fm.analysis.natural_frequencies(robot, full, joints=kind))
+    np.testing.assert_array_equal(robot.natural_frequencies(joints), robot.natural_frequencies(full))
+
+
+@needs_erd
+def test_info_on_a_urdf_robot_lists_its_joints_not_a_dh_table(capsys):
+    from flexman.cli import main
+
+    assert main(["info", str(ROBOTS / UR5)]) == 0
+    out = capsys.readouterr().out
+    assert "DH" not in out and "elbow_joint" in out and "forearm_link" in out and "upper_arm_link" in out
+    import defusedxml.ElementTree as ET
+
+    for joint in ET.parse(ROBOTS / UR5).getroot().findall("joint"):  # each moving joint: a row with its axis
+        if joint.get("type") != "fixed":
+            axis = " ".join(f"{float(v):g}" for v in joint.find("axis").get("xyz").split())
+            row = next(line for line in out.splitlines() if f" {joint.get('name')} " in line)
+            assert axis in row and joint.find("child").get("link") in row

@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from ..model import inputs, limits
+from ..model.checks import require_invertible
 from ..model.errors import SingularMatrixError
 from . import crba, rnea
 from . import lagrange4 as l4
@@ -207,6 +208,7 @@ def generalized_force(robot, tau):
 
 def forward_dynamics(robot, q, qd, tau, f_ext=None):
     """qdd solving M qdd = S tau - b + J^T w (tau has one entry per joint)."""
+    require_invertible(robot)  # a robot loaded with a massless chain: its one sentence
     q, qd, tau = inputs.states(robot, q=q, qd=qd, tau=tau)
 
     def one_chunk(q, qd, tau):

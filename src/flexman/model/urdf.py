@@ -23,7 +23,7 @@ import numpy as np
 
 from ..extras import MissingExtra, require
 from . import limits as size_limits
-from .checks import check_model
+from .checks import flag_singular_mass
 from .errors import ModelError
 from .floating import floating_links
 from .names import MAX_NAME, printable
@@ -319,11 +319,8 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
     for i in range(len(out) - 1, -1, -1):  # the mass each joint moves: its link's and its subtree's
         if out[i]["parent"] >= 0:
             carried[out[i]["parent"]] += carried[i]
-    followers = {moving[j] for j in mimics if j in moving}  # (a follower's mass is carried by the joint it follows)
-    for d, mass in zip(out, carried):
-        if mass <= 0 and d["name"] not in followers:
-            raise ModelError(f"{d['where']}: no <inertial>, and nothing it carries has mass; give its <mass> and "
-                             "<inertia> (a joint must move some mass)")
+    # (a joint whose link and subtree have no mass leaves M singular: the robot loads, flagged by
+    # _checked, for its kinematics and inverse dynamics; forward dynamics refuse it)
     robot_links = [
         Link(joint=d["joint"], placement=d["placement"], body=RigidBody.from_second_moments(d["J"], d["strict"]),
              limits=d["limits"], viscous=d["viscous"], coulomb=d["coulomb"], name=d["name"], joint_name=d["joint_name"],
@@ -365,10 +362,15 @@ def _mimic_map(mimics: dict, moving: dict, joints) -> dict:
 
 
 def _checked(robot: Robot, where: str) -> Robot:
-    try:
-        check_model(robot)
-    except ModelError as exc:
-        raise ModelError(f"{where}: {exc}") from None
+    """The whole-model checks, except that a singular or ill-conditioned mass matrix (a chain of
+    links that moves no mass, as real descriptions have: a finger without inertials) loads: the
+    robot is flagged (``robot.singular_mass``, the sentence that forward dynamics and simulation
+    refuse it with) and one line says so on stderr."""
+    problem = flag_singular_mass(robot, where)  # (check_model's check, with this one exception)
+    if problem:
+        import sys
+
+        print(f"flexman: warning: {problem}", file=sys.stderr)
     return robot
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..model.checks import require_invertible
 from .backend import evaluator, fixed_step_work
 from .compiled_loop import first_torque, plan
 from .result import Result
@@ -67,6 +68,7 @@ def simulate(robot, t_final, dt=1e-3, method="auto", rtol=1e-8, atol=1e-10, q0=N
     frame's name, e.g. a URDF's ``tool0``); None: the robot's own (``robot.end_effector``, else the
     last link). ``res.robot`` is then the robot with that end effector.
     """
+    require_invertible(robot)  # a robot loaded with a massless chain: refused in its one sentence
     if ee_frame is not None:
         name = _frame_name(robot, ee_frame)  # (an unknown name: one line before the run)
         res = simulate(robot, t_final, dt, method, rtol, atol, q0, qd0, controller, torque, progress, max_step,
