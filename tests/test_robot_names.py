@@ -192,3 +192,16 @@ def test_info_on_a_urdf_robot_lists_its_joints_not_a_dh_table(capsys):
             axis = " ".join(f"{float(v):g}" for v in joint.find("axis").get("xyz").split())
             row = next(line for line in out.splitlines() if f" {joint.get('name')} " in line)
             assert axis in row and joint.find("child").get("link") in row
+
+
+@needs_erd
+def test_sweep_refuses_unknown_link_names_and_frames_before_it_starts(tmp_path):
+    from flexman.sweeps import SweepError
+
+    robot = fm.load(ROBOTS / UR5, overlay=FOREARM)
+    with pytest.raises(SweepError) as info:
+        fm.sweep(robot, {"links.forearm.beam.EI": [1e4]}, out=tmp_path / "a.parquet")
+    assert "forearm_link" in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(SweepError) as info:
+        fm.sweep(robot, {"links.forearm_link.beam.EI": [1e4]}, run={"frame": "tool9"}, out=tmp_path / "b.parquet")
+    assert str(info.value).startswith("run.frame: ") and "tool0" in str(info.value)
