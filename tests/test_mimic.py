@@ -46,7 +46,7 @@ def test_small_tree_with_a_mimic_joint_matches_reduced_pinocchio(tmp_path):
     path = tmp_path / "tree.urdf"
     path.write_text(tree_urdf())
     robot = fm.load(path)
-    assert robot.nq == robot.n_joints == 3 and len(robot.links) == 4 and robot.coordinate_names == ["q1", "q2", "q3"]
+    assert robot.nq == robot.n_joints == 3 and len(robot.links) == 4 and robot.coordinate_names == ["j1", "j2", "j4"]
     assert robot.mimic == {"l3": ("l2", -0.5, 0.1)}
     model, free, G, c = pinocchio_reduced(path)
     assert free == ["j1", "j2", "j4"]

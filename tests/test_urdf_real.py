@@ -11,6 +11,7 @@ import pytest
 
 import flexman as fm
 from flexman import ModelError
+from flexman.model.urdf import urdf_identifier
 from urdf_helpers import ROBOTS as ROOT
 from urdf_helpers import pin_q, pinocchio_reduced
 
@@ -27,18 +28,18 @@ REFUSED = {
     "nothing moves": ["hector_description/robots/quadrotor_base.urdf", "iris_description/robots/iris_simple.urdf"],
     "no <link> elements": ["ur_description/urdf/ur3.urdf"],
 }
-# Singular or ill-conditioned mass matrices: loaded with one notice (romeo: fingers without an
-# inertial; icub: a joint moving 1e-20 kg m^2, condition number 1.5e17); their inverse dynamics
-# equal Pinocchio's, forward dynamics and simulation are refused in the notice's words.
-SINGULAR = {"romeo_description/urdf/romeo_laas_small.urdf": "links l_gripper, r_gripper have no <inertial>",
-            "romeo_description/urdf/romeo.urdf": "links LFinger11Link, RFinger11Link have no <inertial>",
-            "icub_description/robots/icub.urdf": "is ill-conditioned (condition number 1.5e+17)"}
+# Files whose mass matrix is singular or ill-conditioned (a finger with no inertial; iCub's head
+# with a degenerate inertia): they load, flagged, with one line naming the massless chain; their
+# kinematics and inverse dynamics compare with Pinocchio's as every other file's (below), what
+# needs M's inverse is refused (test_singular_mass_matrix_urdf_loads_and_refuses_forward_dynamics).
+SINGULAR = ["icub_description/robots/icub.urdf", "romeo_description/urdf/romeo_laas_small.urdf",
+            "romeo_description/urdf/romeo.urdf"]
 # Files with <mimic> joints (a joint following another, q_j = multiplier q_i + offset) that load:
 # compared with Pinocchio's full model reduced by q_full = G q + c on the test's side (below).
 MIMIC = ["baxter_description/urdf/baxter.urdf", "panda_description/urdf/panda.urdf",
          "panda_description/urdf/panda_collision.urdf", "pr2_description/urdf/pr2.urdf",
          "talos_data/robots/talos_full_v2.urdf", "talos_data/robots/talos_full_v2_box.urdf",
-         "tiago_pro_description/robots/tiago_pro.urdf"]
+         "tiago_pro_description/robots/tiago_pro.urdf", "romeo_description/urdf/romeo.urdf"]
 REASON = {f: why for why, files in REFUSED.items() for f in files}
 READ = [f for f in FILES if f not in REASON and f not in MIMIC and f not in SINGULAR]
 
@@ -56,6 +57,8 @@ def test_real_urdf_matches_pinocchio(rel):
     model = pin.buildModelFromUrdf(str(ROOT / rel))
     # the same coordinates in the same order (depth-first, urdfdom's order of child joints)
     assert [model.names[j] for j in range(1, model.njoints)] == [j for j in _joint_names(robot, ROOT / rel)]
+    # and the coordinates carry the joints' names
+    assert robot.coordinate_names == [urdf_identifier(model.names[j]) for j in range(1, model.njoints)]
     _same_dynamics_as_pinocchio(robot, model, np.random.default_rng(len(rel)))
 
 
@@ -70,6 +73,7 @@ def test_mimic_urdf_matches_reduced_pinocchio(rel):
     assert robot.nq == robot.n_joints == len(free) == len(robot.links) - len(robot.mimic)
     names = _joint_names(robot, ROOT / rel)
     assert [names[i] for i in robot.independent] == free
+    assert robot.coordinate_names == [urdf_identifier(n) for n in free]
     for link in robot.links:
         link.viscous = link.coulomb = 0.0
     rng = np.random.default_rng(len(rel))
@@ -176,7 +180,7 @@ def test_ur5_with_a_flexible_forearm(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         robot = fm.load(ROOT / "ur_description/urdf/ur5_robot.urdf", overlay=overlay)
-    assert robot.nq == 10 and robot.coordinate_names[6:] == ["ey3_1", "ey3_2", "ez3_1", "ez3_2"]
+    assert robot.nq == 10 and robot.coordinate_names[6:] == ["forearm_link_ey1", "forearm_link_ey2", "forearm_link_ez1", "forearm_link_ez2"]
     assert {"tool0", "ee_link", "base"} <= set(robot.frames)
     rng = np.random.default_rng(5)
     q = rng.uniform(-1, 1, robot.nq)
@@ -197,33 +201,34 @@ def test_ur5_with_a_flexible_forearm(tmp_path):
 
 
 @pytest.mark.skipif(not FILES, reason="example-robot-data is not installed")
-@pytest.mark.parametrize("rel", sorted(SINGULAR))
-def test_singular_mass_matrix_loads_with_one_notice(rel):
-    """65 of 65: a robot whose M cannot be inverted loads with one notice naming the massless chain;
-    its inverse dynamics equals Pinocchio's; forward dynamics and simulation refuse in one sentence."""
-    from flexman.model.errors import FlexmanWarning
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        robot = fm.load(ROOT / rel)
-    singular = [w for w in caught if "forward dynamics and simulation are refused" in str(w.message)]
-    assert len(singular) == 1 and issubclass(singular[0].category, FlexmanWarning)
-    assert SINGULAR[rel] in str(singular[0].message) and "\n" not in str(singular[0].message)
-    model, free, G, c = pinocchio_reduced(ROOT / rel)  # (romeo's fingers are mimic joints)
-    names = _joint_names(robot, ROOT / rel)
-    assert [names[i] for i in robot.independent] == free if getattr(robot, "mimic", None) else names == free
+@pytest.mark.parametrize("rel", SINGULAR)
+def test_singular_mass_matrix_urdf_loads_and_refuses_forward_dynamics(rel, capfd):
+    """iCub and Romeo load with one warning line naming the massless chain (no Python warning for
+    it); inverse dynamics and frames equal Pinocchio's (reduced by its mimic joints for romeo);
+    forward dynamics, simulation and natural frequencies refuse in that same one sentence."""
+    capfd.readouterr()
+    robot = _load(rel)
+    err = capfd.readouterr().err
+    said = [line for line in err.splitlines() if "mass matrix is" in line]
+    assert len(said) == 1 and said[0].startswith("flexman: warning: ") and "moves (almost) no mass" in said[0]
+    sentence = robot.singular_mass
+    assert sentence in said[0] and sentence.count(". ") == 0 and sentence.endswith(".")
+    model, free, G, c = pinocchio_reduced(ROOT / rel)
     for link in robot.links:
         link.viscous = link.coulomb = 0.0
     rng = np.random.default_rng(7)
     q, qd, qdd = (rng.uniform(-1.0, 1.0, robot.nq) for _ in range(3))
-    ref = G.T @ pin.rnea(model, model.createData(), pin_q(model, G @ q + c), G @ qd, G @ qdd)
-    assert np.abs(robot.inverse_dynamics(q, qd, qdd) - ref).max() <= 1e-10 * max(1.0, np.abs(ref).max())
-    robot = _load(rel)  # as loaded (the friction edit above made it another robot)
-    message = str(singular[0].message).split("; loaded for")[0]
-    q0 = np.zeros(robot.nq)
-    with pytest.raises(fm.model.errors.SingularMatrixError) as err:
-        robot.forward_dynamics(q0, q0, np.zeros(robot.n_joints))
-    assert str(err.value) == f"forward_dynamics: {message}"
-    with pytest.raises(fm.ModelError) as err:
-        fm.simulate(robot, 0.01, progress=False)
-    assert str(err.value) == message
+    data = model.createData()
+    qp = pin_q(model, G @ q + c)
+    ref = G.T @ pin.rnea(model, data, qp, G @ qd, G @ qdd)
+    assert np.abs(robot.inverse_dynamics(q, qd, qdd) - ref).max() <= 1e-12 * max(1.0, np.abs(ref).max())
+    pin.forwardKinematics(model, data, qp)
+    pin.updateFramePlacements(model, data)
+    name = model.frames[model.nframes - 1].name
+    if name in robot.frames or name in [link.name for link in robot.links]:
+        assert np.abs(robot.frame(q, name) - data.oMf[model.nframes - 1].homogeneous).max() < 1e-12
+    for call in (lambda: robot.forward_dynamics(q, qd, np.zeros(robot.n_joints)),
+                 lambda: fm.simulate(robot, 0.01), lambda: robot.natural_frequencies()):
+        with pytest.raises(ModelError) as info:
+            call()
+        assert str(info.value) == sentence

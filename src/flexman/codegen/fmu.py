@@ -334,14 +334,16 @@ def check_path(path, option="path", force=True) -> Path:
 
 
 def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, qd0=None, force=True,
-              option="path") -> Path:
+              option="path", output_frames=()) -> Path:
     """Write the FMU of a symbolic-parameter ``eom`` to ``path`` (see the module docstring).
 
     ``kind``: "me", "cs" or "both"; ``controller``: None or a built-in controller of
     :mod:`flexman.control` (PID, ComputedTorque, Decoupling; its reference trajectory is replaced
     by set-point inputs); ``step_size``: the co-simulation RK4 step (a parameter of the FMU, this its
     start value); ``q0``, ``qd0``: start values of the coordinates and rates (default 0);
-    ``force``: replace an existing file. Nothing is left behind when any step fails."""
+    ``force``: replace an existing file; ``output_frames``: names of links or named frames (a
+    URDF's ``tool0``) whose placement the FMU outputs (``tool0_x``..., ``tool0_r11``...). Nothing
+    is left behind when any step fails."""
     if kind not in KINDS:
         raise ValueError(f"kind: unknown {kind!r}; use me (model exchange), cs (co-simulation) or both")
     if eom.parameters != "symbolic":
@@ -352,6 +354,9 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
                          f"{step_size!r:.40})")
     robot = eom.robot
     check_size(robot)
+    from ..symbolic.kinematics import output_frames as checked_frames
+
+    output_frames = checked_frames(robot, output_frames)
     path = check_path(path, option, force)
     for name, x in (("q0", q0), ("qd0", qd0)):
         if x is not None and (np.shape(x) != (robot.nq,) or not np.all(np.isfinite(np.asarray(x, float)))):
@@ -371,10 +376,13 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
     law = Law(controller, robot.n_joints) if controller is not None else None
     from ..symbolic.kinematics import position_names, position_program
 
-    position = position_program(eom)
-    described = [(n, "end-effector position (base frame, m)" if n.startswith("ee_") else
-                  "tip deflection of the link against its undeformed shape (base frame, m)")
-                 for n in position_names(robot)]
+    position = position_program(eom, output_frames)
+    ee = robot.end_effector or "the last link"
+    described = [(n, f"end-effector position ({ee}; base frame, m)" if n.startswith("ee_") else
+                  "tip deflection of the link against its undeformed shape (base frame, m)" if n.startswith("tip") else
+                  f"placement of frame {n.rsplit('_', 1)[0]} in the base frame ({n.rsplit('_', 1)[1]}; m or "
+                  "rotation matrix entry)")
+                 for n in position_names(robot, output_frames)]
     kinds = ("me", "cs") if kind == "both" else (kind,)
     var = variables(eom, described, law, step_size, q0, qd0)
     identifier = names.mangle(robot.name)

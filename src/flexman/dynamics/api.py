@@ -24,7 +24,7 @@ import sys
 import numpy as np
 
 from ..model import inputs, limits
-from ..model.checks import recorded_mass_problem
+from ..model.checks import require_invertible
 from ..model.errors import SingularMatrixError
 from . import crba, derivatives, rnea
 from . import lagrange4 as l4
@@ -209,9 +209,8 @@ def generalized_force(robot, tau):
 
 def forward_dynamics(robot, q, qd, tau, f_ext=None):
     """qdd solving M qdd = S tau - b + J^T w (tau has one entry per joint)."""
+    require_invertible(robot)  # a robot loaded with a massless chain: its one sentence
     q, qd, tau = inputs.states(robot, q=q, qd=qd, tau=tau)
-    if "_derived" in robot.__dict__ and (problem := recorded_mass_problem(robot)):
-        raise SingularMatrixError(f"forward_dynamics: {problem}")
 
     def one_chunk(q, qd, tau):
         M, b = mass_matrix_and_bias(robot, q, qd)

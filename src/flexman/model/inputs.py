@@ -104,6 +104,19 @@ def link_index(robot, link) -> int:
     return int(link) % n
 
 
+def end_effector(robot, frame=None):
+    """The end effector to use: ``frame`` (a link's number or name, or a named frame such as a
+    URDF's ``tool0``) when given, else the robot's default (``robot.end_effector``, a model
+    file's ``end_effector:``), else the last link (-1). Checked: an unknown name is one line
+    listing the names."""
+    if frame is None:
+        frame = getattr(robot, "end_effector", None)
+    if frame is None:
+        return -1
+    link_frame(robot, frame)
+    return frame
+
+
 def link_frame(robot, link) -> tuple:
     """(link index, fixed 4x4 transform or None) of a link given by number (as
     :func:`link_index`), by name, or of a named frame of the robot (``robot.frames``: index -1

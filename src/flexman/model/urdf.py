@@ -23,8 +23,7 @@ import numpy as np
 
 from ..extras import MissingExtra, require
 from . import limits as size_limits
-from .checks import SingularModel, check_model, record_mass_problem
-from .errors import FlexmanWarning
+from .checks import flag_singular_mass
 from .errors import ModelError
 from .floating import floating_links
 from .names import MAX_NAME, printable
@@ -162,14 +161,14 @@ def urdf_identifier(name: str) -> str:
     return out
 
 
-def _unique_identifiers(names, where: str) -> None:
+def _unique_identifiers(names, where: str, what: str = "links") -> None:
     """Refuse URDF names that become the same identifier (``a-b`` and ``a_b``): they would share
     an overlay entry and could not be told apart in a saved model."""
     seen = {}
     for name in names:
         ident = urdf_identifier(name)
         if ident in seen and seen[ident] != name:
-            raise ModelError(f"{where}: the links \"{printable(seen[ident], 60)}\" and \"{printable(name, 60)}\" "
+            raise ModelError(f"{where}: the {what} \"{printable(seen[ident], 60)}\" and \"{printable(name, 60)}\" "
                              f"both become the flexman name '{ident}' (characters other than letters, digits "
                              "and _ become _); rename one of them in the URDF")
         seen[ident] = name
@@ -268,6 +267,7 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
     root = _parse_xml(text, where)
     root_name, joints, links = _tree(root, where)
     _unique_identifiers(links, where)
+    _unique_identifiers([j.get("name", "?") for j in joints if j.get("type") in MOVING], where, "joints")
     _mesh_notice(root, where)
     out = []  # (name, joint, placement, second moments, limits, damping, friction, parent)
     attached = {root_name: (-1, np.eye(4))}  # URDF link -> (flexman link it rides on, -1 base; transform)
@@ -276,8 +276,8 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
     moving = {}  # joint name -> flexman link name, for the movable joints
     if floating:  # the root link flies: six links, the last carrying its inertial
         body = _inertial(links[root_name], f"{where}: <link name=\"{root_name}\">")
-        for k, link in enumerate(floating_links(RigidBody(), urdf_identifier(root_name))):
-            out.append({"name": link.name, "joint": link.joint, "placement": link.placement, "limits": None,
+        for k, link in enumerate(floating_links(RigidBody(), urdf_identifier(root_name), named=True)):
+            out.append({"name": link.name, "joint_name": link.joint_name, "joint": link.joint, "placement": link.placement, "limits": None,
                         "J": body.pseudo_inertia() if body is not None and k == 5 else np.zeros((4, 4)),
                         "viscous": 0.0, "coulomb": 0.0, "parent": k - 1, "strict": body is None or body.strict,
                         "where": f"{where}: <link name=\"{root_name}\">"})
@@ -331,7 +331,7 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
             raise ModelError(f"{where}: {jw}: {exc}") from None
         attached[child] = (len(out), np.eye(4))
         moving[jname] = urdf_identifier(child)
-        out.append({"name": urdf_identifier(child), "joint": MOVING[kind], "placement": placement,
+        out.append({"name": urdf_identifier(child), "joint_name": urdf_identifier(jname), "joint": MOVING[kind], "placement": placement,
                     "J": body.pseudo_inertia() if body is not None else np.zeros((4, 4)), "limits": limits,
                     "viscous": damping, "coulomb": friction, "parent": on, "where": f"{where}: {lw}",
                     "strict": body is None or body.strict})
@@ -341,11 +341,11 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
     for i in range(len(out) - 1, -1, -1):  # the mass each joint moves: its link's and its subtree's
         if out[i]["parent"] >= 0:
             carried[out[i]["parent"]] += carried[i]
-    followers = {moving[j] for j in mimics if j in moving}  # (a follower's mass is carried by the joint it follows)
-    massless = [d["name"] for d, mass in zip(out, carried) if mass <= 0 and d["name"] not in followers]
+    # (a joint whose link and subtree have no mass leaves M singular: the robot loads, flagged by
+    # _checked, for its kinematics and inverse dynamics; forward dynamics refuse it)
     robot_links = [
         Link(joint=d["joint"], placement=d["placement"], body=RigidBody.from_second_moments(d["J"], d["strict"]),
-             limits=d["limits"], viscous=d["viscous"], coulomb=d["coulomb"], name=d["name"],
+             limits=d["limits"], viscous=d["viscous"], coulomb=d["coulomb"], name=d["name"], joint_name=d["joint_name"],
              parent=None if d["parent"] == i - 1 else d["parent"])
         for i, d in enumerate(out)
     ]
@@ -355,7 +355,6 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
     else:
         robot = Robot(links=robot_links, name=name, frames=frames)
     robot.controller, robot.description, robot.source = None, "", ""
-    robot.__dict__["_massless"] = massless  # for _checked's notice
     return robot
 
 
@@ -385,27 +384,15 @@ def _mimic_map(mimics: dict, moving: dict, joints) -> dict:
 
 
 def _checked(robot: Robot, where: str) -> Robot:
-    """The whole-model checks. A singular or ill-conditioned mass matrix does not refuse the file
-    (a robot's kinematics and inverse dynamics are defined without M^-1: Pinocchio reads such
-    files too): one notice naming the massless chain, recorded on the robot so that forward
-    dynamics and simulation refuse it in the same words (``checks.recorded_mass_problem``)."""
-    import warnings
+    """The whole-model checks, except that a singular or ill-conditioned mass matrix (a chain of
+    links that moves no mass, as real descriptions have: a finger without inertials) loads: the
+    robot is flagged (``robot.singular_mass``, the sentence that forward dynamics and simulation
+    refuse it with) and one line says so on stderr."""
+    problem = flag_singular_mass(robot, where)  # (check_model's check, with this one exception)
+    if problem:
+        import sys
 
-    massless = robot.__dict__.pop("_massless", [])
-    try:
-        check_model(robot)
-    except SingularModel as exc:
-        problem = str(exc)
-        if massless:
-            chain = ", ".join(massless[:6]) + (f" and {len(massless) - 6} more" if len(massless) > 6 else "")
-            problem = (f"links {chain} have no <inertial> and carry no mass, so their joints move none: the mass "
-                       "matrix is singular")
-        record_mass_problem(robot, f"{where}: {problem}")
-        fix = " (give those links a <mass> and <inertia>, or an overlay that does)" if massless else ""
-        warnings.warn(f"{where}: {problem}; loaded for kinematics, frames and inverse dynamics, while forward "
-                      f"dynamics and simulation are refused{fix}", FlexmanWarning, stacklevel=4)
-    except ModelError as exc:
-        raise ModelError(f"{where}: {exc}") from None
+        print(f"flexman: warning: {problem}", file=sys.stderr)
     return robot
 
 
@@ -476,21 +463,24 @@ def apply_overlay(robot: Robot, overlay: dict, where: str = "overlay") -> Robot:
     """The robot with an overlay applied: top-level name/description/source/gravity/payload/
     controller, and ``links: {link_name: {beam: ..., mass: ..., ...}}`` per link."""
     check_fields(overlay, "", ("urdf", "name", "description", "source", "gravity", "payload",
-                                "controller", "links"), "overlay")
+                                "controller", "links", "end_effector"), "overlay")
     overlay = plain_copy(overlay)  # every value checked as a model file's (an integer of 400 digits included)
     data = robot_to_dict(robot)  # (mimic joints and a floating base included: they read back)
-    for key in ("name", "description", "source", "gravity", "payload", "controller"):
+    for key in ("name", "description", "source", "gravity", "payload", "controller", "end_effector"):
         if key in overlay:
             data[key] = overlay[key]
     per_link = overlay.get("links", {}) or {}
     if not isinstance(per_link, dict):
         raise ModelError("links: an overlay's links is a mapping {link_name: {beam: ..., ...}}")
     names = [item.get("name", "") for item in data["links"]]
+    joints = {item["joint_name"]: item.get("name", "") for item in data["links"] if item.get("joint_name")}
     turns = {}  # link index -> rotation of its frame (beam.axis)
     for name, fields in per_link.items():
         lw = join("links", str(name))
+        name = joints.get(name, name) if name not in names else name  # a joint's name: the link it moves
         if name not in names:
-            raise ModelError(f"{lw}: no moving link of that name; links: {', '.join(names)}")
+            raise ModelError(f"{lw}: no moving link or joint of that name; links: {', '.join(names)}"
+                             + (f"; joints: {', '.join(joints)}" if joints else ""))
         check_fields(fields, lw, OVERLAY_LINK_FIELDS)
         fields = dict(fields)
         beam = fields.get("beam")

@@ -105,7 +105,7 @@ def check_controllable(robot, q_goal, tol=1e-12):
 
 
 def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, knots=60, path=None,
-         pre_post=None, guess=None, max_iter=500, time_limit=TIME_LIMIT) -> Plan:
+         pre_post=None, guess=None, max_iter=500, time_limit=TIME_LIMIT, ee_frame=None) -> Plan:
     """An optimal rest-to-rest move of ``robot``'s joints from ``q_start`` to ``q_goal`` over its full
     flexible dynamics, by Hermite–Simpson collocation and IPOPT.
 
@@ -119,10 +119,21 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, kno
     post-actuation), or a mapping {name: weight}. ``guess``: a joint trajectory to start from
     (default: the quintic profile). ``knots``: collocation intervals. ``max_iter``: IPOPT's
     iterations per solve; ``time_limit``: seconds for all of IPOPT's solves together (TIME_LIMIT).
+    ``ee_frame``: the end effector of "deflection", "tip_path" and ``plan.tip`` (a link's or a named
+    frame's name, e.g. a URDF's ``tool0``); None: the robot's own (``robot.end_effector``, else the
+    last link).
 
     Every plan starts and ends at rest: all rates and accelerations zero (so the flexible coordinates
     at their static deflection, zero without gravity). Failures are one-line :class:`PlanningError`.
     """
+    if ee_frame is not None:
+        if not isinstance(ee_frame, str):
+            raise ValueError(f"ee_frame: give the name of a link or frame (got {type(ee_frame).__name__})")
+        try:
+            inputs.link_frame(robot, ee_frame)
+        except ValueError as exc:
+            raise ValueError(f"ee_frame: {str(exc).removeprefix('link: ')}") from None
+        robot = robot.with_end_effector(ee_frame)
     n = robot.n_joints
     q_start = _joint_vector(q_start, n, "q_start")
     q_goal = _joint_vector(q_goal, n, "q_goal")
@@ -204,7 +215,7 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, kno
         _REFINING["count"] = refines + 1
         try:  # the same plan on twice the knots (checked again there)
             result = plan(robot, q_start, q_goal, duration, limits, objective, 2 * int(knots), path, pre_post, guess,
-                          max_iter, max(deadline - time.monotonic(), 1.0))
+                          max_iter, max(deadline - time.monotonic(), 1.0), ee_frame)
         finally:
             _REFINING["count"] = refines
         result.report["residual"].setdefault("refined_from_knots", int(knots))
@@ -393,7 +404,7 @@ def _tip_path(robot, profile, path, pre, duration):
         def rigid(t):
             q = np.zeros(robot.nq)
             q[robot.joint_index] = profile(t)[0]
-            return robot.frame(q)[:3, 3]
+            return robot.frame(q, inputs.end_effector(robot))[:3, 3]
         path = rigid
     start, end = np.asarray(path(0.0), dtype=float), np.asarray(path(duration), dtype=float)
     if start.shape != (3,) or not np.all(np.isfinite(start)) or not np.all(np.isfinite(end)):

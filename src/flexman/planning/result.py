@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..model import inputs
+
 from ..trajectory import Trajectory, piecewise_values
 
 
@@ -119,7 +121,7 @@ class Plan:
     def tip(self, t=None):
         """End-effector positions (knots, or times t) of the planned motion."""
         q = self.q if t is None else self.state(t)[0]
-        return self.robot.frame(q)[..., :3, 3]
+        return self.robot.frame(q, inputs.end_effector(self.robot))[..., :3, 3]
 
     def summary(self) -> dict:
         r = self.report
