@@ -252,7 +252,10 @@ def residual_vibration(robot, traj, t_end, q_goal, settle=None, dt=None):
     steps = int(np.ceil((t_end + settle) / dt))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = simulate(robot, steps * dt, dt=dt, prescribed=traj, progress=False)
+        try:  # several such runs per plan: the compiled model pays for itself (built once, cached)
+            res = simulate(robot, steps * dt, dt=dt, prescribed=traj, progress=False, backend="compiled")
+        except (RuntimeError, ValueError):  # no compiler, or a model C cannot take
+            res = simulate(robot, steps * dt, dt=dt, prescribed=traj, progress=False, backend="numeric")
     tip = robot.frame(res.q[res.t >= t_end - 1e-12], -1)[:, :3, 3]
     return float(np.linalg.norm(tip - robot.frame(rest, -1)[:3, 3], axis=1).max())
 
