@@ -156,14 +156,13 @@ def test_mimic_of_a_mimic_joint_is_refused(tmp_path):
 def test_the_per_link_numeric_model_is_refused_in_one_line(tmp_path):
     """Writing a URDF, planning, the regressor and the rest take a robot with mimic joints
     (tests/test_mimic_features.py); what still refuses it is the numeric model built one
-    coordinate per link, which the reduced API never asks for, and the excitation design (its
-    torque-limit gradients take one coordinate per link): one line naming the followers."""
+    coordinate per link, which the reduced API never asks for: one line naming the followers."""
     from flexman.dynamics.structure import numeric_model
 
     path = tmp_path / "tree.urdf"
     path.write_text(tree_urdf())
     robot = fm.load(path)
-    for call in (lambda: numeric_model(robot), lambda: fm.analysis.excitation(robot, 2.0, 3)):
+    for call in (lambda: numeric_model(robot),):
         with pytest.raises(ModelError) as info:
             call()
         assert "mimic joints (l3)" in str(info.value) and "\n" not in str(info.value)

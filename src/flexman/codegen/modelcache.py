@@ -33,7 +33,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import cbuild, workdir
+from . import cbuild
 
 FORMAT = 8  # bump when the generated code or the manifest changes meaning (8: mass matrix by composite bodies)
 DYNAMICS_FREE = ("name", "description", "source", "controller")  # model-file fields the equations ignore
@@ -241,6 +241,8 @@ def _build(key, robot, formulation, flags, extension, progress, derivatives=Fals
     source = c_source(eom, units=units, derivatives=derivatives)
     module = None
     lib_path, manifest = _paths(key)
+    from . import workdir  # (the process and file modules of a build: not needed to load a model)
+
     with workdir.work_folder(models_dir()) as tmp:
         text = source
         cmd, suffix, _ = cbuild.compile_command(flags, extension)
@@ -355,6 +357,8 @@ def prune(max_bytes=None, older_than_s=None, dry_run=False) -> Removal:
         else:
             out.skipped.append(entry)
     if not dry_run:
+        from . import workdir
+
         out.strays = _remove_strays(now) + workdir.sweep(models_dir()) + workdir.sweep(cbuild.cache_dir())
     return out
 

@@ -24,7 +24,7 @@ import numpy as np
 from ..extras import MissingExtra, require
 from . import limits as size_limits
 from .checks import flag_singular_mass
-from .errors import ModelError
+from .errors import FlexmanWarning, ModelError
 from .floating import floating_links
 from .names import MAX_NAME, printable
 from .parse import plain_copy
