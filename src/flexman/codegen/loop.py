@@ -55,6 +55,7 @@ typedef struct {
     int has_p;           /* whether they take a parameter vector */
     const double *p;     /* that vector: the plant's */
     const double *p_law; /* the one a model-based law uses (the nominal model; NULL: p) */
+    const int *act;      /* the coordinate each joint torque acts on (an elastic joint's motor; NULL: the joint's) */
 } fm_plant;
 
 /* A reference q_d(t), qd_d(t), qdd_d(t) of n joints (flexman.trajectory):
@@ -394,7 +395,11 @@ int fm_closed_loop_rhs(const fm_plant *pl, const fm_control *c, double t, const 
     if (status) return status;
     for (int j = 0; j < nj; ++j) tau[j] = applied[j] + tau[j];
     if (!fm_finite(nj, tau)) return FM_TORQUE;
-    for (int i = 0; i < nq; ++i) qdd[i] = (i < nj ? tau[i] : 0.0) - b[i];
+    if (pl->act) {  /* elastic joints: S tau puts a joint's torque on its motor coordinate */
+        for (int i = 0; i < nq; ++i) qdd[i] = -b[i];
+        for (int j = 0; j < nj; ++j) qdd[pl->act[j]] += tau[j];
+    } else
+        for (int i = 0; i < nq; ++i) qdd[i] = (i < nj ? tau[i] : 0.0) - b[i];
     if (fm_ldl(nq, M)) return FM_SINGULAR;
     fm_ldl_apply(nq, M, qdd);
     memcpy(dx, qd, sizeof(double) * nq);
@@ -660,7 +665,7 @@ _P = ctypes.POINTER(ctypes.c_double)
 class Plant(ctypes.Structure):
     _fields_ = [("nq", ctypes.c_int), ("nj", ctypes.c_int), ("mass_matrix", ctypes.c_void_p),
                 ("bias_forces", ctypes.c_void_p), ("has_p", ctypes.c_int),
-                ("p", _P), ("p_law", _P)]
+                ("p", _P), ("p_law", _P), ("act", ctypes.POINTER(ctypes.c_int))]
 
 
 class Traj(ctypes.Structure):
