@@ -129,7 +129,7 @@ def natural_frequencies(robot, q=None, joints="free", qd=None):
     ``qd`` about a steady motion (see :func:`frequencies_about_motion`; joints then held).
 
     joints="free": joints unactuated (the free system); joints="locked": joint coordinates
-    held, only the flexible coordinates vibrate. Modes that are unstable in the linearization
+    held, only the flexible coordinates and the motors of elastic joints vibrate. Modes that are unstable in the linearization
     (an arm above its joint) have no frequency and are reported as 0.
     """
     if qd is not None:
@@ -144,7 +144,7 @@ def natural_frequencies(robot, q=None, joints="free", qd=None):
         return frequencies_about_motion(robot, q, qd)
     M, K = linearize(robot, q)
     if joints == "locked":
-        sl = robot.flex_index
+        sl = slice(robot.n_joints, robot.nq)  # flexible and motor coordinates
         M, K = M[sl, sl], K[sl, sl]
     elif joints != "free":
         raise ValueError("joints: use 'free' or 'locked'")
