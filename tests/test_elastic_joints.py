@@ -267,3 +267,63 @@ def test_model_based_laws_and_prescribed_motion_are_refused_in_one_line():
         assert "\n" not in str(info.value)
     with pytest.raises(ValueError, match=r"prescribed: prescribed joint motion is not supported with elastic"):
         fm.simulate(robot, 0.1, prescribed=traj, progress=False)
+
+
+TWO_JOINT_URDF = """<?xml version="1.0"?>
+<robot name="geared">
+  <link name="base"/>
+  <link name="upper"><inertial><origin xyz="0.2 0 0"/><mass value="1.5"/>
+    <inertia ixx="0.001" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="fore"><inertial><origin xyz="0.15 0 0"/><mass value="0.8"/>
+    <inertia ixx="0.001" iyy="0.004" izz="0.004" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="tool"/>
+  <joint name="shoulder" type="revolute"><parent link="base"/><child link="upper"/>
+    <axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="10" velocity="1"/></joint>
+  <joint name="elbow" type="continuous"><parent link="upper"/><child link="fore"/>
+    <origin xyz="0.4 0 0"/><axis xyz="0 0 1"/></joint>
+  <joint name="tool_joint" type="fixed"><parent link="fore"/><child link="tool"/><origin xyz="0.3 0 0"/></joint>
+  {transmissions}
+</robot>
+"""
+NEW_SYNTAX = """<transmission name="t_elbow"><type>transmission_interface/SimpleTransmission</type>
+    <joint name="elbow"><hardwareInterface>hardware_interface/EffortJointInterface</hardwareInterface></joint>
+    <actuator name="m_elbow"><mechanicalReduction>{n}</mechanicalReduction></actuator></transmission>"""
+OLD_SYNTAX = """<transmission name="t_shoulder" type="pr2_mechanism_model/SimpleTransmission">
+    <joint name="{joint}"/><actuator name="m_shoulder"/><mechanicalReduction>{n}</mechanicalReduction></transmission>"""
+
+
+def _urdf(tmp_path, transmissions, name="geared"):
+    path = tmp_path / f"{name}.urdf"
+    path.write_text(TWO_JOINT_URDF.replace("{transmissions}", transmissions))
+    return path
+
+
+def test_urdf_transmissions_give_gear_ratios_and_an_overlay_the_rotor_and_spring(tmp_path):
+    path = _urdf(tmp_path, NEW_SYNTAX.format(n=80) + OLD_SYNTAX.format(joint="shoulder", n=-50))
+    robot = fm.load(path)
+    assert [link.drive.gear_ratio for link in robot.links] == [-50.0, 80.0]
+    plain = fm.load(_urdf(tmp_path, "", "plain"))
+    q = np.array([0.3, -0.7])
+    np.testing.assert_allclose(robot.mass_matrix(q), plain.mass_matrix(q), rtol=0, atol=0)  # no rotor yet
+    overlay = {"links": {"upper": {"drive": {"rotor_inertia": 2e-5}},
+                         "fore": {"drive": {"rotor_inertia": 3e-5, "stiffness": 600.0, "damping": 0.1}}}}
+    geared = fm.load(path, overlay=overlay)
+    assert geared.links[1].drive == fm.Drive(gear_ratio=80.0, rotor_inertia=3e-5, stiffness=600.0, damping=0.1)
+    assert geared.coordinate_names[-1] == "q2_motor" and geared.nq == 3
+    expected = np.zeros((3, 3))
+    expected[:2, :2] = plain.mass_matrix(q)
+    expected[0, 0] += 50.0 ** 2 * 2e-5
+    expected[2, 2] = 80.0 ** 2 * 3e-5
+    np.testing.assert_allclose(geared.mass_matrix(np.r_[q, 0.1]), expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("transmission, message", [
+    (OLD_SYNTAX.format(joint="tool_joint", n=10), r"drives joint 'tool_joint', a fixed joint that does not move"),
+    (OLD_SYNTAX.format(joint="wrist", n=10), r"names joint 'wrist', which the URDF does not have"),
+    (OLD_SYNTAX.format(joint="shoulder", n="ten"), r"mechanicalReduction: expected a number"),
+    (OLD_SYNTAX.format(joint="shoulder", n=0), r"mechanicalReduction: gear_ratio: must be a non-zero number"),
+])
+def test_bad_transmissions_are_one_line(tmp_path, transmission, message):
+    with pytest.raises(fm.ModelError, match=message) as info:
+        fm.load(_urdf(tmp_path, transmission))
+    assert "\n" not in str(info.value)
