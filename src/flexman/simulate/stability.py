@@ -212,7 +212,8 @@ def plant_step_check(robot, dt, locked=False) -> dict:
     generalized-alpha. Used for prescribed motion and when the loop holds Python functions
     (never called outside their run)."""
     dt = float(dt)
-    h = largest_stable_step(robot, locked) if hasattr(robot, "derived") and (getattr(robot, "nf", 0) or getattr(robot, "n_motors", 0)) else np.inf
+    springs = getattr(robot, "nf", 0) + getattr(robot, "n_motors", 0)  # beams and elastic joints
+    h = largest_stable_step(robot, locked) if hasattr(robot, "derived") and springs else np.inf
     out = {"rk4_limit": None if not np.isfinite(h) else float(h), "plant_limit": None if not np.isfinite(h) else float(h)}
     seen = ("the plant's modes with the joints held" if locked else
             "the plant's modes; a Python controller or torque function is not linearized, its own poles are not seen")
