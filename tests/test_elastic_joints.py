@@ -309,7 +309,7 @@ def test_urdf_transmissions_give_gear_ratios_and_an_overlay_the_rotor_and_spring
                          "fore": {"drive": {"rotor_inertia": 3e-5, "stiffness": 600.0, "damping": 0.1}}}}
     geared = fm.load(path, overlay=overlay)
     assert geared.links[1].drive == fm.Drive(gear_ratio=80.0, rotor_inertia=3e-5, stiffness=600.0, damping=0.1)
-    assert geared.coordinate_names[-1] == "q2_motor" and geared.nq == 3
+    assert geared.coordinate_names[-1] == "elbow_motor" and geared.nq == 3  # (a URDF joint names its coordinate)
     expected = np.zeros((3, 3))
     expected[:2, :2] = plain.mass_matrix(q)
     expected[0, 0] += 50.0 ** 2 * 2e-5

@@ -33,7 +33,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import cbuild
+from . import cbuild, workdir
 
 FORMAT = 8  # bump when the generated code or the manifest changes meaning (8: mass matrix by composite bodies)
 DYNAMICS_FREE = ("name", "description", "source", "controller")  # model-file fields the equations ignore
@@ -77,8 +77,9 @@ def structure(robot) -> dict:
     return data
 
 
-def model_key(robot, formulation="newton_euler", flags=None, extension=True) -> tuple:
-    """(cache key, parameter values {name: value}) of ``robot``'s compiled model."""
+def model_key(robot, formulation="newton_euler", flags=None, extension=True, derivatives=False) -> tuple:
+    """(cache key, parameter values {name: value}) of ``robot``'s compiled model (``derivatives``:
+    the variant that also holds the partial derivatives, an entry of its own)."""
     from ..version import __version__
     from ..symbolic.params import parameter_values
 
@@ -86,7 +87,8 @@ def model_key(robot, formulation="newton_euler", flags=None, extension=True) -> 
     cmd, suffix, tag = cbuild.compile_command(flags, extension)
     text = json.dumps({"format": FORMAT, "flexman": __version__, "formulation": formulation,
                        "structure": structure(robot), "parameters": list(values),
-                       "compiler": cmd, "suffix": suffix, "tag": tag}, sort_keys=True)
+                       "compiler": cmd, "suffix": suffix, "tag": tag}
+                      | ({"derivatives": True} if derivatives else {}), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32], values
 
 
@@ -96,12 +98,13 @@ def models_dir() -> Path:
     return path
 
 
-def compiled_model(robot, formulation="newton_euler", flags=None, extension=None, progress=None):
+def compiled_model(robot, formulation="newton_euler", flags=None, extension=None, progress=None, derivatives=False):
     """A CompiledModel of ``robot`` (C; its parameter vector set to ``robot``'s values), from
     this process's memory, the disk cache, or built now (derive with symbolic parameters,
     generate, compile). ``extension``: also the CPython single-call fast path (default: unless
     ``FLEXMAN_NO_EXT=1``; falls back to ctypes when it cannot be built). ``progress``: a
-    callable(str) told about a build (e.g. to print one line). Raises NotCompilable,
+    callable(str) told about a build (e.g. to print one line). ``derivatives``: the entry whose
+    code also has the partial derivatives (``codegen.PARTIALS``). Raises NotCompilable,
     RuntimeError (no compiler, compiler failure)."""
     from . import CompiledModel
 
@@ -111,21 +114,21 @@ def compiled_model(robot, formulation="newton_euler", flags=None, extension=None
         extension = os.environ.get("FLEXMAN_NO_EXT", "") in ("", "0")
     if extension:
         try:
-            key, values = model_key(robot, formulation, flags, True)
+            key, values = model_key(robot, formulation, flags, True, derivatives)
         except RuntimeError:  # no Python or NumPy headers: ctypes only
             extension = False
     if not extension:
-        key, values = model_key(robot, formulation, flags, False)
+        key, values = model_key(robot, formulation, flags, False, derivatives)
     entry = _loaded.get(key)
     if entry is None:
         try:
-            entry = _load_or_build(key, robot, formulation, flags, extension, progress)
+            entry = _load_or_build(key, robot, formulation, flags, extension, progress, derivatives)
         except (RuntimeError, ImportError):
             if not extension:
                 raise
             # the extension did not build or load: the plain library (ctypes) still serves
-            key, values = model_key(robot, formulation, flags, False)
-            entry = _loaded.get(key) or _load_or_build(key, robot, formulation, flags, False, progress)
+            key, values = model_key(robot, formulation, flags, False, derivatives)
+            entry = _loaded.get(key) or _load_or_build(key, robot, formulation, flags, False, progress, derivatives)
         _loaded[key] = entry
     layout, names, funcs, module = entry
     if names != list(values):  # cannot happen with equal keys; guards the key's definition
@@ -140,7 +143,7 @@ def _size_built(nq) -> bool:
             or any(e.nq == nq for e in entries()))
 
 
-def existing_model(robot, formulation="newton_euler"):
+def existing_model(robot, formulation="newton_euler", derivatives=False):
     """The CompiledModel of ``robot`` when it is built already (loaded by this process or in the
     disk cache), else None. Never compiles: for callers that use compiled code only when it is
     there (controllers, ``backend="auto"`` weighing a build against a run)."""
@@ -155,12 +158,12 @@ def existing_model(robot, formulation="newton_euler"):
     kinds = (True, False) if os.environ.get("FLEXMAN_NO_EXT", "") in ("", "0") else (False,)
     for extension in kinds:
         try:
-            key, _ = model_key(robot, formulation, None, extension)
+            key, _ = model_key(robot, formulation, None, extension, derivatives)
         except RuntimeError:  # no headers for the extension
             continue
         if key in _loaded or _read_entry(key) is not None:
             try:
-                return compiled_model(robot, formulation, extension=extension)
+                return compiled_model(robot, formulation, extension=extension, derivatives=derivatives)
             except (RuntimeError, ImportError, OSError):
                 return None
     return None
@@ -190,7 +193,7 @@ def _read_entry(key):
     return data, lib
 
 
-def _load_or_build(key, robot, formulation, flags, extension, progress):
+def _load_or_build(key, robot, formulation, flags, extension, progress, derivatives=False):
     found = _read_entry(key)
     if found is not None:
         try:
@@ -201,7 +204,7 @@ def _load_or_build(key, robot, formulation, flags, extension, progress):
     with cbuild.locked(lib):
         found = _read_entry(key)  # built by another process while we waited?
         if found is None:
-            _build(key, robot, formulation, flags, extension, progress)
+            _build(key, robot, formulation, flags, extension, progress, derivatives)
             found = _read_entry(key)
             if found is None:
                 raise RuntimeError(f"model cache: entry {key} unreadable right after building it")
@@ -222,7 +225,7 @@ def _load(found):
     return data["layout"], data["parameters"], ctypes_functions(library, data["layout"]), module
 
 
-def _build(key, robot, formulation, flags, extension, progress):
+def _build(key, robot, formulation, flags, extension, progress, derivatives=False):
     """Derive, generate and compile the entry ``key``; write library, then manifest."""
     from ..version import __version__
     from . import WHATS, c_source, calling_layout, pyext
@@ -232,23 +235,20 @@ def _build(key, robot, formulation, flags, extension, progress):
     if progress:
         progress(f"flexman: compiling the model of '{robot.name}' ({robot.nq} coordinates; once, then cached)")
     eom = derive(robot, formulation=formulation, parameters="symbolic", external=False)
-    layout = calling_layout(eom)
+    layout = calling_layout(eom, derivatives)
     t_derive = time.perf_counter() - start
     units = []  # parts of split large functions: compiled in parallel
-    source = c_source(eom, units=units)
+    source = c_source(eom, units=units, derivatives=derivatives)
     module = None
     lib_path, manifest = _paths(key)
-    import tempfile
-
-    with tempfile.TemporaryDirectory(dir=models_dir()) as tmp:
-        tmp = Path(tmp)
+    with workdir.work_folder(models_dir()) as tmp:
         text = source
         cmd, suffix, _ = cbuild.compile_command(flags, extension)
         native = cbuild.NATIVE in cmd
         cmd = cbuild.buildable(cmd)  # what runs: without -march=native where the compiler refuses it
         if extension:
             module = f"fm_model_{key[:16]}"
-            text = pyext.source(source, {w: eom.program(w) for w in WHATS}, module, eom.param_values.values())
+            text = pyext.source(source, {w: eom.program(w) for w in WHATS}, module, eom.param_values.values(), layout)
         src = tmp / "model.c"
         src.write_text(text)
         files = [src]
@@ -355,7 +355,7 @@ def prune(max_bytes=None, older_than_s=None, dry_run=False) -> Removal:
         else:
             out.skipped.append(entry)
     if not dry_run:
-        out.strays = _remove_strays(now)
+        out.strays = _remove_strays(now) + workdir.sweep(models_dir()) + workdir.sweep(cbuild.cache_dir())
     return out
 
 

@@ -194,10 +194,12 @@ static PyObject *fm_bind(PyObject *module, PyObject *args)
 """
 
 
-def source(model_source, programs, module, param_values=()) -> str:
+def source(model_source, programs, module, param_values=(), layout=None) -> str:
     """Extension source: ``model_source`` (the fm_<what> C functions) + module ``module``.
 
-    ``programs`` maps each exported name (``inverse_dynamics``, ...) to its Program.
+    ``programs`` maps each exported name (``inverse_dynamics``, ...) to its Program. ``layout``
+    (a ``calling_layout`` with derivatives) adds the partial derivatives (``codegen.PARTIALS``),
+    their several outputs written one after the other into one flat array.
     """
     pv = list(param_values)
     parts = ["#define PY_SSIZE_T_CLEAN\n#include <Python.h>\n#include <stdio.h>\n#include <string.h>\n"
@@ -207,15 +209,24 @@ def source(model_source, programs, module, param_values=()) -> str:
              f"static const npy_intp fm_np[1] = {{{len(pv)}}};\n",
              RUNTIME]
     methods, bound = [], []
+    specs = []  # (name, [(input, size)], takes p, [output offsets], output shape, doc of the output)
     for w, prog in programs.items():
-        ins = [g for g in prog.inputs if prog.inputs[g] and g != "p"]
-        has_p = bool(prog.inputs.get("p"))
         (og, (oshape, _)), = prog.outputs.items()
-        oshape = tuple(int(s) for s in oshape)
+        specs.append((w, [(g, len(prog.inputs[g])) for g in prog.inputs if prog.inputs[g] and g != "p"],
+                      bool(prog.inputs.get("p")), [0], tuple(int(s) for s in oshape), og, prog.doc.get(og, "")))
+    for w, lay in (layout or {}).items():
+        if "out_shapes" in lay:
+            sizes = [int(a) * int(b) for a, b in lay["out_shapes"]]
+            offsets = [sum(sizes[:k]) for k in range(len(sizes))]
+            specs.append((w, [(g, k) for g, k in lay["inputs"] if g != "p"], any(g == "p" for g, _ in lay["inputs"]),
+                          offsets, (sum(sizes),), "partials", "the partial derivatives one after the other"))
+    for w, ins_sizes, has_p, offsets, oshape, og, odoc in specs:
+        ins = [g for g, _ in ins_sizes]
         sig = "(" + ", ".join(ins) + "[, out[, p]])"
-        call = ", ".join([f"in[{k}]" for k in range(len(ins))] + (["p"] if has_p else []) + ["out"])
+        call = ", ".join([f"in[{k}]" for k in range(len(ins))] + (["p"] if has_p else [])
+                         + [f"out + {o}" if o else "out" for o in offsets])
         names = ", ".join(f'"{g}"' for g in ins)
-        sizes = ", ".join(str(len(prog.inputs[g])) for g in ins)
+        sizes = ", ".join(str(k) for _, k in ins_sizes)
         dims = ", ".join(str(s) for s in oshape) or "1"
         parts.append(f"""
 static void fm_kernel_{w}(double *const *in, const double *p, double *out)
@@ -238,7 +249,7 @@ static PyObject *fm_bound_{w}(PyObject *self, PyObject *const *args, Py_ssize_t 
     return fm_bound(&fm_spec_{w}, self, args, nargs, kwnames);
 }}
 """)
-        text = f"-> {og} {oshape}: {prog.doc.get(og, '')}".replace('"', "'")
+        text = f"-> {og} {oshape}: {odoc}".replace('"', "'")
         methods.append((w, f"{w}{sig} {text}"))
         bound.append((w, f"{w}({', '.join(ins)}, out=None) {text} (one float64 state in C, else the general path)"))
     table = "".join(f'    {{"{w}", (PyCFunction)(void (*)(void))fm_py_{w}, METH_FASTCALL, "{doc}"}},\n'

@@ -3,7 +3,6 @@ source of the compiled library and the files :func:`export` writes (C, Fortran, 
 MATLAB, Julia). The functions themselves come from :mod:`.emit`."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from ..model import names
@@ -32,17 +31,17 @@ def header(eom, cm, what):
     return "\n".join(f"{cm} {l}".rstrip() for l in lines) + "\n"
 
 
-def c_source(eom, what=WHATS, prefix="fm", batch=True, units=None, derivatives=None) -> str:
+def c_source(eom, what=WHATS, prefix="fm", batch=True, units=None, derivatives=False) -> str:
     """C source of the model's functions; ``units``: a list that receives the parts of split
     large functions as translation units of their own (see ``emit.c_split_source``).
     ``derivatives`` adds ``<prefix>_inverse_dynamics_derivatives[_batch]`` (d tau / d q,
-    d tau / d qd). Off by default (None: ``FLEXMAN_DERIVATIVES=1`` turns it on): the program is
-    4-5 times the inverse dynamics and nothing in the compiled loop calls it yet."""
+    d tau / d qd) and, with M and b, ``<prefix>_forward_dynamics_derivatives[_batch]``
+    (:func:`c_forward_derivatives`). Off by default: the program is 4-5 times the inverse
+    dynamics, so models carry it only when asked (``compiled_model(..., derivatives=True)``)."""
     what = tuple(what)
-    if derivatives is None:
-        derivatives = batch and "inverse_dynamics" in what and os.environ.get("FLEXMAN_DERIVATIVES") == "1"
     if derivatives and "inverse_dynamics_derivatives" not in what:
         what += ("inverse_dynamics_derivatives",)
+    forward_partials = derivatives and {"mass_matrix", "bias_forces"} <= set(what)
     parts = [header(eom, "//", what), "#include <math.h>\n#include <stdlib.h>\n"]
     # a large forward dynamics calls M and b (when they come before it) and solves in a loop
     before_fd = set(what[:what.index("forward_dynamics")]) if "forward_dynamics" in what else set()
@@ -56,7 +55,90 @@ def c_source(eom, what=WHATS, prefix="fm", batch=True, units=None, derivatives=N
             parts.append(emit.function_source("c", prog, f"{prefix}_{w}"))
         if batch:
             parts.append(emit.c_batch_source(prog, f"{prefix}_{w}"))
+    if forward_partials:
+        parts.append(c_forward_derivatives(eom, prefix, batch))
     return "\n".join(parts)
+
+
+def _takes_p(eom, what):
+    return bool(eom.program(what).inputs.get("p"))
+
+
+def c_forward_derivatives(eom, prefix="fm", batch=True) -> str:
+    """``<prefix>_forward_dynamics_derivatives(q, qd, tau[, p], dq, dqd, dtau)``: the partials of
+    qdd = FD(q, qd, tau) from M, b and the inverse dynamics' partials (defined before it):
+    qdd solves M qdd = S tau - b; then M X = -[dID/dq, dID/dqd] and M X = S, with one LDL^T
+    factorisation of M (``flexman.dynamics.derivatives`` writes the same identity in NumPy).
+    All matrices row-major, ``dq[i*nq + j] = d qdd_i / d q_j``, ``dtau`` nq x n_joints."""
+    nq, nj = eom.nq, eom.n_joints
+    has_p = any(_takes_p(eom, w) for w in ("mass_matrix", "bias_forces", "inverse_dynamics_derivatives"))
+    arg = lambda w: ", p" if _takes_p(eom, w) else ""
+    sig = "const double *q, const double *qd, const double *tau" + (", const double *p" if has_p else "")
+    outs = "double *dq, double *dqd, double *dtau"
+    small = nq * nq <= 4096  # large models: M and the scratch vectors on the heap
+    alloc = (f"double M[{nq * nq}], qdd[{nq}], x[{nq}];" if small else
+             f"double *M = (double *)malloc({nq * (nq + 2)} * sizeof(double)), *qdd = M + {nq * nq}, *x = qdd + {nq};")
+    text = f"""
+/* LDL^T of a symmetric positive definite n x n matrix (row-major, in place: L below the
+   diagonal, D on it), and the solution of A x = y with those factors (x holds y on entry). */
+static void fm_partials_factor(int n, double *A)
+{{
+    for (int j = 0; j < n; ++j) {{
+        double d = A[j * n + j];
+        for (int k = 0; k < j; ++k) d -= A[j * n + k] * A[j * n + k] * A[k * n + k];
+        A[j * n + j] = d;
+        for (int i = j + 1; i < n; ++i) {{
+            double s = A[i * n + j];
+            for (int k = 0; k < j; ++k) s -= A[i * n + k] * A[j * n + k] * A[k * n + k];
+            A[i * n + j] = s / d;
+        }}
+    }}
+}}
+
+static void fm_partials_solve(int n, const double *A, double *x)
+{{
+    for (int i = 0; i < n; ++i)
+        for (int k = 0; k < i; ++k) x[i] -= A[i * n + k] * x[k];
+    for (int i = 0; i < n; ++i) x[i] /= A[i * n + i];
+    for (int i = n - 1; i >= 0; --i)
+        for (int k = i + 1; k < n; ++k) x[i] -= A[k * n + i] * x[k];
+}}
+
+void {prefix}_forward_dynamics_derivatives({sig}, {outs})
+{{
+    {alloc}
+    {prefix}_mass_matrix(q{arg("mass_matrix")}, M);
+    {prefix}_bias_forces(q, qd{arg("bias_forces")}, qdd);
+    fm_partials_factor({nq}, M);
+    for (int i = 0; i < {nq}; ++i) qdd[i] = (i < {nj} ? tau[i] : 0.0) - qdd[i];
+    fm_partials_solve({nq}, M, qdd);
+    {prefix}_inverse_dynamics_derivatives(q, qd, qdd{arg("inverse_dynamics_derivatives")}, dq, dqd);
+    for (int j = 0; j < {nq}; ++j) {{
+        for (int i = 0; i < {nq}; ++i) x[i] = -dq[i * {nq} + j];
+        fm_partials_solve({nq}, M, x);
+        for (int i = 0; i < {nq}; ++i) dq[i * {nq} + j] = x[i];
+        for (int i = 0; i < {nq}; ++i) x[i] = -dqd[i * {nq} + j];
+        fm_partials_solve({nq}, M, x);
+        for (int i = 0; i < {nq}; ++i) dqd[i * {nq} + j] = x[i];
+    }}
+    for (int j = 0; j < {nj}; ++j) {{
+        for (int i = 0; i < {nq}; ++i) x[i] = (i == j);
+        fm_partials_solve({nq}, M, x);
+        for (int i = 0; i < {nq}; ++i) dtau[i * {nj} + j] = x[i];
+    }}{"" if small else chr(10) + "    free(M);"}
+}}
+"""
+    if batch:
+        p_call = ", p" if has_p else ""
+        text += f"""
+void {prefix}_forward_dynamics_derivatives_batch(long n, {sig}, {outs})
+{{
+    for (long i = 0; i < n; ++i)
+        {prefix}_forward_dynamics_derivatives(q + i*{nq}, qd + i*{nq}, tau + i*{nj}{p_call},
+            dq + i*{nq * nq}, dqd + i*{nq * nq}, dtau + i*{nq * nj});
+}}
+"""
+    return text
 
 
 def ident(name):

@@ -277,27 +277,21 @@ class Decoupling(Controller):
         return self.saturate((M_eq @ u[..., None])[..., 0] + b_eq)
 
 
-def closed_loop_linearization(robot, q_star, eps=1e-6):
+def closed_loop_linearization(robot, q_star):
     """(A, B) of the decoupled closed loop (35)-(36) linearized at rest at ``q_star``.
 
     State ``dx = (e, q_f, e', qd_f)``, input u: ``e'' = u``, ``M_ff qdd_f = -M_fr u - K dq - D dqd``
-    where K = d b_f/d q and D = d b_f/d qd at rest (stiffness, gravity and damping), taken by
-    central differences of ``robot.bias_forces``. The static value b_f(q_star, 0) (a deflection
-    under gravity) is not compensated: 004 linearizes a gravity-free arm about q_f = 0.
+    where K = d b_f/d q and D = d b_f/d qd at rest (stiffness, gravity and damping): the flexible
+    rows of the inverse dynamics' partial derivatives (``robot.inverse_dynamics_derivatives``,
+    exact). The static value b_f(q_star, 0) (a deflection under gravity) is not compensated: 004
+    linearizes a gravity-free arm about q_f = 0.
     """
     nq, n = robot.nq, robot.n_joints
     r, f = robot.joint_index, robot.flex_index
     q_star = np.asarray(q_star, dtype=float)
-    M = robot.mass_matrix(q_star)
-    steps = eps * np.eye(nq)
-    zero = np.zeros((2 * nq, nq))
-    qs = np.concatenate([q_star + steps, q_star - steps])
-    qds = np.concatenate([steps, -steps])
-    Kb = robot.bias_forces(qs, zero)[..., f]
-    K = (Kb[:nq] - Kb[nq:]).T / (2 * eps)  # (nf, nq): rows b_f, columns q = (q_r, q_f)
-    q_rep = np.broadcast_to(q_star, (2 * nq, nq))
-    Db = robot.bias_forces(q_rep, qds)[..., f]
-    D = (Db[:nq] - Db[nq:]).T / (2 * eps)
+    rest = np.zeros(nq)
+    d = robot.inverse_dynamics_derivatives(q_star, rest, rest)
+    M, K, D = d.dqdd, d.dq[f], d.dqd[f]
     m = nq
     A = np.zeros((2 * m, 2 * m))
     B = np.zeros((2 * m, n))
@@ -375,17 +369,26 @@ def from_spec(robot, spec):
 from .tracking import PlanTracking  # noqa: E402,F401  (after the classes it builds on)
 
 SHAPING = ("Shaper", "robustness", "shaper")
+#: the lab bench, imported on first use: sensors, estimators, sampled control
+LAB = {"Sensors": "sensors", "Encoder": "sensors", "StrainGauge": "sensors", "JointTorque": "sensors",
+       "ToolPosition": "sensors", "Accelerometer": "sensors", "Gyroscope": "sensors",
+       "KalmanFilter": "estimation", "ExtendedKalmanFilter": "estimation", "simulate_sampled": "sampled", "lqg": "sampled"}
 
 
 def __getattr__(name):
-    """The input shapers (:mod:`.shaping`), imported on first use: they need SciPy's solvers and
-    the analyses, which a simulation under a built-in controller does not (its start-up time)."""
+    """The input shapers (:mod:`.shaping`) and the lab bench (:mod:`.sensors`, :mod:`.estimation`,
+    :mod:`.sampled`), imported on first use: they need SciPy's solvers and the analyses, which a
+    simulation under a built-in controller does not (its start-up time)."""
     if name in SHAPING:
         from . import shaping
 
         return getattr(shaping, name)
+    if name in LAB:
+        import importlib
+
+        return getattr(importlib.import_module(f".{LAB[name]}", __name__), name)
     raise AttributeError(name)
 
 
 __all__ = ["Controller", "PID", "ComputedTorque", "Decoupling", "PlanTracking", "closed_loop_linearization", "lqr_gain",
-           "from_spec", "trajectory_from_spec", "model_terms", "Shaper", "shaper", "robustness"]
+           "from_spec", "trajectory_from_spec", "model_terms", "Shaper", "shaper", "robustness", *LAB]

@@ -273,6 +273,8 @@ def sign(x):
             el = arr[idx]
             out[idx] = el.sign() if hasattr(el, "sign") else symengine.sign(el)
         return out if arr.shape else out[()]
+    if np.iscomplexobj(x):  # complex-step derivatives: sign is flat, its derivative 0 (not z / |z|)
+        return np.sign(np.real(x))
     return np.sign(x)
 
 
