@@ -126,13 +126,15 @@ def frequencies_about_motion(robot, q, qd):
 
 def padded(robot, q, name="q"):
     """``q`` with the flexible coordinates appended as zeros when it gives the joints only
-    (n_joints values, or (..., n_joints)); nq values (or None) as given."""
-    if q is None or robot.nf == 0:
+    (n_joints values, or (..., n_joints)), and the motors of elastic joints at their joints'
+    values (springs relaxed); nq values (or None) as given."""
+    if q is None or robot.nf + robot.n_motors == 0:
         return q
     arr = np.asarray(q)
     if arr.ndim >= 1 and arr.shape[-1] == robot.n_joints and arr.dtype.kind in "iuf":
         out = np.zeros(arr.shape[:-1] + (robot.nq,))
         out[..., robot.joint_index] = arr
+        out[..., robot.motor_index] = arr[..., list(robot.motor_links)]
         return out
     return q
 
