@@ -76,9 +76,22 @@ def _geared(tmp):
     return robot_from_dict(data)
 
 
+def _elastic(tmp):
+    """The flexible three-link arm with elastic joints (issue 36): a motor coordinate behind a
+    spring (and a damper on the second) at the first two joints, a rigid drive at the third."""
+    from flexman.model.serialize import robot_from_dict, robot_to_dict
+
+    data = robot_to_dict(fm.examples.load("flx_three_link"))
+    data["links"][0]["drive"] = {"gear_ratio": 100.0, "rotor_inertia": 3e-5, "stiffness": 800.0, "viscous": 1e-4}
+    data["links"][1]["drive"] = {"gear_ratio": -60.0, "rotor_inertia": 5e-5, "stiffness": 300.0, "damping": 0.5}
+    data["links"][2]["drive"] = {"gear_ratio": 40.0, "rotor_inertia": 2e-5}
+    return robot_from_dict(data)
+
+
 ROBOTS = {
     "rigid_serial": lambda tmp: fm.examples.load("dynaman_2r"),
     "geared_drives": _geared,
+    "elastic_joints": _elastic,
     "flexible_serial": lambda tmp: fm.examples.load("flx_three_link"),
     "flexible_tree": _tree,
     "mimic_tree": _mimic,

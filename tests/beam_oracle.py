@@ -68,6 +68,15 @@ def frequencies(links, free, root_inertia=0.0, gravity=0.0, modes=None, elements
     EI)], joined end to end; ``free[i]``: joint i (at link i's root) turns in this plane freely
     (else locked, the slope continuous); ``root_inertia`` about the first joint. Each link's
     deflection on ``modes`` clamped-free modes or ``elements`` Hermite elements."""
+    M, K = matrices(links, free, root_inertia, gravity, modes, elements)
+    w2 = eigh(K, M, eigvals_only=True)
+    rigid = 0 if gravity else sum(free)  # each free joint without gravity: a rigid motion at zero frequency
+    return np.sqrt(w2[rigid:])
+
+
+def matrices(links, free, root_inertia=0.0, gravity=0.0, modes=None, elements=None):
+    """(M, K) of :func:`frequencies`' linear model: the free joints' angles first, then each
+    link's deflection coordinates."""
     bases = [_modes(L, modes) if modes else _elements(L, elements) for L, _, _ in links]
     nq = sum(free)
     sizes = [len(b[2]) for b in bases]
@@ -104,6 +113,4 @@ def frequencies(links, free, root_inertia=0.0, gravity=0.0, modes=None, elements
         slope = b.copy()
         slope[off:off + size] += basis[3]
         a, b, off = tip, slope, off + size
-    w2 = eigh(K, M, eigvals_only=True)
-    rigid = 0 if gravity else nq  # each free joint without gravity: a rigid motion at zero frequency
-    return np.sqrt(w2[rigid:])
+    return M, K

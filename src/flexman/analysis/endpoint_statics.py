@@ -1,7 +1,8 @@
 """Statics of a flexible arm under gravity and an endpoint wrench (001 sec. 3.4, re-derived).
 
 For joint positions ``q_r`` held by the motors, the flexible coordinates settle where the total
-potential is stationary,
+potential is stationary (an elastic joint's motor stands at ``q_r + tau / k``, its spring
+carrying the joint torque),
 
     Pi(q) = 1/2 q_f^T K q_f  -  g . (sum of first moments int r dm)  -  f . r_P(q),
 
@@ -391,6 +392,8 @@ def statics(robot, q_r, wrench=None, point=None, order=2, gauges=None, link=None
     for j, (link, x) in enumerate(sites):
         kappa[:, j] = curvature(robot, q, link, x)
     tau = grad[:, robot.joint_index]
+    for k, i in enumerate(robot.motor_links):  # an elastic joint's motor winds its spring up by tau / k
+        q[:, robot.motor_index.start + k] = q[:, i] + tau[:, i] / robot.links[i].drive.stiffness
     unflat = lambda a: a.reshape(shape + a.shape[1:])
     return StaticsResult(
         order=order, q=unflat(q), q_f=unflat(q[:, F]), torques=unflat(tau),

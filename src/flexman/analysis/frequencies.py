@@ -126,13 +126,15 @@ def frequencies_about_motion(robot, q, qd):
 
 def padded(robot, q, name="q"):
     """``q`` with the flexible coordinates appended as zeros when it gives the joints only
-    (n_joints values, or (..., n_joints)); nq values (or None) as given."""
-    if q is None or robot.nf == 0:
+    (n_joints values, or (..., n_joints)), and the motors of elastic joints at their joints'
+    values (springs relaxed); nq values (or None) as given."""
+    if q is None or robot.nf + robot.n_motors == 0:
         return q
     arr = np.asarray(q)
     if arr.ndim >= 1 and arr.shape[-1] == robot.n_joints and arr.dtype.kind in "iuf":
         out = np.zeros(arr.shape[:-1] + (robot.nq,))
         out[..., robot.joint_index] = arr
+        out[..., robot.motor_index] = arr[..., list(robot.motor_links)]
         return out
     return q
 
@@ -142,7 +144,7 @@ def natural_frequencies(robot, q=None, joints="free", qd=None):
     ``qd`` about a steady motion (see :func:`frequencies_about_motion`; joints then held).
 
     joints="free": joints unactuated (the free system); joints="locked": joint coordinates
-    held, only the flexible coordinates vibrate. Modes that are unstable in the linearization
+    held, only the flexible coordinates and the motors of elastic joints vibrate. Modes that are unstable in the linearization
     (an arm above its joint) have no frequency and are reported as 0.
 
     ``q`` may give every coordinate (nq values) or the joints only (n_joints values: the flexible
@@ -163,7 +165,7 @@ def natural_frequencies(robot, q=None, joints="free", qd=None):
         return frequencies_about_motion(robot, q, qd)
     M, K = linearize(robot, q)
     if joints == "locked":
-        sl = robot.flex_index
+        sl = slice(robot.n_joints, robot.nq)  # flexible and motor coordinates
         M, K = M[sl, sl], K[sl, sl]
     elif joints != "free":
         raise ValueError("joints: use 'free' or 'locked'")

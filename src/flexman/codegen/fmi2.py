@@ -188,6 +188,7 @@ static void connect_law(Instance *m)
     m->plant.has_p = NP > 0;
     m->plant.p = m->v + VR_P;
     m->plant.p_law = NULL;
+    m->plant.act = ACT;
     m->control.kind = CONTROL;
     m->control.traj.kind = FM_TRAJ_INPUT;
     m->control.traj.n = NJ;

@@ -269,6 +269,11 @@ def model_source(eom, position, variables, guid, kinds, units, law=None) -> str:
                   f"static const int GAIN_SLOT[5] = {{{slots}}};  /* kp, ki, kd, gp, gv: row of Instance.gains */",
                   f"#define VR_REF {vr[joints[0] + '_ref']}",
                   f"#define VR_TAU_MAX {vr['tau_max1'] if law.tau_max is not None else -1}"]
+        if robot.n_motors:  # elastic joints: each joint torque acts on its motor coordinate
+            lines.append(f"static const int ACT_DATA[NJ] = {{{', '.join(str(c) for c in robot.actuated)}}};")
+            lines.append("#define ACT ACT_DATA")
+        else:
+            lines.append("#define ACT NULL")
         if law.g_lqr is not None:
             values = ", ".join(repr(float(x)) for x in law.g_lqr.ravel())
             lines.append(f"static const double G_LQR_DATA[{law.g_lqr.size}] = {{{values}}};  /* nj x 2 nq */")

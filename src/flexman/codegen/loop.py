@@ -60,6 +60,7 @@ typedef struct {
        [p,] dq, dqd, dtau) and fm_inverse_dynamics_derivatives_batch(n, q, qd, qdd, [p,] dq, dqd). */
     void *fd_partials, *id_partials;
     int has_p_partials;
+    const int *act;      /* the coordinate each joint torque acts on (an elastic joint's motor; NULL: the joint's) */
 } fm_plant;
 
 typedef void (*fm_fdp_p)(long, const double *, const double *, const double *, const double *, double *, double *,
@@ -405,7 +406,11 @@ int fm_closed_loop_rhs(const fm_plant *pl, const fm_control *c, double t, const 
     if (status) return status;
     for (int j = 0; j < nj; ++j) tau[j] = applied[j] + tau[j];
     if (!fm_finite(nj, tau)) return FM_TORQUE;
-    for (int i = 0; i < nq; ++i) qdd[i] = (i < nj ? tau[i] : 0.0) - b[i];
+    if (pl->act) {  /* elastic joints: S tau puts a joint's torque on its motor coordinate */
+        for (int i = 0; i < nq; ++i) qdd[i] = -b[i];
+        for (int j = 0; j < nj; ++j) qdd[pl->act[j]] += tau[j];
+    } else
+        for (int i = 0; i < nq; ++i) qdd[i] = (i < nj ? tau[i] : 0.0) - b[i];
     if (fm_ldl(nq, M)) return FM_SINGULAR;
     fm_ldl_apply(nq, M, qdd);
     memcpy(dx, qd, sizeof(double) * nq);
@@ -841,7 +846,7 @@ class Plant(ctypes.Structure):
     _fields_ = [("nq", ctypes.c_int), ("nj", ctypes.c_int), ("mass_matrix", ctypes.c_void_p),
                 ("bias_forces", ctypes.c_void_p), ("has_p", ctypes.c_int),
                 ("p", _P), ("p_law", _P), ("fd_partials", ctypes.c_void_p), ("id_partials", ctypes.c_void_p),
-                ("has_p_partials", ctypes.c_int)]
+                ("has_p_partials", ctypes.c_int), ("act", ctypes.POINTER(ctypes.c_int))]
 
 
 class Traj(ctypes.Structure):

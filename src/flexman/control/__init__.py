@@ -57,6 +57,17 @@ def _tau_max(value, n):
     return limit
 
 
+def _no_elastic_joints(robot, law: str) -> None:
+    """Refuse a model-based law on a robot with elastic joints: its torques would act on the
+    motor coordinates, which the law's joint rows leave out (PID reads the link-side angles and
+    works)."""
+    robot = getattr(robot, "robot", robot)  # (a compiled model: its robot)
+    if getattr(robot, "n_motors", 0):
+        names = ", ".join(robot.coordinate_names[i] for i in robot.motor_links)
+        raise ValueError(f"controller: {law} assumes the torques act on the joints, but joints {names} are elastic "
+                         "(a motor behind a spring); use PID, or a rigid transmission (no drive stiffness)")
+
+
 def model_terms(robot):
     """What evaluates M and b for a controller of ``robot``: the robot's compiled model when one
     is built already (this process or the disk cache; nothing is compiled here, and not under
@@ -185,6 +196,7 @@ class ComputedTorque(Controller):
     """
 
     def __init__(self, robot, traj, kp, kd, tau_max=None):
+        _no_elastic_joints(robot, "computed torque")
         self.robot, self.traj = robot, traj
         n = robot.n_joints
         _check_traj(traj, n)
@@ -219,6 +231,7 @@ class Decoupling(Controller):
     """
 
     def __init__(self, robot, traj, gp, gv, lqr_at=None, lqr_weights=None, tau_max=None):
+        _no_elastic_joints(robot, "the decoupling law")
         self.robot, self.traj, self.lqr_at = robot, traj, lqr_at
         n = robot.n_joints
         _check_traj(traj, n)

@@ -31,6 +31,12 @@ from . import lagrange4 as l4
 from .structure import numeric_model
 
 
+def _newton_euler(robot) -> bool:
+    """Whether the rigid-arm recursions (rnea, crba) apply: no flexible and no motor coordinates
+    (elastic joints' motors are added by the 4x4 recursion, :mod:`.motors`)."""
+    return robot.is_rigid and not robot.n_motors
+
+
 def _in_chunks(robot, fn, *arrays, composite=False):
     """``fn(*arrays)`` over the arrays' common batch, evaluated a chunk of states at a time so
     that the recursions' intermediates stay near ``limits.BATCH_BYTES`` however large the
@@ -44,7 +50,7 @@ def _in_chunks(robot, fn, *arrays, composite=False):
     n = math.prod(batch)
     if n <= 1:  # (a single state: no chunking to size, nothing to look up on the hot path)
         return fn(*arrays)
-    composite = composite and not robot.is_rigid and l4.composite_applies(numeric_model(robot))
+    composite = composite and not _newton_euler(robot) and l4.composite_applies(numeric_model(robot))
     size = limits.chunk_states(robot.nq, robot.n_joints, composite)
     if n <= size:
         return fn(*arrays)
@@ -120,7 +126,7 @@ def inverse_dynamics(robot, q, qd, qdd, f_ext=None):
                                                   _expand(G, c, qd=qdd), f_ext=f_ext))
 
     def one_chunk(q, qd, qdd):
-        if robot.is_rigid:
+        if _newton_euler(robot):
             out = rnea.inverse_dynamics(robot, q, qd, qdd)
         else:
             out = l4.inverse_dynamics(numeric_model(robot), q, qd, qdd)
@@ -136,7 +142,7 @@ def mass_matrix(robot, q):
     if (m := _mimic(robot)) is not None:
         G, c, full = m
         return _reduce_matrix(G, mass_matrix(full, _expand(G, c, q)))
-    if robot.is_rigid:
+    if _newton_euler(robot):
         return _in_chunks(robot, lambda q: crba.mass_matrix(robot, q), q)
     return _in_chunks(robot, lambda q: _flexible_mass_and_bias(robot, q, None)[0], q, composite=True)
 
@@ -147,7 +153,7 @@ def bias_forces(robot, q, qd):
     if (m := _mimic(robot)) is not None:
         G, c, full = m
         return _reduce_vector(G, bias_forces(full, _expand(G, c, q), _expand(G, c, qd=qd)))
-    if robot.is_rigid:
+    if _newton_euler(robot):
         return _in_chunks(robot, lambda q, qd: rnea.inverse_dynamics(robot, q, qd, None), q, qd)
     return _in_chunks(robot, lambda q, qd: l4.inverse_dynamics(
         numeric_model(robot), q, qd, np.zeros(np.broadcast_shapes(q.shape, qd.shape))), q, qd)
@@ -161,7 +167,7 @@ def mass_matrix_and_bias(robot, q, qd):
         G, c, full = m
         M, b = mass_matrix_and_bias(full, _expand(G, c, q), _expand(G, c, qd=qd))
         return _reduce_matrix(G, M), _reduce_vector(G, b)
-    if robot.is_rigid:
+    if _newton_euler(robot):
         return _in_chunks(robot, lambda q, qd: (crba.mass_matrix(robot, q), rnea.inverse_dynamics(robot, q, qd, None)), q, qd)
     return _in_chunks(robot, lambda q, qd: _flexible_mass_and_bias(robot, q, qd), q, qd, composite=True)
 
@@ -193,9 +199,10 @@ def _flexible_mass_and_bias(robot, q, qd):
 
 
 def selection(robot):
-    """S (nq x n_joints): joint torques act on the joint coordinates only."""
+    """S (nq x n_joints): each joint torque acts on its joint's coordinate, or on the motor
+    coordinate of an elastic joint (``robot.actuated``)."""
     S = np.zeros((robot.nq, robot.n_joints))
-    S[np.arange(robot.n_joints), np.arange(robot.n_joints)] = 1.0
+    S[list(robot.actuated), np.arange(robot.n_joints)] = 1.0
     return S
 
 
@@ -203,7 +210,7 @@ def generalized_force(robot, tau):
     """S tau for tau (..., n_joints)."""
     tau = inputs.joint_values(robot, tau)
     out = np.zeros(tau.shape[:-1] + (robot.nq,), dtype=np.result_type(tau, float))
-    out[..., : robot.n_joints] = tau
+    out[..., list(robot.actuated)] = tau
     return out
 
 

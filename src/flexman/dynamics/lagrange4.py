@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import dh, ops
+from . import dh, motors, ops
 from .beams import identity as _identity
 from .ops import transpose as _T
 
@@ -92,11 +92,12 @@ def inverse_dynamics(model, q, qd, qdd, gravity=True, elastic=True, friction=Tru
     # computed once; a sliding beam's field coefficients need equal shapes from the start.
     if any(lk.beam is not None and lk.beam.sliding for lk in model.links):
         q, qd, qdd = np.broadcast_arrays(q, qd, qdd)
-    return backward(model, forward(model, q, qd, qdd, gravity, second_order=None), qd, qdd, elastic, friction)
+    return backward(model, forward(model, q, qd, qdd, gravity, second_order=None), q, qd, qdd, elastic, friction)
 
 
-def backward(model, recs, qd, qdd, elastic=True, friction=True):
-    """The backward pass of :func:`inverse_dynamics` over the frames ``recs`` of :func:`forward`."""
+def backward(model, recs, q, qd, qdd, elastic=True, friction=True):
+    """The backward pass of :func:`inverse_dynamics` over the frames ``recs`` of :func:`forward`
+    (at ``q``, ``qd``, ``qdd``), elastic joints' motors added (:mod:`.motors`)."""
     n = len(model.links)
     children = model.children
     cols = [None] * model.nq
@@ -132,6 +133,7 @@ def backward(model, recs, qd, qdd, elastic=True, friction=True):
             tau = tau + lk.coulomb * np.sign(qd[..., i])
         cols[i] = tau
         G_hats[i] = G_hat
+    motors.add_forces(model, cols, q, qd, qdd, elastic, friction)
     return np.stack(np.broadcast_arrays(*cols), axis=-1)
 
 
@@ -146,7 +148,7 @@ def mass_and_bias(model, q, qd):
     q, qd = np.broadcast_arrays(ops.asarray(q), ops.asarray(qd))
     qdd = np.zeros_like(qd)
     recs = forward(model, q, qd, qdd, True, second_order=None)
-    return mass_matrix(model, q, recs), backward(model, recs, qd, qdd)
+    return mass_matrix(model, q, recs), backward(model, recs, q, qd, qdd)
 
 
 def composite_moments(model, recs, moments):
@@ -244,6 +246,8 @@ def mass_matrix(model, q, recs=None):
             c, i = i, links[i].parent
     for i, lk in enumerate(links):  # (a traced armature is a symbol: added, not tested)
         M[..., i, i] = M[..., i, i] + lk.armature
+    for m in model.motors:
+        M[..., m.index, m.index] = M[..., m.index, m.index] + m.inertia
     return M
 
 
@@ -259,7 +263,7 @@ def kinetic_energy(model, q, qd):
             total = total + lk.beam.kinetic(rec["Wh"], rec["Whd"], rec["p"], rec["pd"])
     for i, lk in enumerate(model.links):
         total = total + lk.armature * qd[..., i] ** 2
-    return 0.5 * total
+    return 0.5 * (total + motors.kinetic_energy(model, qd))
 
 
 def potential_energy(model, q):
@@ -273,7 +277,7 @@ def potential_energy(model, q):
         for i, lk in enumerate(model.links):
             if lk.beam is not None:
                 total = total + lk.beam.strain(lk.beam.local(q, zero, zero, i, lk.flex, lk.offset)[0])
-        return total
+        return total + motors.potential_energy(model, q)
     recs = forward(model, q, zero, zero, gravity=False, second_order=None)
     g4 = np.zeros(4, dtype=grav.dtype)
     g4[:] = 0.0
@@ -284,7 +288,7 @@ def potential_energy(model, q):
         if lk.beam is not None:
             total = total - (rec["Wh"] @ lk.beam.moment(rec["p"])[..., None])[..., 0] @ g4
             total = total + lk.beam.strain(rec["p"])
-    return total
+    return total + motors.potential_energy(model, q)
 
 
 def frames(model, q, second_order=False):

@@ -17,6 +17,7 @@ from ..model import tree
 from ..model.errors import ModelError
 from ..model.robot import mimic_refusal
 from . import dh
+from .motors import motors
 from .beam_tensors import AXES, rod_second_moments, shape_sets
 from .beams import RevoluteBeam, SlidingBeam
 
@@ -45,6 +46,7 @@ class Model:
     nq: int
     n_joints: int
     gravity: np.ndarray
+    motors: tuple = ()  # elastic joints' motor coordinates (:mod:`.motors`)
 
     @cached_property
     def children(self) -> list:
@@ -156,4 +158,4 @@ def build(robot, beams=True) -> Model:
                 parent=parents[i],
             )
         )
-    return Model(links=links, nq=robot.nq, n_joints=robot.n_joints, gravity=robot.gravity)
+    return Model(links=links, nq=robot.nq, n_joints=robot.n_joints, gravity=robot.gravity, motors=motors(robot))

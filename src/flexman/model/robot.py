@@ -317,19 +317,32 @@ class Placement:
 
 @dataclass
 class Drive:
-    """The drive of a joint behind a rigid transmission: a motor of rotor inertia
-    ``rotor_inertia`` (kg m^2) turning ``gear_ratio`` times faster than the joint, with viscous
-    and Coulomb friction on the motor side. Seen from the joint, the rotor adds ``n^2 J`` to the
-    joint's armature, the motor's viscous friction ``n^2 b`` and its Coulomb friction ``|n| c``
-    (:meth:`reflected`); the joint's own ``armature``, ``viscous`` and ``coulomb`` stay the link's."""
+    """The drive of a joint: a motor of rotor inertia ``rotor_inertia`` (kg m^2) turning
+    ``gear_ratio`` times faster than the joint, with viscous and Coulomb friction on the motor
+    side. Everything is seen from the joint (link side): the rotor's inertia ``B = n^2 J``, the
+    motor's viscous friction ``n^2 b`` and its Coulomb friction ``|n| c``; a joint torque is the
+    gearbox's output torque, ``n`` times the motor's.
+
+    Rigid transmission (no ``stiffness``): the rotor adds ``B`` to the joint's armature and the
+    frictions to the joint's (:meth:`reflected`).
+
+    Elastic joint (``stiffness`` k in N m/rad, ``damping`` d in N m s/rad; Spong's reduced model):
+    the motor is a coordinate of its own, ``theta = motor angle / n``, behind a torsional spring
+    and damper; the spring pulls the link with ``k (theta - q) + d (theta_dot - q_dot)``, the
+    joint torque and the motor's friction act on ``theta``, and the rotor's kinetic energy is
+    ``B theta_dot^2 / 2`` (its coupling with the link's rotation left out). The link's own
+    ``armature``, ``viscous`` and ``coulomb`` stay on the link side in both cases."""
 
     gear_ratio: float = 1.0
     rotor_inertia: float = 0.0
     viscous: float = 0.0
     coulomb: float = 0.0
+    stiffness: float | None = None
+    damping: float = 0.0
 
     def __post_init__(self):
-        for key in ("gear_ratio", "rotor_inertia", "viscous", "coulomb"):
+        for key in ("gear_ratio", "rotor_inertia", "viscous", "coulomb", "damping") + (
+                ("stiffness",) if self.stiffness is not None else ()):
             value = _real(getattr(self, key), key)
             if not np.isfinite(value):
                 raise ModelError(f"{key}: must be a finite number")
@@ -337,16 +350,38 @@ class Drive:
         if not 0.0 < abs(self.gear_ratio) <= 1e5:
             raise ModelError(f"gear_ratio: must be a non-zero number of at most 1e5 in size (motor turns per "
                              f"joint turn; got {self.gear_ratio:g})")
-        for key in ("rotor_inertia", "viscous", "coulomb"):
+        for key in ("rotor_inertia", "viscous", "coulomb", "damping"):
             if getattr(self, key) < 0.0:
                 raise ModelError(f"{key}: must be >= 0 (got {getattr(self, key):g})")
         within(self.rotor_inertia * self.gear_ratio ** 2, "rotor_inertia (reflected: gear_ratio^2 x rotor_inertia)",
                lim.MAX_INERTIA, "")
+        if self.stiffness is None:
+            if self.damping:
+                raise ModelError("damping: the damper of an elastic joint needs its spring; give stiffness (N m/rad) "
+                                 "too, or leave damping out for a rigid transmission")
+            return
+        if not self.stiffness > 0.0:
+            raise ModelError(f"stiffness: an elastic joint's spring must be > 0 N m/rad (got {self.stiffness:g}); "
+                             "leave stiffness out for a rigid transmission")
+        within(self.stiffness, "stiffness", lim.MAX_STIFFNESS, " N m/rad")
+        within(self.damping, "damping", lim.MAX_FRICTION, " N m s/rad")
+        if not self.rotor_inertia > 0.0:
+            raise ModelError("rotor_inertia: an elastic joint's motor needs a rotor inertia > 0 kg m^2 (its "
+                             "coordinate would move no mass); give the rotor's inertia")
+
+    @property
+    def elastic(self) -> bool:
+        """Whether the drive is an elastic joint (a motor coordinate behind a spring)."""
+        return self.stiffness is not None
 
     def reflected(self) -> tuple:
-        """(armature, viscous, coulomb) the drive adds at the joint."""
+        """(armature, viscous, coulomb) of the motor seen from the joint: ``n^2 J, n^2 b, |n| c``."""
         n = self.gear_ratio
         return n * n * self.rotor_inertia, n * n * self.viscous, abs(n) * self.coulomb
+
+    def key(self) -> tuple:
+        """Every field, for content keys and comparisons."""
+        return (self.gear_ratio, self.rotor_inertia, self.viscous, self.coulomb, self.stiffness, self.damping)
 
 
 @dataclass
@@ -374,21 +409,32 @@ class Link:
     name: str = ""
     placement: Placement | None = None
     parent: int | str | None = None  # None: the previous link (the base for the first); see model/tree.py
-    drive: Drive | None = None  # a rigid transmission: its rotor and motor friction seen at the joint
+    drive: Drive | None = None  # a rigid transmission (rotor and motor friction seen at the joint) or an elastic joint
     joint_name: str = ""  # the joint's own name (a URDF joint's): names its coordinate; "" for q<i>
 
     @property
+    def rigid_drive(self) -> bool:
+        """Whether a drive's rotor and friction add to the joint's (a rigid transmission)."""
+        return self.drive is not None and not self.drive.elastic
+
+    @property
+    def elastic_drive(self) -> bool:
+        """Whether the joint is elastic (its drive has a motor coordinate of its own)."""
+        return self.drive is not None and self.drive.elastic
+
+    @property
     def joint_armature(self) -> float:
-        """The armature the dynamics use: the link's own plus its drive's reflected rotor inertia."""
-        return self.armature + (self.drive.reflected()[0] if self.drive is not None else 0.0)
+        """The armature the dynamics use: the link's own plus a rigid drive's reflected rotor inertia
+        (an elastic joint's rotor is on its motor coordinate)."""
+        return self.armature + (self.drive.reflected()[0] if self.rigid_drive else 0.0)
 
     @property
     def joint_viscous(self) -> float:
-        return self.viscous + (self.drive.reflected()[1] if self.drive is not None else 0.0)
+        return self.viscous + (self.drive.reflected()[1] if self.rigid_drive else 0.0)
 
     @property
     def joint_coulomb(self) -> float:
-        return self.coulomb + (self.drive.reflected()[2] if self.drive is not None else 0.0)
+        return self.coulomb + (self.drive.reflected()[2] if self.rigid_drive else 0.0)
 
     def __post_init__(self):
         if self.drive is not None and not isinstance(self.drive, Drive):
@@ -504,7 +550,7 @@ class Robot:
         self.end_effector = check_end_effector(self.end_effector, self.links, self.frames)
         self.gravity = _vec3(self.gravity, "gravity")
         within(self.gravity, "gravity", lim.MAX_GRAVITY, " m/s^2")
-        nq = len(self.links) + sum(link.beam.nf for link in self.links if link.beam is not None)
+        nq = len(self.links) + sum(link.beam.nf for link in self.links if link.beam is not None) + self.n_motors
         if nq > lim.MAX_NQ:
             raise ModelError(f"links: {nq} coordinates in all; at most {lim.MAX_NQ} are supported "
                              "(fewer modes or elements; README, Limits)")
@@ -576,7 +622,7 @@ class Robot:
 
     @property
     def nq(self) -> int:
-        return self.n_joints + self.nf
+        return self.n_joints + self.nf + self.n_motors
 
     @property
     def joint_index(self) -> slice:
@@ -584,7 +630,29 @@ class Robot:
 
     @property
     def flex_index(self) -> slice:
-        return slice(self.n_joints, self.nq)
+        return slice(self.n_joints, self.n_joints + self.nf)
+
+    # ----- motor coordinates of elastic joints: after the flexible ones, in link order -----
+    @property
+    def motor_links(self) -> tuple:
+        """Indices of the links whose joints are elastic (a drive with ``stiffness``), in order:
+        each has a motor coordinate (link side, ``theta = motor angle / gear_ratio``)."""
+        return tuple(i for i, link in enumerate(self.links) if link.elastic_drive)
+
+    @property
+    def n_motors(self) -> int:
+        return len(self.motor_links)
+
+    @property
+    def motor_index(self) -> slice:
+        return slice(self.n_joints + self.nf, self.nq)
+
+    @property
+    def actuated(self) -> tuple:
+        """The coordinate each joint torque acts on, one per joint: the joint's own, or its motor
+        coordinate for an elastic joint (the columns of the input matrix S)."""
+        motor = {i: self.n_joints + self.nf + k for k, i in enumerate(self.motor_links)}
+        return tuple(motor.get(i, i) for i in range(self.n_joints))
 
     def link_flex_slice(self, i: int) -> slice:
         start = self.n_joints + sum(n for ent in self.flex_layout[:i] for _, n in ent)
@@ -611,7 +679,7 @@ class Robot:
                         names.append(f"{prefix}t{at}{'_' if at else ''}{k + 2}")
                     else:
                         names.append(f"{prefix}e{tag}{at}{'_' if at else ''}{k + 1}")
-        return names
+        return names + [f"{names[i]}_motor" for i in self.motor_links]
 
     @property
     def is_rigid(self) -> bool:
@@ -846,8 +914,7 @@ def _link_key(l):
     return (l.joint, l.a, l.alpha, l.d, l.theta, _body_key(l.body), _body_key(l.hub), _beam_key(l.beam),
             l.armature, l.viscous, l.coulomb, None if l.limits is None else tuple(l.limits), l.name,
             None if pl is None else (_array_key(pl.xyz), _array_key(pl.rpy), _array_key(pl.axis)), l.parent,
-            None if l.drive is None else (l.drive.gear_ratio, l.drive.rotor_inertia, l.drive.viscous, l.drive.coulomb),
-            l.joint_name)
+            None if l.drive is None else l.drive.key(), l.joint_name)
 
 
 # ----- mimic joints ---------------------------------------------------------------------------
@@ -874,6 +941,9 @@ class MimicRobot(Robot):
     def __post_init__(self):
         super().__post_init__()
         names = [link.name for link in self.links]
+        if self.motor_links:
+            raise ModelError(f"links[{self.motor_links[0]}].drive.stiffness: elastic joints are not supported on a "
+                             "robot with mimic joints yet; leave stiffness out (a rigid transmission)")
         if not isinstance(self.mimic, dict):
             raise ModelError("mimic: expected {link name: (followed link name, multiplier, offset)}")
         for name, entry in self.mimic.items():

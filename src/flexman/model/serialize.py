@@ -43,9 +43,8 @@ LINK_FIELDS = ("name", "joint", "a", "alpha", "d", "theta", "mass", "com", "iner
                "armature", "viscous", "coulomb", "limits", "placement", "parent", "mimic", "drive", "joint_name")
 DRIVE_FIELDS = ("gear_ratio", "rotor_inertia", "viscous", "coulomb", "stiffness", "damping", "torque_limit")
 #: drive fields of the design that this version refuses in one line rather than ignore
-DRIVE_NOT_YET = {"stiffness": "an elastic joint (a motor coordinate behind a torsional spring)",
-                 "damping": "the damper of an elastic joint",
-                 "torque_limit": "a drive's torque limit (give the controller's tau_max instead)"}
+DRIVE_NOT_YET = {"torque_limit": "a drive's torque limit (give the controller's tau_max instead)"}
+DRIVE_KEYS = ("gear_ratio", "rotor_inertia", "viscous", "coulomb", "stiffness", "damping")
 MIMIC_FIELDS = ("joint", "multiplier", "offset")
 PLACEMENT_FIELDS = ("xyz", "rpy", "axis")
 DH_FIELDS = ("a", "alpha", "d", "theta")
@@ -317,15 +316,13 @@ def _link(data, where: str) -> Link:
 
 
 def _drive(data, where: str) -> Drive:
-    """A link's ``drive:`` mapping (a rigid transmission); the design's elastic-joint fields are
-    refused in one line until they are built, never ignored."""
+    """A link's ``drive:`` mapping: a rigid transmission, or with ``stiffness`` an elastic joint;
+    the design's fields not built yet are refused in one line, never ignored."""
     check_fields(data, where, DRIVE_FIELDS)
     for key, what in DRIVE_NOT_YET.items():
         if key in data:
-            raise ModelError(f"{join(where, key)}: {what} is not available in this version; leave it out for a "
-                             "rigid transmission (gear_ratio, rotor_inertia, viscous, coulomb)")
-    kw = {key: _number(data[key], join(where, key)) for key in ("gear_ratio", "rotor_inertia", "viscous", "coulomb")
-          if key in data}
+            raise ModelError(f"{join(where, key)}: {what} is not available in this version; leave it out")
+    kw = {key: _number(data[key], join(where, key)) for key in DRIVE_KEYS if key in data}
     return _build(Drive, where, **kw)
 
 
@@ -637,7 +634,8 @@ def link_items(robot: Robot) -> list:
         if link.drive is not None:
             d = link.drive
             item["drive"] = {"gear_ratio": float(d.gear_ratio), "rotor_inertia": float(d.rotor_inertia),
-                             **{k: float(getattr(d, k)) for k in ("viscous", "coulomb") if getattr(d, k)}}
+                             **{k: float(getattr(d, k)) for k in ("viscous", "coulomb", "damping") if getattr(d, k)},
+                             **({"stiffness": float(d.stiffness)} if d.elastic else {})}
         if link.name in (getattr(robot, "mimic", None) or {}):
             source, multiplier, offset = robot.mimic[link.name]
             item["mimic"] = {"joint": source, "multiplier": float(multiplier), "offset": float(offset)}

@@ -7,7 +7,9 @@ about or along ``axis``; each movable joint becomes one flexman link with that
 depth-first from the root, a link's child joints sorted by name (Pinocchio's order, from urdfdom). Fixed joints are merged:
 their child's inertial joins the moving link they hang from, their origin is carried into the
 joints beyond, and their child link stays as a named frame (``robot.frames``). Bodies fixed to
-the root link do not move and are dropped.
+the root link do not move and are dropped. A ``<transmission>`` that carries a
+``<mechanicalReduction>`` for one joint gives that joint's link a :class:`~flexman.model.robot.Drive`
+with that gear ratio (its rotor inertia, friction or spring come from an overlay's ``drive:``).
 
 The XML is parsed with ``defusedxml`` (no entity expansion, no external references) and
 files over ``MAX_BYTES`` are refused. Every problem is one :class:`ModelError` line that
@@ -29,14 +31,14 @@ from .floating import floating_links
 from .names import MAX_NAME, printable
 from .parse import plain_copy
 from .rotations import matrix_rpy, rpy_matrix
-from .robot import (Link, MimicRobot, Placement, RigidBody, Robot, bound_text, bounds, inertia_problem, meets_bound,
+from .robot import (Drive, Link, MimicRobot, Placement, RigidBody, Robot, bound_text, bounds, inertia_problem, meets_bound,
                     unit_vector)
 from .serialize import check_fields, join, robot_from_dict, robot_to_dict
 
 MAX_BYTES = 5_000_000
 MOVING = {"revolute": "revolute", "continuous": "revolute", "prismatic": "prismatic"}
 MAX_LIMIT = {"revolute": size_limits.MAX_ANGLE, "prismatic": size_limits.MAX_LENGTH}
-OVERLAY_LINK_FIELDS = ("beam", "mass", "com", "inertia", "hub", "armature", "viscous", "coulomb", "limits")
+OVERLAY_LINK_FIELDS = ("beam", "mass", "com", "inertia", "hub", "armature", "viscous", "coulomb", "limits", "drive")
 
 
 # ----- small geometry helpers --------------------------------------------------------------
@@ -343,10 +345,11 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
             carried[out[i]["parent"]] += carried[i]
     # (a joint whose link and subtree have no mass leaves M singular: the robot loads, flagged by
     # _checked, for its kinematics and inverse dynamics; forward dynamics refuse it)
+    gears = _transmissions(root, joints, moving, where)
     robot_links = [
         Link(joint=d["joint"], placement=d["placement"], body=RigidBody.from_second_moments(d["J"], d["strict"]),
              limits=d["limits"], viscous=d["viscous"], coulomb=d["coulomb"], name=d["name"], joint_name=d["joint_name"],
-             parent=None if d["parent"] == i - 1 else d["parent"])
+             parent=None if d["parent"] == i - 1 else d["parent"], drive=gears.get(d["name"]))
         for i, d in enumerate(out)
     ]
     name = urdf_identifier(root.get("name") or "robot")
@@ -356,6 +359,43 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
         robot = Robot(links=robot_links, name=name, frames=frames)
     robot.controller, robot.description, robot.source = None, "", ""
     return robot
+
+
+def _transmissions(root, joints, moving: dict, where: str) -> dict:
+    """{link name: Drive(gear_ratio)} from the ``<transmission>`` elements that carry one
+    ``<mechanicalReduction>`` for one joint (ROS's SimpleTransmission, old and new syntax).
+    A transmission coupling several joints (a differential) has no per-joint ratio: it is
+    named in one line on stderr and left out; one without a reduction carries nothing."""
+    import sys
+
+    kinds = {j.get("name"): j.get("type") for j in joints}
+    out = {}
+    for t in root.findall("transmission"):
+        tw = f"{where}: <transmission name=\"{t.get('name', '?')}\">"
+        reductions = list(t.iter("mechanicalReduction"))
+        names = [j.get("name") for j in t.findall("joint")]
+        if not reductions:
+            continue
+        if len(names) != 1 or len(reductions) != 1:
+            print(f"flexman: {tw}: couples {len(names)} joints through {len(reductions)} reductions; not read (give "
+                  "each joint's drive in an overlay)", file=sys.stderr)
+            continue
+        name = names[0]
+        if name not in kinds:
+            raise ModelError(f"{tw}: names joint '{name}', which the URDF does not have; correct the joint name")
+        if name not in moving:
+            raise ModelError(f"{tw}: drives joint '{name}', a {kinds[name]} joint that does not move; remove the "
+                             "transmission or make the joint revolute, continuous or prismatic")
+        text = (reductions[0].text or "").strip()
+        try:
+            ratio = float(text)
+        except ValueError:
+            raise ModelError(f"{tw}/mechanicalReduction: expected a number (got '{text[:20]}')") from None
+        try:
+            out[moving[name]] = Drive(gear_ratio=ratio)
+        except ModelError as exc:
+            raise ModelError(f"{tw}/mechanicalReduction: {exc}") from None
+    return out
 
 
 def _mimic_map(mimics: dict, moving: dict, joints) -> dict:
@@ -483,6 +523,9 @@ def apply_overlay(robot: Robot, overlay: dict, where: str = "overlay") -> Robot:
                              + (f"; joints: {', '.join(joints)}" if joints else ""))
         check_fields(fields, lw, OVERLAY_LINK_FIELDS)
         fields = dict(fields)
+        item = data["links"][names.index(name)]
+        if isinstance(fields.get("drive"), dict) and "drive" in item:  # (a URDF transmission's gear ratio kept)
+            fields["drive"] = {**item["drive"], **fields["drive"]}
         beam = fields.get("beam")
         if isinstance(beam, dict) and "axis" in beam:
             beam = dict(beam)

@@ -97,6 +97,9 @@ class CompiledLoop:
         self.params = _array(model.params) if takes_p else np.zeros(1)
         self.plant = cloop.Plant(nq=model.nq, nj=model.n_joints, has_p=int(takes_p), p=_ptr(self.params),
                                  **{w: address for w, (address, _) in entries.items()})
+        if model.robot.n_motors:  # elastic joints: each torque on its motor coordinate (S)
+            self.act = np.ascontiguousarray(model.robot.actuated, dtype=np.intc)
+            self.plant.act = self.act.ctypes.data_as(ctypes.POINTER(ctypes.c_int))
         self.lib = cloop.library()
 
     def use_partials(self, model):

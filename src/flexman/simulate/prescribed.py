@@ -147,6 +147,9 @@ def simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, 
     ``q0``, ``qd0`` (nq values, optional) give the initial flexible state; their joint entries,
     when given, must agree with the prescription at t = 0. A built-in trajectory on a compiled
     model runs in the compiled loop (:mod:`.compiled_loop`)."""
+    if getattr(getattr(robot, "robot", robot), "n_motors", 0):
+        raise ValueError("prescribed: prescribed joint motion is not supported with elastic joints yet (their "
+                         "torques act on the motor coordinates); drive the run with a controller or a torque instead")
     method, q0, qd0, t_grid, _, _ = prepare(robot, t_final, dt, method, q0, qd0, None, None)
     check = None
     if method == "auto":  # the flexible subsystem with the joints held sets RK4's step

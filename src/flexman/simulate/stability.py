@@ -34,8 +34,9 @@ class StepWarning(FlexmanWarning):
 
 
 def highest_frequency(robot, locked=False) -> float:
-    """Largest natural frequency (rad/s) of the arm linearised at rest (0 for a rigid arm)."""
-    if robot.nf == 0:
+    """Largest natural frequency (rad/s) of the arm linearised at rest (0 for a rigid arm without
+    elastic joints)."""
+    if robot.nf == 0 and not getattr(robot, "n_motors", 0):
         return 0.0
 
     def build(r):  # the analyses' frequencies, through the model's engine slot (no import across packages)
@@ -56,7 +57,7 @@ def check_step(robot, dt, method, prescribed=False) -> str:
     """Warn (:class:`StepWarning`) and return the message when a fixed RK4 step ``dt`` exceeds
     :func:`largest_stable_step`; '' otherwise. Inputs that are not a positive step are left to
     the run's own checks (so is an argument that is not a robot: its message comes from there)."""
-    if method != "rk4" or not hasattr(robot, "derived") or getattr(robot, "nf", 0) == 0:
+    if method != "rk4" or not hasattr(robot, "derived") or getattr(robot, "nf", 0) + getattr(robot, "n_motors", 0) == 0:
         return ""
     try:
         dt = float(dt)
@@ -213,7 +214,8 @@ def plant_step_check(robot, dt, locked=False) -> dict:
     generalized-alpha. Used for prescribed motion and when the loop holds Python functions
     (never called outside their run)."""
     dt = float(dt)
-    h = largest_stable_step(robot, locked) if hasattr(robot, "derived") and getattr(robot, "nf", 0) else np.inf
+    springs = getattr(robot, "nf", 0) + getattr(robot, "n_motors", 0)  # beams and elastic joints
+    h = largest_stable_step(robot, locked) if hasattr(robot, "derived") and springs else np.inf
     out = {"rk4_limit": None if not np.isfinite(h) else float(h), "plant_limit": None if not np.isfinite(h) else float(h)}
     seen = ("the plant's modes with the joints held" if locked else
             "the plant's modes; a Python controller or torque function is not linearized, its own poles are not seen")

@@ -16,6 +16,7 @@ import numpy as np
 import symengine as se
 
 from ..dynamics import lagrange4 as l4
+from ..dynamics import motors
 from .convert import from_symengine, to_symengine, tree_sizes
 from .program import Program
 
@@ -70,5 +71,6 @@ def lagrange_terms(robot, model, x, notes):
         if lk.beam is not None and np.any(lk.beam.Cd):
             idx = list(range(lk.flex.start, lk.flex.stop))
             b[idx] = b[idx] + qd[idx] @ np.asarray(lk.beam.Cd).T
+    motors.dissipative_forces(model, b, qd)  # elastic joints' dampers and motor friction
     notes.append("lagrange: M from the kinetic energy, b from Christoffel symbols and dV/dq (SymEngine)")
     return M, b, None

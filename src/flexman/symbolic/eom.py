@@ -80,7 +80,9 @@ def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", 
         notes.append("Coulomb friction is not traced (it branches on the sign of qd)")
     terms = None
     if formulation in ("newton_euler", "denoc"):
-        if robot.is_rigid and parameters == "numeric":
+        if robot.is_rigid and robot.n_motors:
+            notes.append(f"{formulation}: elastic joints (motor coordinates), traced Book's 4x4 recursion instead")
+        elif robot.is_rigid and parameters == "numeric":
             terms = tr.rigid_terms(robot, x, formulation, notes, need)
         elif robot.is_rigid:
             notes.append(f"{formulation}: symbolic parameters are traced through Book's 4x4 recursion")
@@ -124,7 +126,7 @@ def _trace(robot, formulation, parameters, fold=True, cse=True, need=("M", "b", 
         robot, x = reduced, x_inputs
     values = {k: v for k, v in (("M", M_out), ("b", b), ("tau", tau)) if k in need}
     if "qdd" in need:
-        values["qdd"] = tr.forward_terms(M, b, x["tau"], robot.n_joints)
+        values["qdd"] = tr.forward_terms(M, b, x["tau"], robot.actuated)
     x_inputs["p"] = np.array([tape.input(n) for n in pvals] + [None], dtype=object)[:-1]
     return tape, x_inputs, values, pvals, notes, fell_back
 

@@ -64,7 +64,9 @@ def book_terms(model, x, need=("M", "b", "tau"), truncate=None, composite=False)
         if truncate is not None:  # graded inputs (see .graded): q_f of degree 1, the rest degree 0
             from .graded import seed
 
-            qm = seed(qm, np.arange(nq) >= model.n_joints, truncate)
+            flexible = np.arange(nq) >= model.n_joints
+            flexible[[m.index for m in model.motors]] = False  # (motor coordinates are not deflections)
+            qm = seed(qm, flexible, truncate)
         if composite and truncate is None and l4.composite_applies(model):
             M = l4.mass_matrix(model, qm)
         else:
@@ -165,7 +167,8 @@ def external_forces(model, q, w):
     return out
 
 
-def forward_terms(M, b, tau, n_joints):
-    """qdd = M^-1 (S tau - b)."""
-    rhs = [(tau[i] if i < n_joints else 0.0) - b[i] for i in range(len(b))]
+def forward_terms(M, b, tau, actuated):
+    """qdd = M^-1 (S tau - b); ``actuated``: the coordinate of each joint torque (``robot.actuated``)."""
+    acting = {c: j for j, c in enumerate(actuated)}
+    rhs = [(tau[acting[i]] if i in acting else 0.0) - b[i] for i in range(len(b))]
     return ldlt_solve(M, rhs)

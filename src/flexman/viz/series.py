@@ -66,11 +66,17 @@ def panels(result, robot=None) -> list:
             potential = np.asarray(robot.potential_energy(q), float).reshape(len(t), 1)
             y, labels = np.hstack([kinetic, potential, y[:, :1]]), ["kinetic", "potential", "total"]
         out.append(Panel("energy", "Energy", "energy [J]", labels, y))
-    if q.shape[1] > nj:
-        out.append(Panel("flexible", "Flexible coordinates", "flexible coord.", names[nj:], q[:, nj:]))
+    motors = getattr(robot, "motor_links", ()) if robot is not None else ()
+    flexible = slice(nj, q.shape[1] - len(motors))
+    if q.shape[1] > nj + len(motors):
+        out.append(Panel("flexible", "Flexible coordinates", "flexible coord.", names[flexible], q[:, flexible]))
         if robot is not None:
             y, labels = tip_deflections(robot, q)
             out.append(Panel("tips", "Tip deflections", "tip deflection [mm]", labels, y))
+    if motors:  # elastic joints: how far each motor leads its link (the spring's windup, theta - q)
+        m = robot.motor_index
+        out.append(Panel("windup", "Elastic joints: spring windup", "theta - q [rad, m]",
+                         [f"{n} - {names[i]}" for n, i in zip(names[m], motors)], q[:, m] - q[:, list(motors)]))
     if q_ref is not None:
         out.append(Panel("joint_errors", "Joint errors", "joint error [rad, m]", [f"e_{n}" for n in names[:nj]],
                          q[:, :nj] - q_ref))
