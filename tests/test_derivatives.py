@@ -45,7 +45,8 @@ def test_complex_step_equals_central_differences(robots, name):
     assert _rel(f.dtau, _central(lambda x: robot.forward_dynamics(q, qd, x), tau)) < 1e-6
 
 
-@pytest.mark.parametrize("name", ["rigid_serial", "geared_drives", "flexible_serial", "mimic_tree", "floating_urdf_beam"])
+@pytest.mark.parametrize("name", ["rigid_serial", "geared_drives", "elastic_joints", "flexible_serial", "mimic_tree",
+                                  "floating_urdf_beam"])
 def test_generated_numpy_and_c_equal_the_recursions(robots, name):
     """Batched: the traced program as NumPy and as C (one call per batch) equal the complex step."""
     robot = robots[name]

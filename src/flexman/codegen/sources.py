@@ -48,7 +48,8 @@ def c_source(eom, what=WHATS, prefix="fm", batch=True, units=None, derivatives=F
     for w in what:
         prog = eom.program(w)
         if w == "forward_dynamics" and {"mass_matrix", "bias_forces"} <= before_fd and len(prog.body) > emit.SOLVE_ABOVE:
-            parts.append(emit.c_forward_by_solve(prog, f"{prefix}_{w}", prefix, eom.nq, eom.n_joints))
+            parts.append(emit.c_forward_by_solve(prog, f"{prefix}_{w}", prefix, eom.nq, eom.n_joints,
+                                                 eom.robot.actuated))
         elif len(prog.body) > emit.SPLIT_ABOVE:  # large models: several small functions compile much faster
             parts.append(emit.c_split_source(prog, f"{prefix}_{w}", units=units))
         else:
@@ -71,6 +72,7 @@ def c_forward_derivatives(eom, prefix="fm", batch=True) -> str:
     factorisation of M (``flexman.dynamics.derivatives`` writes the same identity in NumPy).
     All matrices row-major, ``dq[i*nq + j] = d qdd_i / d q_j``, ``dtau`` nq x n_joints."""
     nq, nj = eom.nq, eom.n_joints
+    actuated = tuple(getattr(eom.robot, "actuated", range(nj)))  # S: the coordinate each joint torque acts on
     has_p = any(_takes_p(eom, w) for w in ("mass_matrix", "bias_forces", "inverse_dynamics_derivatives"))
     arg = lambda w: ", p" if _takes_p(eom, w) else ""
     sig = "const double *q, const double *qd, const double *tau" + (", const double *p" if has_p else "")
@@ -106,11 +108,13 @@ static void fm_partials_solve(int n, const double *A, double *x)
 
 void {prefix}_forward_dynamics_derivatives({sig}, {outs})
 {{
+    static const int act[{max(nj, 1)}] = {{{", ".join(str(c) for c in actuated) or "0"}}};
     {alloc}
     {prefix}_mass_matrix(q{arg("mass_matrix")}, M);
     {prefix}_bias_forces(q, qd{arg("bias_forces")}, qdd);
     fm_partials_factor({nq}, M);
-    for (int i = 0; i < {nq}; ++i) qdd[i] = (i < {nj} ? tau[i] : 0.0) - qdd[i];
+    for (int i = 0; i < {nq}; ++i) qdd[i] = -qdd[i];
+    {emit._add_torques("qdd", "tau", nj, actuated)}
     fm_partials_solve({nq}, M, qdd);
     {prefix}_inverse_dynamics_derivatives(q, qd, qdd{arg("inverse_dynamics_derivatives")}, dq, dqd);
     for (int j = 0; j < {nq}; ++j) {{
@@ -122,7 +126,7 @@ void {prefix}_forward_dynamics_derivatives({sig}, {outs})
         for (int i = 0; i < {nq}; ++i) dqd[i * {nq} + j] = x[i];
     }}
     for (int j = 0; j < {nj}; ++j) {{
-        for (int i = 0; i < {nq}; ++i) x[i] = (i == j);
+        for (int i = 0; i < {nq}; ++i) x[i] = (i == act[j]);
         fm_partials_solve({nq}, M, x);
         for (int i = 0; i < {nq}; ++i) dtau[i * {nj} + j] = x[i];
     }}{"" if small else chr(10) + "    free(M);"}

@@ -364,37 +364,37 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
 def _transmissions(root, joints, moving: dict, where: str) -> dict:
     """{link name: Drive(gear_ratio)} from the ``<transmission>`` elements that carry one
     ``<mechanicalReduction>`` for one joint (ROS's SimpleTransmission, old and new syntax).
-    A transmission coupling several joints (a differential) has no per-joint ratio: it is
-    named in one line on stderr and left out; one without a reduction carries nothing."""
+    Those that cannot be read so (coupling several joints, naming a fixed or missing joint, a
+    reduction that is not a non-zero number) are named in one line on stderr and left out; one
+    without a reduction carries nothing."""
     import sys
 
     kinds = {j.get("name"): j.get("type") for j in joints}
-    out = {}
+    out, skipped = {}, []
     for t in root.findall("transmission"):
-        tw = f"{where}: <transmission name=\"{t.get('name', '?')}\">"
+        label = t.get("name", "?")
         reductions = list(t.iter("mechanicalReduction"))
         names = [j.get("name") for j in t.findall("joint")]
         if not reductions:
             continue
         if len(names) != 1 or len(reductions) != 1:
-            print(f"flexman: {tw}: couples {len(names)} joints through {len(reductions)} reductions; not read (give "
-                  "each joint's drive in an overlay)", file=sys.stderr)
+            skipped.append(f"{label} (couples {len(names)} joints)")
             continue
         name = names[0]
-        if name not in kinds:
-            raise ModelError(f"{tw}: names joint '{name}', which the URDF does not have; correct the joint name")
-        if name not in moving:
-            raise ModelError(f"{tw}: drives joint '{name}', a {kinds[name]} joint that does not move; remove the "
-                             "transmission or make the joint revolute, continuous or prismatic")
+        if name not in moving:  # a missing or fixed joint (a robot's fingers fixed in a reduced model)
+            skipped.append(f"{label} ({'no joint' if name not in kinds else 'a ' + str(kinds[name]) + ' joint'} "
+                           f"'{name}')")
+            continue
         text = (reductions[0].text or "").strip()
         try:
             ratio = float(text)
-        except ValueError:
-            raise ModelError(f"{tw}/mechanicalReduction: expected a number (got '{text[:20]}')") from None
-        try:
             out[moving[name]] = Drive(gear_ratio=ratio)
-        except ModelError as exc:
-            raise ModelError(f"{tw}/mechanicalReduction: {exc}") from None
+        except (ValueError, ModelError):
+            skipped.append(f"{label} (reduction '{text[:20]}')")
+    if skipped:  # real descriptions carry such transmissions: one line, and the rest of the file reads
+        shown = ", ".join(skipped[:4]) + (f" and {len(skipped) - 4} more" if len(skipped) > 4 else "")
+        print(f"flexman: {where}: {len(skipped)} transmission(s) not read as gear ratios: {shown}; give those "
+              "joints' drives in an overlay", file=sys.stderr)
     return out
 
 

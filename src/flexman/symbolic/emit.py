@@ -339,7 +339,15 @@ static void fm_ldl_solve(int n, double *A, double *x)
 """
 
 
-def c_forward_by_solve(program, fname, prefix, nq, n_joints) -> str:
+def _add_torques(target, tau, n_joints, actuated=None) -> str:
+    """C that adds S tau to ``target``: each joint torque on its own coordinate, or (elastic
+    joints) on the coordinate ``actuated`` names for it."""
+    if actuated is None or tuple(actuated) == tuple(range(n_joints)):
+        return f"for (int i = 0; i < {n_joints}; ++i) {target}[i] += {tau}[i];"
+    return " ".join(f"{target}[{c}] += {tau}[{j}];" for j, c in enumerate(actuated))
+
+
+def c_forward_by_solve(program, fname, prefix, nq, n_joints, actuated=None) -> str:
     """Forward dynamics of a large model as calls: ``<prefix>_mass_matrix`` and
     ``<prefix>_bias_forces`` (defined before it), then an LDL^T solve of M qdd = S tau - b in a
     loop. The straight-line program would repeat all of M's code (more than half the source of a
@@ -357,7 +365,7 @@ void {fname}({sig})
     {prefix}_mass_matrix(q{p}, M);
     {prefix}_bias_forces(q, qd{p}, qdd);
     for (int i = 0; i < {nq}; ++i) qdd[i] = -qdd[i];
-    for (int i = 0; i < {n_joints}; ++i) qdd[i] += tau[i];
+    {_add_torques("qdd", "tau", n_joints, actuated)}
     fm_ldl_solve({nq}, M, qdd);
     free(M);
 }}
