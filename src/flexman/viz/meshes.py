@@ -20,7 +20,7 @@ import sys
 import numpy as np
 
 from ..dynamics import beam_tensors as bt
-from ..extras import MissingExtra, available, require
+from .. import extras
 
 MAX_TRIANGLES = 30000  # for the whole robot: a few hundred kB of page, smooth enough to recognise it
 MIN_TRIANGLES = 300  # a small part keeps at least this many (or all it has)
@@ -38,9 +38,9 @@ def _notice(text: str) -> None:
 @functools.lru_cache(maxsize=64)
 def _read(path: str):
     """(vertices, faces, rgb or None) of a mesh file, its parts joined (trimesh; COLLADA through pycollada)."""
-    trimesh = require("trimesh")
+    trimesh = extras.require("trimesh")
     if path.lower().endswith(".dae"):
-        require("collada")
+        extras.require("collada")
     scene = trimesh.load(path, force="scene")
     mesh = scene.to_geometry() if hasattr(scene, "to_geometry") else scene.dump(concatenate=True)
     colour = None
@@ -55,7 +55,7 @@ def _read(path: str):
 
 def _primitive(kind: str, size):
     """(vertices, faces) of a URDF box, cylinder (along z) or sphere, centred on its frame."""
-    creation = require("trimesh.creation", "URDF boxes, cylinders and spheres in the report", "mesh")
+    creation = extras.require("trimesh.creation", "URDF boxes, cylinders and spheres in the report", "mesh")
     if kind == "box":
         mesh = creation.box(extents=size)
     elif kind == "cylinder":
@@ -142,13 +142,13 @@ def load_visuals(robot, max_triangles: int = MAX_TRIANGLES) -> list:
     """[(visual, vertices, faces, rgb)] of the robot's visuals that can be read, thinned to
     ``max_triangles`` in all; [] without trimesh or visuals (the sticks are drawn then)."""
     visuals = list(getattr(robot, "visuals", None) or [])
-    if not visuals or not available("trimesh"):
+    if not visuals or not extras.available("trimesh"):
         return []
     loaded, bad = [], []
     for vis in visuals:
         try:
             loaded.append((vis, *geometry(vis)))
-        except MissingExtra as exc:
+        except extras.MissingExtra as exc:
             _notice(f"{robot.name}: meshes drawn as lines: {exc}")
             return []
         except Exception as exc:  # an unreadable file: that part is left out, said once
