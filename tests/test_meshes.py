@@ -13,14 +13,11 @@ import flexman as fm
 from flexman.dynamics.structure import numeric_model
 from flexman.viz import meshes
 from flexman.viz.animation import animation_data
-from urdf_helpers import ROBOTS, pin_q
+from urdf_helpers import FOREARM_OVERLAY, ROBOTS, bent_by_centreline, pin_q
 
 trimesh = pytest.importorskip("trimesh")
 
 UR5 = ROBOTS / "ur_description/urdf/ur5_robot.urdf" if ROBOTS is not None else None
-FOREARM = {"name": "ur5_flexible_forearm", "links": {"forearm_link": {
-    "beam": {"length": 0.39225, "mass_per_length": 0.98, "EI": 1.07e4, "modes": {"y": 1, "z": 1}, "axis": [0, 0, 1]},
-    "mass": 1.0, "com": [0.39225, 0.0, 0.0], "inertia": [0.002, 0.002, 0.0018]}}}
 
 
 def twisting_beam_robot():
@@ -45,17 +42,15 @@ def test_vertices_move_with_the_beams_shape_functions_at_their_station():
     on_axis = beam.root + np.outer(s * beam.length, e_ax)
     expected = beam.centreline(p, s)[:, :3] - beam.centreline(0 * p, s)[:, :3]
     np.testing.assert_allclose(meshes.bent(beam, p, on_axis) - on_axis, expected, atol=1e-15)
-    # off the axis: centre line + slope rotation + twist
+    # off the axis: the section turns by the centre line's slope and by the torsion shape's angle
     offset = np.array([0.0, 0.03, -0.02])
     points = on_axis + offset
-    h = 1e-6
-    slope = (beam.centreline(p, np.clip(s + h, 0, 1))[:, :3] - beam.centreline(p, np.clip(s - h, 0, 1))[:, :3]
-             - beam.centreline(0 * p, np.clip(s + h, 0, 1))[:, :3] + beam.centreline(0 * p, np.clip(s - h, 0, 1))[:, :3])
-    slope /= (np.clip(s + h, 0, 1) - np.clip(s - h, 0, 1))[:, None] * beam.length
-    twist = p[-1] * beam.shapes["torsion"](s)[0] * beam.length ** float(np.atleast_1d(beam.shapes["torsion"].scale)[0])
-    rotation = np.cross(e_ax, slope) + twist[:, None] * e_ax
-    np.testing.assert_allclose(meshes.bent(beam, p, points) - points, expected + np.cross(rotation, offset), atol=1e-7)  # (finite differences)
-    assert np.abs(np.cross(rotation, offset)).max() > 1e-4  # the rotation part is there to be tested
+    torsion = beam.shapes["torsion"]
+    twist = p[-1] * torsion(s)[0] * beam.length ** float(np.atleast_1d(torsion.scale)[0])
+    expected = bent_by_centreline(beam, p, points) + np.cross(twist[:, None] * e_ax, offset)
+    np.testing.assert_allclose(meshes.bent(beam, p, points), expected, atol=1e-7)  # (finite differences)
+    assert np.abs(bent_by_centreline(beam, p, points) - points - (bent_by_centreline(beam, p, on_axis) - on_axis)).max() > 1e-4
+    assert np.abs(twist).max() > 1e-3  # both rotations are there to be tested
     # beyond the tip: the first-order tip transform of the dynamics, D = I + sum p_k D_k
     beyond = beam.root + (1.2 * beam.length) * e_ax + offset
     D = np.eye(4) + np.einsum("k,kab->ab", p, beam.Dk)
@@ -82,7 +77,7 @@ def test_ur5_meshes_sit_on_pinocchios_link_frames_with_a_turned_flexible_forearm
     links put the mesh files' vertices; loading prints no mesh notice, since they are drawn."""
     import pinocchio as pin
 
-    robot = fm.load(UR5, overlay=FOREARM)
+    robot = fm.load(UR5, overlay=FOREARM_OVERLAY)
     assert "mesh" not in capfd.readouterr().err
     assert [v.name for v in robot.visuals] == ["base_link", "shoulder_link", "upper_arm_link", "forearm_link",
                                                "wrist_1_link", "wrist_2_link", "wrist_3_link"]
