@@ -5,7 +5,9 @@ Offline by construction: Plotly's JavaScript bundle (from the ``plotly`` Python 
 inlined, equations are MathML (rendered by the browser itself), data sit in JSON script
 blocks; the page loads nothing from the network. The animation is driven by a small script of
 ours (play/pause, frame steps, a scrubber, the time readout) that restyles the 3D traces, so
-it can be stepped and tested frame by frame (``window.flexmanAnimation``).
+it can be stepped and tested frame by frame (``window.flexmanAnimation``). A URDF robot's
+meshes (:mod:`.meshes`) are posed and bent by the page itself from per-frame link poses and modal
+coordinates (``window.flexmanScene`` reads them back).
 """
 from __future__ import annotations
 
