@@ -230,7 +230,8 @@ def _mesh_notice(visuals, problems, where: str) -> None:
         why.append("the .dae meshes not drawn without pycollada (pip install 'flexman[mesh]')")
     if why:
         _MESH_NOTICES.add(where)
-        print(f"flexman: {where}: {'; '.join(why)}; the report draws those links as lines", file=sys.stderr)
+        print(printable(f"flexman: {where}: {'; '.join(why)}; the report draws those links as lines", 600),
+              file=sys.stderr)
 
 
 def robot_from_urdf(text: str, where: str = "URDF", check: bool = True, floating: bool = False,

@@ -66,7 +66,12 @@ def link_visuals(link_elem, on: int, carry, frame, base_dir, named) -> tuple:
             colour = material.find("color")
             rgba = (_numbers(colour.get("rgba"), 4, None) if colour is not None
                     else named.get(material.get("name", "")))
-        item = Visual(link=on, origin=carry @ frame(vis), kind=shape.tag, rgba=rgba, name=link_elem.get("name", ""))
+        try:
+            origin = carry @ frame(vis)
+        except ValueError as exc:  # (ModelError) a malformed visual origin: not drawn, said once
+            problems.append(str(exc))
+            continue
+        item = Visual(link=on, origin=origin, kind=shape.tag, rgba=rgba, name=link_elem.get("name", ""))
         if shape.tag == "mesh":
             try:
                 item.path = str(resolve_mesh_path(shape.get("filename", ""), base_dir))
