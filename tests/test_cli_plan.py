@@ -40,6 +40,14 @@ def hub(tmp_path):
     (["--torque-limit", "0"], "limits.torque: every limit must be > 0"),
     (["--to", "1", "2"], "--to: expected 1 value"),
     (["--duration", "0.2", "--torque-limit", "1.0"], "plan: the limits cannot be met"),
+    # issue 34: a grid too coarse for the dynamics, a zero minimum-time move, a goal of 1e300, the new options
+    (["--knots", "4"], "knots: 4 intervals are too coarse for 2 coordinates (1 flexible): the dynamics then give "
+                       "1 more equality constraints than unknowns; use at least 5 knots"),
+    (["--min-time", "--to", "0"], "q_goal: equals q_start, a zero move, which has no least time"),
+    (["--to", "1e300"], "--to: value 1 (1e+300) is beyond the supported magnitude"),
+    (["--time-limit", "0"], "--time-limit: must be a number of seconds > 0"),
+    (["--time-limit", "nan"], "--time-limit: expected a finite number"),
+    (["--max-iter", "0"], "--max-iter: must be a whole number >= 1"),
 ])
 def test_bad_input_one_line_nothing_written(hub, tmp_path, capsys, extra, message):
     out = tmp_path / "out"

@@ -251,7 +251,8 @@ def test_auto_weighs_build_against_run(monkeypatch):
     data = robot_to_dict(robot)
     data["links"][1]["beam"]["shapes"] = "clamped_mass"
     assert backend.estimated_build_seconds(robot_from_dict(data)) == pytest.approx(backend.BUILD_CLAMPED_MASS * build)
-    bigger = robot_from_dict({**data, "links": data["links"] + data["links"][1:]})
+    more = [{**link, "name": f"copy{k}"} for k, link in enumerate(data["links"][1:])]  # (every link its own name)
+    bigger = robot_from_dict({**data, "links": data["links"] + more})
     assert backend.estimated_build_seconds(bigger) > backend.estimated_build_seconds(robot_from_dict(data))
 
 

@@ -138,3 +138,16 @@ def test_bad_input_is_one_line(robots):
         robot.inverse_dynamics_derivatives(q + 1j, q, q, backend="numeric")
     with pytest.raises(ValueError, match="tau"):
         robot.forward_dynamics_derivatives(q, q, [1.0, 2.0, 3.0], backend="numeric")
+
+
+def test_a_robot_stays_copyable_after_compiled_derivatives(robots):
+    """The compiled model that served the derivatives is not kept on the robot (ctypes objects
+    cannot be pickled): copies and pickles of the robot still work."""
+    import copy
+    import pickle
+
+    robot = copy.deepcopy(robots["flexible_serial"])
+    robot.compiled(derivatives=True)
+    q, qd, tau = states(robot, 1)[0]
+    robot.forward_dynamics_derivatives(q, qd, tau)  # auto: the compiled variant, built just above
+    assert copy.deepcopy(robot).nq == robot.nq and pickle.loads(pickle.dumps(robot)).nq == robot.nq

@@ -162,6 +162,8 @@ def test_excite_command_writes_a_reference_that_simulate_follows(tmp_path, capsy
     (["--seed", "-1"], "--seed: expected a whole number from 0 to 2**63-1"),
     (["--period", "1e9"], "--period: 1e+09 s x --periods 1 at --rate 1000 makes 1e+12 rows"),
     (["--starts", "5000"], "--starts: expected a whole number from 1 to 1000"),
+    (["--position-limit", "1", "0"], "--position-limit: joint 1 has lower 1 >= upper 0"),
+    (["--position-limit", "-1", "1", "0"], "--position-limit: expected 2 or 6 values"),
 ])
 def test_excite_command_refuses_in_one_line(tmp_path, capsys, argv, message):
     from flexman.cli import main
@@ -232,3 +234,39 @@ def test_from_csv_reads_a_byte_order_mark_and_refuses_bad_files_in_one_line(tmp_
                                 ("accel.csv", (q, qd, 0 * qdd), "qdd1 contradicts qd1")]:
         with pytest.raises(ValueError, match=message):
             from_csv(_csv_of(tmp_path / name, t, *args))
+
+
+def test_excite_command_keeps_the_position_limits_given(tmp_path):
+    """`--position-limit`: per joint, or one range for all; the written series stays inside (a UR5's
+    shoulder kept above its table)."""
+    from flexman.cli import main
+
+    out = tmp_path / "e.csv"
+    assert main(["excite", "saha_3link", "--period", "4", "--harmonics", "3", "--out", str(out), "--starts", "3",
+                 "--position-limit", "-0.3", "0.2", "0.1", "0.6", "-1", "1"]) == 0
+    q = np.loadtxt(out, delimiter=",", skiprows=1)[:, 1:4]
+    lows, highs = np.array([-0.3, 0.1, -1.0]), np.array([0.2, 0.6, 1.0])
+    assert np.all(q >= lows - 1e-12) and np.all(q <= highs + 1e-12)
+    assert np.all(q.max(axis=0) - q.min(axis=0) > 0.2 * (highs - lows))  # the ranges are used, not avoided
+
+
+def test_excitation_of_a_mimic_robot_keeps_its_torque_limits():
+    """Mimic joints (a follower moved by its leader): the series is designed on the independent
+    joints, its torques (the followers' inertia and friction carried through G) stay within the
+    limit given, checked with the robot's own inverse dynamics."""
+    from test_mimic import tree_urdf
+
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "mimic.urdf"
+        path.write_text(tree_urdf())
+        robot = fm.load(path)
+    for link in robot.links:
+        link.viscous, link.coulomb = 0.05, 0.02
+    traj = excitation(robot, 3.0, 2, limits={"tau": 6.0, "qd": 1.0, "qdd": 4.0}, starts=3, iterations=5)
+    t = np.linspace(0.0, 3.0, 601)
+    q, qd, qdd = traj(t)
+    assert np.abs(robot.inverse_dynamics(q, qd, qdd)).max() <= 6.0 * (1 + 1e-9)
+    assert np.isfinite(traj.condition) and traj.condition < traj.random_condition

@@ -132,3 +132,46 @@ def test_a_floating_joint_off_a_root_is_one_line(links, message):
     with pytest.raises(ModelError) as info:
         robot_from_dict({"name": "x", "links": links(*_data())})
     assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_link_named_like_a_generated_floating_coordinate_is_refused(tmp_path):
+    """Issue 34: a link 'bus_x' beside the floating link 'bus' (which names its x coordinate link
+    bus_x) made frame(q, 'bus_x') return the generated link; now the model file, the URDF and
+    Python link lists are refused in one line naming the clash."""
+    text = MODEL.replace("  - name: hand\n", "  - name: bus_x\n")
+    with pytest.raises(ModelError, match=r"^.*two links are named 'bus_x' \(a floating link 'bus' names its "
+                                         r"coordinate links bus_x \.\.\. bus_pitch\); give every link its own name$"):
+        _model(tmp_path, text)
+    urdf = tmp_path / "sat.urdf"
+    urdf.write_text(SATELLITE.replace('"hand"', '"bus_yaw"'))
+    with pytest.raises(ModelError, match="two links are named 'bus_yaw'"):
+        fm.load(urdf, floating=True)
+    assert fm.load(urdf).n_joints == 2  # not floating: no generated names, no clash
+    from flexman.model.floating import floating_links
+
+    from flexman.model.robot import Placement
+
+    links = floating_links(fm.RigidBody(1.0, inertia=[0.1, 0.1, 0.1]), "bus") + [
+        fm.Link(name="bus_pitch", parent="bus", joint="revolute", placement=Placement())]
+    with pytest.raises(ModelError, match="two links are named 'bus_pitch'"):
+        fm.Robot(links=links)
+
+
+def test_parent_base_beside_a_link_named_base_is_refused_and_saved_files_avoid_it(tmp_path):
+    """Issue 34: with a link named 'base', 'parent: base' could mean either; it is refused in
+    one line. A URDF whose floating root is named 'base' (ANYmal's) still loads, and fm.save
+    writes its references by index so that the file loads back to the same robot."""
+    text = MODEL.replace("name: bus\n", "name: base\n").split("frames:")[0]
+    text = text.replace("  - name: hand\n", "  - name: hand\n    parent: base\n")
+    with pytest.raises(ModelError, match=r"^.*link 'hand': its parent 'base' is ambiguous, a link is named 'base' "
+                                         r"too; rename that link \('base' is the robot's base\)$"):
+        _model(tmp_path, text)
+    urdf = tmp_path / "sat.urdf"
+    urdf.write_text(SATELLITE.replace('"bus"', '"base"'))
+    robot = fm.load(urdf, floating=True)
+    assert robot.links[5].name == "base" and robot.frames["camera"][0] == 5
+    fm.save(robot, tmp_path / "again.yaml")
+    again = fm.load(tmp_path / "again.yaml")
+    q = np.random.default_rng(3).uniform(-1, 1, robot.nq)
+    assert robot.parents == again.parents and robot.frames["camera"][0] == again.frames["camera"][0]
+    assert np.allclose(robot.mass_matrix(q), again.mass_matrix(q), atol=1e-12)

@@ -381,3 +381,17 @@ def test_a_tiny_step_size_is_refused_not_one_step(exported, tmp_path):
     for bad in (1e-300, 0.0, float("nan"), True, 10.0):
         with pytest.raises(ValueError, match=r"step_size: must be a number of seconds in \[1e-09, 1\]"):
             eom.fmu(tmp_path / "x.fmu", step_size=bad)
+
+
+@pytest.mark.parametrize("name, value, rule", [("m1", -1.0, ">= 0"), ("lb2", 0.0, "> 0"), ("EIy2", -5.0, ">= 0"),
+                                               ("m1", float("nan"), "finite")])
+def test_tunable_parameters_out_of_their_bounds_are_refused_at_run_time(exported, name, value, rule):
+    """A negative mass (issue 34: it ran), a zero beam length, a negative stiffness or a NaN set
+    through FMPy: fmi2SetReal fails, the log names the parameter and its bound, nothing runs."""
+    robot, path, _ = exported["flx_three_link"]
+    said = []
+    with pytest.raises(Exception, match="fmi2SetReal"):
+        fmpy.simulate_fmu(str(path), fmi_type="CoSimulation", stop_time=0.01, output_interval=DT,
+                          start_values=start_values(robot, {name: value}),
+                          logger=lambda *args: said.append(args[-1].decode()))
+    assert any(line.startswith(f"{name} = ") and rule in line for line in said), said

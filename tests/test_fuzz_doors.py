@@ -259,3 +259,125 @@ def test_signals_during_staged_writes_leave_old_files_or_new_ones(tmp_path_facto
     left = sorted(p.name for p in out.iterdir())
     assert not [name for name in left if ".partial" in name], left
     assert left in ([], [f"f{k}.txt" for k in range(n)]), left
+
+
+# ----- issue 34: the newest doors under hostile input, each bounded in CPU time and memory -------------
+def _chain_file(folder, n):
+    """A rigid chain of n links as a model file (written, not derived: cheap at any n)."""
+    links = "".join(f"  - {{a: 0.5, alpha: {1.5707963 if k % 2 == 0 else 0.0}, mass: 1.0, com: [-0.25, 0, 0], "
+                    "inertia: [0.001, 0.03, 0.03]}\n" for k in range(n))
+    path = folder / f"chain{n}.yaml"
+    path.write_text(f"name: chain{n}\nlinks:\n{links}")
+    return path
+
+
+def _wide_csv(folder):
+    path = folder / "wide.csv"
+    path.write_text(",".join(["t"] + [f"c{k}" for k in range(100_000)]) + "\n" + ",".join(["0"] * 100_001) + "\n")
+    return path
+
+
+def _xacro_bomb(folder):
+    """Thirty macros, each calling the one before twice: 2^30 links once expanded."""
+    lines = ['<robot name="bomb" xmlns:xacro="http://www.ros.org/wiki/xacro">',
+             '<xacro:macro name="m0"><link name="x"/></xacro:macro>']
+    lines += [f'<xacro:macro name="m{k}"><xacro:m{k - 1}/><xacro:m{k - 1}/></xacro:macro>' for k in range(1, 31)]
+    path = folder / "bomb.urdf.xacro"
+    path.write_text("\n".join(lines + ['<link name="base"/><xacro:m30/></robot>']))
+    return path
+
+
+def _plan(**kw):
+    import flexman as fm
+
+    robot = fm.examples.load(kw.pop("model", "dynaman_2r"))
+    return lambda folder: fm.plan(robot, kw.pop("start", [0.0] * robot.n_joints), kw.pop("goal"), **kw)
+
+
+def _python(call):
+    return lambda folder: call()
+
+
+def _cli(*argv, files=None):
+    """`flexman argv...` (``{name}`` in an argument: the file ``files[name](folder)``): must exit 2
+    with one line; the line is returned for the message check."""
+    def run(folder):
+        import contextlib
+        import io
+
+        made = {name: str(make(folder)) for name, make in (files or {}).items()}
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            code = cli.main([a.format(out=folder, **made) for a in argv])
+        assert code == 2, err.getvalue()
+        raise ValueError(err.getvalue().strip().removeprefix("flexman: error: "))
+    return run
+
+
+def _shaper(**kw):
+    import flexman as fm
+    from flexman.control import shaper
+
+    robot = fm.examples.load("flx_flexible_pendulum")
+    return lambda folder: shaper(robot, [0.0], **kw)
+
+
+def _from_csv(text):
+    def run(folder):
+        import flexman as fm
+
+        path = folder / "ref.csv"
+        path.write_bytes(text if isinstance(text, bytes) else text.encode())
+        return fm.trajectory.from_csv(path)
+    return run
+
+
+DOORS = {
+    # plan: magnitudes, a zero minimum-time move, a grid too coarse, the solver's budgets
+    "plan goal 1e300": (_plan(goal=[1e300, 0.0], duration=1.0), r"q_goal: joint 1 = 1e\+300 is beyond"),
+    "plan zero move": (_plan(goal=[0.0, 0.0], limits={"torque": [5.0, 5.0]}), r"a zero move"),
+    "plan 4 knots, 4 flexible coordinates": (_plan(model="flx_three_link", goal=[0.5] * 3, duration=1.0, knots=4),
+                                             r"knots: 4 intervals are too coarse"),
+    "plan time limit 0": (_plan(goal=[0.5, 0.5], duration=1.0, time_limit=0.0), r"time_limit: expected a finite"),
+    "plan max_iter True": (_plan(goal=[0.5, 0.5], duration=1.0, max_iter=True), r"max_iter: expected a whole number"),
+    "plan --time-limit -1": (_cli("plan", "dynaman_2r", "--to", "1", "1", "--duration", "1", "--time-limit", "-1",
+                                  "--out", "{out}/p"), r"--time-limit: must be a number of seconds > 0"),
+    # FMU export: a model too large is refused before the derivation
+    "fmu of 200 links": (_cli("export", "{chain}", "--fmu", "{out}/c.fmu", files={"chain": lambda f: _chain_file(f, 200)}),
+                         r"FMU: 'chain200' has 200 coordinates; an FMU takes at most 80"),
+    "fmu step 1e-300": (_cli("export", "dynaman_2r", "--fmu", "{out}/c.fmu", "--step-size", "1e-300"),
+                        r"step_size: must be a number of seconds in \[1e-09, 1\]"),
+    # excite: sizes before allocation
+    "excite period 1e9": (_cli("excite", "dynaman_2r", "--period", "1e9", "--out", "{out}/e.csv"), r"--period"),
+    "excite starts 1e9": (_cli("excite", "dynaman_2r", "--period", "2", "--starts", "1000000000", "--out",
+                               "{out}/e.csv"), r"--starts"),
+    "excite seed -1": (_cli("excite", "dynaman_2r", "--period", "2", "--seed", "-1", "--out", "{out}/e.csv"),
+                       r"--seed"),
+    # identify: 100,000 columns refused at the header, a record too long for the regressor before it is built
+    "identify 100000 columns": (lambda folder: __import__("flexman.analysis.measurements", fromlist=["x"]).read_table(
+        _wide_csv(folder)), r"100,001 columns; a measurement file may have at most 1,000"),
+    "identify 1e6 samples of 6 joints": (_python(lambda: __import__("flexman").identify(
+        __import__("flexman").examples.load("puma560"), np.arange(1_000_000) * 1e-3,
+        *[np.random.default_rng(k).standard_normal((1_000_000, 6)) for k in (1, 2)])),
+        r"t: 1e\+06 samples would need about .* GB; the limit is 4 GB"),
+    # from_csv and shapers
+    "from_csv text": (_from_csv("t,q1,qd1,qdd1\n0,x,0,0\n"), r"ref.csv"),
+    "from_csv latin-1": (_from_csv(b"t,q1,qd1,qdd1\n0,\xe9,0,0\n"), r"ref.csv"),
+    "shaper samples 1e6": (_shaper(samples=10**6), r"samples"),
+    "shaper t nan": (_shaper(t=float("nan")), r"^t: "),
+    # xacro: a macro bomb stops at the call limit
+    "xacro bomb": (_cli("info", "{bomb}", files={"bomb": _xacro_bomb}),
+                   r"the expansion makes more than 10,000 macro calls"),
+}
+
+
+@pytest.mark.parametrize("door", list(DOORS))
+def test_newest_doors_refuse_hostile_input_in_one_line_within_a_budget(tmp_path, door):
+    """Each input of issue 34 against the plan, FMU, excite, identify, from_csv, shaper and xacro
+    doors: a one-line refusal naming the field, within 10 s of CPU and 1.5 GB more memory."""
+    make, pattern = DOORS[door]
+    with bounded(cpu_s=10, memory_mb=1500), pytest.raises(ValueError) as info:
+        make(tmp_path)
+    message = str(info.value)
+    one_line(message)
+    assert __import__("re").search(pattern, message), message

@@ -71,7 +71,7 @@ def _check_written(robot, path, rng):
 def test_a_mimic_tree_written_as_urdf_reads_back_and_pinocchio_agrees(tmp_path):
     _, robot = _tree(tmp_path)
     _check_written(robot, tmp_path / "x.urdf", np.random.default_rng(11))
-    assert '<mimic joint="joint2" multiplier="-0.5" offset="0.1"/>' in (tmp_path / "x.urdf").read_text()
+    assert '<mimic joint="j2" multiplier="-0.5" offset="0.1"/>' in (tmp_path / "x.urdf").read_text()
 
 
 @pytest.mark.skipif(ROOT is None, reason="example-robot-data is not installed")

@@ -138,6 +138,15 @@ def test_limits_at_the_knots_alone_are_exceeded_between_them(monkeypatch):
     (([0.0], [1.0]), {"duration": 1.0, "objective": "fast"}, r"^objective: unknown 'fast'"),
     (([0.0], [1.0]), {"limits": {"torque": [0.0]}}, r"^limits.torque: every limit must be > 0"),
     (([0.0], [1.0]), {"limits": {"force": [1.0]}}, r"^limits: unknown \['force'\]"),
+    # issue 34: magnitudes refused before solving (1e300 was "invalid number detected"), a zero
+    # minimum-time move named as such, the solver's budgets checked
+    (([0.0], [1e300]), {"duration": 1.0}, r"^q_goal: joint 1 = 1e\+300 is beyond the supported magnitude 1e\+06"),
+    (([0.0], [1.0]), {"limits": {"rate": [1e300]}}, r"^limits.rate: joint 1 = 1e\+300 is beyond the supported"),
+    (([0.0], [1.0]), {"limits": {"torque": [1e300]}}, r"^limits.torque: joint 1 = 1e\+300 is beyond the supported"),
+    (([0.5], [0.5]), {"limits": {"torque": [5.0]}}, r"^q_goal: equals q_start, a zero move, which has no least time"),
+    (([0.0], [1.0]), {"duration": 1.0, "max_iter": True}, r"^max_iter: expected a whole number of IPOPT iterations"),
+    (([0.0], [1.0]), {"duration": 1.0, "time_limit": 0.0}, r"^time_limit: expected a finite number > 0"),
+    (([0.0], [1.0]), {"duration": 1.0, "knots": 4}, r"^knots: 4 intervals are too coarse for 2 coordinates"),
 ])
 def test_bad_input_is_one_sentence(args, kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -150,6 +159,26 @@ def test_unreachable_goal_and_uncontrollable_modes():
     # out-of-plane bending of an arm turning in its plane: no joint moves it
     with pytest.raises(PlanningError, match=r"^robot: the flexible coordinate ez1_1 cannot be brought to rest"):
         fm.plan(hub_arm(z_modes=1), [0.0], [1.0], duration=1.0)
+
+
+def test_too_coarse_a_grid_names_the_knots_and_the_least_that_works():
+    """Issue 34: flx_three_link on 4 intervals has 126 equality constraints for 121 unknowns (CasADi's
+    count: the fixed end values are equalities too), which IPOPT called infeasible limits. The refusal
+    gives that excess (5) and the least grid; that grid solves."""
+    robot = fm.examples.load("flx_three_link")
+    with pytest.raises(PlanningError, match=r"^knots: 4 intervals are too coarse for 7 coordinates \(4 flexible\): "
+                                            r"the dynamics then give 5 more equality constraints than unknowns; "
+                                            r"use at least 6 knots"):
+        fm.plan(robot, [0.0] * 3, [0.5] * 3, duration=1.0, knots=4)
+    assert fm.plan(robot, [0.0] * 3, [0.5] * 3, duration=1.0, knots=6).report["success"]
+
+
+def test_a_hopeless_move_stops_at_the_time_limit():
+    """Issue 34: a 10 ms move of flx_three_link iterated for 280 s; IPOPT now stops at the plan's
+    time limit and says so (and how to raise it)."""
+    with pytest.raises(PlanningError, match=r"^plan: IPOPT stopped at the time limit without a solution \(raise "
+                                            r"time_limit \(--time-limit\)"):
+        fm.plan(fm.examples.load("flx_three_link"), [0.0] * 3, [0.5] * 3, duration=0.01, time_limit=1.0)
 
 
 # ----- the showcase (issue 28's numbers): the flx_three_link_lqr move in 2.5 s ------------------
@@ -194,3 +223,41 @@ def test_showcase_tip_follows_the_rigid_path():
     assert np.linalg.norm(tip - path, axis=1).max() < 20e-3
     after = res.t >= plan.duration
     assert np.linalg.norm(tip[after] - tip_at(robot, SHOW_GOAL), axis=1).max() < 1e-3
+
+
+def _stiff_hub():
+    """A short stiff hub arm (75 Hz locked-joint mode) on a 0.3 s move: 60 knots (5 ms) are too
+    coarse for its 13 ms period, and the plan on them rings more than the plain quintic move."""
+    beam = fm.Beam(length=0.5, mass_per_length=1.0, EI=[1000.0, 1000.0], modes={"y": 2, "z": 0, "torsion": 0})
+    link = fm.Link(joint="revolute", a=0.5, body=fm.RigidBody(mass=0.0), hub=fm.RigidBody(mass=1.0, inertia=[0.05] * 3),
+                   beam=beam)
+    return fm.Robot(links=[link], gravity=[0, 0, 0], name="stiff_hub")
+
+
+def test_plan_checks_its_residual_by_simulation_and_refines_the_knots():
+    """The residual vibration of each candidate, simulated (not read off the collocation grid):
+    the default 60 knots leave more than the plain profile, so the plan is solved again on finer
+    grids until it leaves less than the plain and (above a micron per metre of travel) the shaped
+    one; the report says so."""
+    import warnings
+
+    robot = _stiff_hub()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning: the refined plan passes its check
+        plan = fm.plan(robot, [0.0], [1.0], duration=0.3)
+    check = plan.report["residual"]
+    assert check["refined_from_knots"] >= 60 and plan.report["knots"] > 60
+    quintic = fm.trajectory.rest_to_rest([0.0], [1.0], 0.3, "quintic")
+    plain, _ = residual(robot, quintic, 0.3, [1.0], 0.4, dt=2e-4)
+    planned, _ = residual(robot, plan.trajectory, 0.3, [1.0], 0.4, dt=2e-4)
+    assert planned < plain and check["plan"] <= max(check["shaped"], check["floor"])
+
+
+def test_plan_that_cannot_beat_the_plain_move_warns_once(monkeypatch):
+    import flexman.planning as planning
+
+    monkeypatch.setattr(planning, "RESIDUAL_REFINES", 0)
+    with pytest.warns(RuntimeWarning, match=r"^plan: its simulated residual vibration .* exceeds the plain quintic") as record:
+        plan = fm.plan(_stiff_hub(), [0.0], [1.0], duration=0.3)
+    assert len(record) == 1 and not plan.report["residual"]["better"]
+    assert plan.report["residual"]["plan"] > plan.report["residual"]["plain"]

@@ -160,3 +160,16 @@ def test_stiffness_derivatives_equal_complex_step():
         s = fm.analysis.sensitivity(robot, "inverse_dynamics", [name], q=q, qd=qd, qdd=qdd)
         assert np.abs(step).max() > 1e-4  # the stiffness does act on the flexible rows
         np.testing.assert_allclose(s.derivative[0], step, rtol=1e-8, atol=1e-8 * np.abs(step).max())
+
+
+def test_magnitudes_beyond_a_physical_state_are_refused_not_nan():
+    """Issue 34: qdd = 1e308 gave NaN torques and exit 0; the state's magnitudes are bounded
+    (README, Limits) and the command line says so in one line."""
+    robot = fm.examples.load("flx_three_link")
+    qdd = np.zeros(robot.nq)
+    qdd[0] = 1e308
+    with pytest.raises(ValueError, match=r"^qdd\[0\] = 1e\+308 is beyond the supported magnitude 1e\+08 of a joint "
+                                         r"acceleration"):
+        fm.analysis.sensitivity(robot, "inverse_dynamics", ["EI2"], qdd=qdd)
+    with pytest.raises(ValueError, match=r"^qd\[0\] = 1e\+300 is beyond the supported magnitude 10000 of a joint rate"):
+        fm.analysis.sensitivity(robot, "frequencies", ["EI2"], qd=np.r_[1e300, np.zeros(robot.nq - 1)])

@@ -187,3 +187,61 @@ def test_figures_of_an_arm_under_gravity_settle_about_its_sag_and_use_flexible_m
     assert row["lowest_frequency"] == pytest.approx(np.sort(w[w > 1e-9])[0] / (2 * np.pi), rel=1e-12)
     free = np.asarray(robot.natural_frequencies(res.q[0]), dtype=float)
     assert np.sort(free[free > 1e-9])[0] / (2 * np.pi) < 0.9 * row["lowest_frequency"]  # the free joint's mode is lower
+
+
+def test_a_sweep_whose_every_point_fails_exits_non_zero_in_one_line(tmp_path, client, capsys):
+    """Issue 34: every point failing (here a negative mass in each) exited 0; now one line, exit 2."""
+    from flexman.cli import main
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("parameters: {links.0.mass: [-1.0, -2.0]}\nrun: {t_final: 0.01, dt: 0.001}\n")
+    assert main(["sweep", "flx_flexible_pendulum", str(spec), "--scheduler", client.scheduler.address]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("flexman: error: every one of the 2 points failed") and err.count("\n") == 1, err
+    assert "links[0].mass" in err
+
+
+def test_a_run_too_large_for_every_point_is_refused_before_any_worker(tmp_path):
+    """Issue 34: a run size every point would refuse is refused once, up front (no cluster)."""
+    with pytest.raises(sweeps.SweepError, match=r"^run\.dt: .*output samples"):
+        sweeps.sweep(fm.examples.load("flx_flexible_pendulum"), GRID, run={"t_final": 1e4, "dt": 1e-6},
+                     out=tmp_path / "s.parquet")
+    assert not (tmp_path / "s.parquet.parts").exists()
+
+
+UNGUARDED = """import flexman as fm
+robot = fm.examples.load("flx_flexible_pendulum")
+fm.sweep(robot, {"links.0.mass": [1.0]}, run={"t_final": 0.01}, out=%r)
+"""
+GUARDED = """from flexman import sweeps
+
+def main():
+    sweeps.check_main_guard()
+    print("guard found")
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_script_without_the_main_guard_gets_one_line_not_a_traceback_per_worker(tmp_path):
+    """Issue 34: fm.sweep at a script's top level printed six tracebacks (each spawned worker
+    imports the script and starts the sweep again); now it is refused before any worker starts.
+    Under `if __name__ == "__main__":` (through a function) the check passes."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    script = tmp_path / "unguarded.py"
+    script.write_text(UNGUARDED % str(tmp_path / "s.parquet"))
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 1 and res.stderr.count("Traceback") == 1, res.stderr
+    assert res.stderr.strip().splitlines()[-1].endswith(
+        "fm.sweep: unguarded.py line 3 starts a sweep outside `if __name__ == \"__main__\":`; its worker processes "
+        "import the script again and would each start it too: put the sweep under that guard")
+    assert not (tmp_path / "s.parquet.parts").exists()
+    script = tmp_path / "guarded.py"
+    script.write_text(GUARDED)
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 0 and res.stdout.strip() == "guard found", res.stderr

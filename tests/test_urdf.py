@@ -167,8 +167,6 @@ BAD = {
     "loop": ('<robot name="r"><link name="b"/>' + GOOD_LINK.format(n="a") + GOOD_LINK.format(n="c")
              + _joint("j1", "b", "a") + _joint("j2", "a", "c") + _joint("j3", "c", "a") + "</robot>",
              'joint name="j3">: link \'a\' is already the child of joint \'j1\''),
-    "no inertial": ('<robot name="r"><link name="b"/><link name="a"/>' + _joint("j1", "b", "a") + "</robot>",
-                    'link name="a">: no <inertial>'),
     "floating": ('<robot name="r"><link name="b"/>' + GOOD_LINK.format(n="a") + _joint("j1", "b", "a", "floating")
                  + "</robot>", "a floating joint is read as a free root link: remove the joint and load with floating=True"),
     "planar": ('<robot name="r"><link name="b"/>' + GOOD_LINK.format(n="a") + _joint("j1", "b", "a", "planar")
@@ -259,7 +257,7 @@ def test_overlay_turns_a_urdf_link_into_a_beam(tmp_path):
     qdd = robot.forward_dynamics(q, qd, tau)
     np.testing.assert_allclose(robot.inverse_dynamics(q, qd, qdd)[:2], tau, atol=1e-10)
     (tmp_path / "bad.yaml").write_text("links: {nope: {beam: {length: 1, mass_per_length: 1}}}\n")
-    with pytest.raises(ModelError, match=r"links.nope: no moving link of that name; links: a, c"):
+    with pytest.raises(ModelError, match=r"links.nope: no moving link or joint of that name; links: a, c; joints: j1, j2"):
         fm.load(urdf, overlay=tmp_path / "bad.yaml")
 
 
@@ -466,6 +464,18 @@ def test_overlay_bad_beam_axis_is_one_line(tmp_path, axis):
     assert message.startswith("links.a.beam.axis: must be 3 numbers") and "\n" not in message
 
 
+def test_overlay_axis_of_a_400_digit_integer_is_one_line(tmp_path):
+    """Issue 34: an overlay beam axis [0, 0, 10**400] raised OverflowError; overlays are now
+    checked value by value as model files are."""
+    from flexman.model.urdf import apply_overlay
+
+    (tmp_path / "r.urdf").write_text(AXIS_URDF)
+    beam = {"length": 0.4, "mass_per_length": 2.0, "EI": 300.0, "axis": [0, 0, 10**400]}
+    with pytest.raises(ModelError, match=r"^links\.a\.beam\.axis\[2\]: the integer 100000000000\.\.\. \(401 "
+                                         r"digits\) is too large for a float; use a number below 1e308$"):
+        apply_overlay(fm.load(tmp_path / "r.urdf"), _axis_overlay(beam))
+
+
 def test_inverted_limits_are_refused_like_a_model_files(tmp_path):
     """<limit lower="3" upper="-3"> was dropped silently while a model file's [3, -3] is refused."""
     text = ('<?xml version="1.0"?><robot name="r"><link name="base"/><link name="a"><inertial><mass value="1"/>'
@@ -479,3 +489,17 @@ def test_inverted_limits_are_refused_like_a_model_files(tmp_path):
     assert "\n" not in str(info.value)
     path.write_text(text.replace('lower="3" upper="-3"', 'lower="0" upper="0"'))
     assert fm.load(path).links[0].limits is None  # lower = upper: no limits, as URDFs write them
+
+
+def test_urdf_without_inertials_loads_for_kinematics_only(capfd):
+    """A kinematic URDF (no <inertial> anywhere): frames work, M is zero, so what needs its
+    inverse is refused in the one sentence the load printed (naming the joint)."""
+    from flexman.model.urdf import robot_from_urdf
+
+    robot = robot_from_urdf('<robot name="r"><link name="b"/><link name="a"/>' + _joint("j1", "b", "a") + "</robot>")
+    err = capfd.readouterr().err
+    assert err.count("flexman: warning:") == 1 and "coordinates j1 (links a)" in err
+    np.testing.assert_allclose(robot.inverse_dynamics([0.3], [0.1], [0.2]), [0.0], atol=1e-15)
+    with pytest.raises(ModelError) as info:
+        robot.forward_dynamics([0.3], [0.1], [0.0])
+    assert str(info.value) == robot.singular_mass and "\n" not in str(info.value)

@@ -11,6 +11,7 @@ import pytest
 
 import flexman as fm
 from flexman import ModelError
+from flexman.model.urdf import urdf_identifier
 from urdf_helpers import ROBOTS as ROOT
 from urdf_helpers import pin_q, pinocchio_reduced
 
@@ -26,20 +27,21 @@ REFUSED = {
     "there is no joint of that name": ["alex_description/urdf/alex_psyonic_hands.urdf"],
     "nothing moves": ["hector_description/robots/quadrotor_base.urdf", "iris_description/robots/iris_simple.urdf"],
     "no <link> elements": ["ur_description/urdf/ur3.urdf"],
-    "nothing it carries has mass": ["romeo_description/urdf/romeo_laas_small.urdf",
-                                    "romeo_description/urdf/romeo.urdf"],  # (a finger and its followers: no inertial)
-    # a joint (l_ankle_2's) moving 1e-20 kg m^2: M's condition number 1.5e17, refused by the
-    # whole-model check that model files get (Pinocchio computes with it regardless)
-    "ill-conditioned": ["icub_description/robots/icub.urdf"],
 }
+# Files whose mass matrix is singular or ill-conditioned (a finger with no inertial; iCub's head
+# with a degenerate inertia): they load, flagged, with one line naming the massless chain; their
+# kinematics and inverse dynamics compare with Pinocchio's as every other file's (below), what
+# needs M's inverse is refused (test_singular_mass_matrix_urdf_loads_and_refuses_forward_dynamics).
+SINGULAR = ["icub_description/robots/icub.urdf", "romeo_description/urdf/romeo_laas_small.urdf",
+            "romeo_description/urdf/romeo.urdf"]
 # Files with <mimic> joints (a joint following another, q_j = multiplier q_i + offset) that load:
 # compared with Pinocchio's full model reduced by q_full = G q + c on the test's side (below).
 MIMIC = ["baxter_description/urdf/baxter.urdf", "panda_description/urdf/panda.urdf",
          "panda_description/urdf/panda_collision.urdf", "pr2_description/urdf/pr2.urdf",
          "talos_data/robots/talos_full_v2.urdf", "talos_data/robots/talos_full_v2_box.urdf",
-         "tiago_pro_description/robots/tiago_pro.urdf"]
+         "tiago_pro_description/robots/tiago_pro.urdf", "romeo_description/urdf/romeo.urdf"]
 REASON = {f: why for why, files in REFUSED.items() for f in files}
-READ = [f for f in FILES if f not in REASON and f not in MIMIC]
+READ = [f for f in FILES if f not in REASON and f not in MIMIC and f not in SINGULAR]
 
 
 def _load(rel):
@@ -55,6 +57,8 @@ def test_real_urdf_matches_pinocchio(rel):
     model = pin.buildModelFromUrdf(str(ROOT / rel))
     # the same coordinates in the same order (depth-first, urdfdom's order of child joints)
     assert [model.names[j] for j in range(1, model.njoints)] == [j for j in _joint_names(robot, ROOT / rel)]
+    # and the coordinates carry the joints' names
+    assert robot.coordinate_names == [urdf_identifier(model.names[j]) for j in range(1, model.njoints)]
     _same_dynamics_as_pinocchio(robot, model, np.random.default_rng(len(rel)))
 
 
@@ -69,6 +73,7 @@ def test_mimic_urdf_matches_reduced_pinocchio(rel):
     assert robot.nq == robot.n_joints == len(free) == len(robot.links) - len(robot.mimic)
     names = _joint_names(robot, ROOT / rel)
     assert [names[i] for i in robot.independent] == free
+    assert robot.coordinate_names == [urdf_identifier(n) for n in free]
     for link in robot.links:
         link.viscous = link.coulomb = 0.0
     rng = np.random.default_rng(len(rel))
@@ -175,7 +180,7 @@ def test_ur5_with_a_flexible_forearm(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         robot = fm.load(ROOT / "ur_description/urdf/ur5_robot.urdf", overlay=overlay)
-    assert robot.nq == 10 and robot.coordinate_names[6:] == ["ey3_1", "ey3_2", "ez3_1", "ez3_2"]
+    assert robot.nq == 10 and robot.coordinate_names[6:] == ["forearm_link_ey1", "forearm_link_ey2", "forearm_link_ez1", "forearm_link_ez2"]
     assert {"tool0", "ee_link", "base"} <= set(robot.frames)
     rng = np.random.default_rng(5)
     q = rng.uniform(-1, 1, robot.nq)
@@ -193,3 +198,37 @@ def test_ur5_with_a_flexible_forearm(tmp_path):
     assert abs(res.energy[-1] - res.energy[0]) < 1e-8 * abs(res.energy[0])
     res.report(tmp_path / "ur5.html")
     assert (tmp_path / "ur5.html").stat().st_size > 10_000
+
+
+@pytest.mark.skipif(not FILES, reason="example-robot-data is not installed")
+@pytest.mark.parametrize("rel", SINGULAR)
+def test_singular_mass_matrix_urdf_loads_and_refuses_forward_dynamics(rel, capfd):
+    """iCub and Romeo load with one warning line naming the massless chain (no Python warning for
+    it); inverse dynamics and frames equal Pinocchio's (reduced by its mimic joints for romeo);
+    forward dynamics, simulation and natural frequencies refuse in that same one sentence."""
+    capfd.readouterr()
+    robot = _load(rel)
+    err = capfd.readouterr().err
+    said = [line for line in err.splitlines() if "mass matrix is" in line]
+    assert len(said) == 1 and said[0].startswith("flexman: warning: ") and "moves (almost) no mass" in said[0]
+    sentence = robot.singular_mass
+    assert sentence in said[0] and sentence.count(". ") == 0 and sentence.endswith(".")
+    model, free, G, c = pinocchio_reduced(ROOT / rel)
+    for link in robot.links:
+        link.viscous = link.coulomb = 0.0
+    rng = np.random.default_rng(7)
+    q, qd, qdd = (rng.uniform(-1.0, 1.0, robot.nq) for _ in range(3))
+    data = model.createData()
+    qp = pin_q(model, G @ q + c)
+    ref = G.T @ pin.rnea(model, data, qp, G @ qd, G @ qdd)
+    assert np.abs(robot.inverse_dynamics(q, qd, qdd) - ref).max() <= 1e-12 * max(1.0, np.abs(ref).max())
+    pin.forwardKinematics(model, data, qp)
+    pin.updateFramePlacements(model, data)
+    name = model.frames[model.nframes - 1].name
+    if name in robot.frames or name in [link.name for link in robot.links]:
+        assert np.abs(robot.frame(q, name) - data.oMf[model.nframes - 1].homogeneous).max() < 1e-12
+    for call in (lambda: robot.forward_dynamics(q, qd, np.zeros(robot.n_joints)),
+                 lambda: fm.simulate(robot, 0.01), lambda: robot.natural_frequencies()):
+        with pytest.raises(ModelError) as info:
+            call()
+        assert str(info.value) == sentence

@@ -1,9 +1,11 @@
 """flexman: dynamics, code generation and simulation of manipulators with rigid and flexible links."""
 from .model import Beam, Drive, Link, ModelError, RigidBody, Robot
+from .model.errors import one_line_warnings as _one_line_warnings
 from .simulate import Result, simulate, simulate_batch
 from .wiring import connect as _connect
 
 _connect()  # fill the model's engine slots with the higher layers (flexman.wiring)
+_one_line_warnings()  # flexman's notices: one line each, no source line
 
 from .version import __version__  # noqa: F401
 

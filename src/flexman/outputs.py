@@ -21,17 +21,40 @@ from pathlib import Path
 CLEANUP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
-class Terminated(BaseException):
+class Terminated(SystemExit):
     """A termination signal received while files were being written: raised so that every
-    ``finally`` runs (the temporary files are removed); the command line exits 128 + signum."""
+    ``finally`` runs (the temporary files are removed). A SystemExit with status 128 + signum:
+    a script that does not catch it ends as the signal would have ended it, without a traceback."""
 
     def __init__(self, signum: int):
         self.signum = signum
-        super().__init__(f"terminated by {signal.Signals(signum).name}")
+        super().__init__(128 + signum)
+
+    def __str__(self):
+        return f"terminated by {signal.Signals(self.signum).name}"
 
 
 def _terminate(signum, frame):
     raise Terminated(signum)
+
+
+class terminable:
+    """While the block runs (in the main thread, where signals are handled), SIGTERM and SIGHUP
+    raise :class:`Terminated`, so that every ``finally`` inside it runs; a handler a caller set
+    (or an outer block) stays."""
+
+    def __enter__(self):
+        self.handlers = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in CLEANUP_SIGNALS:
+                if signal.getsignal(sig) == signal.SIG_DFL:
+                    self.handlers[sig] = signal.signal(sig, _terminate)
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        for sig, previous in self.handlers.items():
+            signal.signal(sig, previous)
+        return False
 
 
 def _nonempty(path, option: str) -> Path:
@@ -105,11 +128,7 @@ class staged:
         return Path(final)
 
     def __enter__(self):
-        self.handlers = {}
-        if threading.current_thread() is threading.main_thread():  # only there can signals be handled
-            for sig in CLEANUP_SIGNALS:
-                if signal.getsignal(sig) == signal.SIG_DFL:  # a caller's own handler (or an outer block) stays
-                    self.handlers[sig] = signal.signal(sig, _terminate)
+        self.signals = terminable().__enter__()
         return self
 
     def __exit__(self, kind, exc, tb):
@@ -120,8 +139,7 @@ class staged:
         finally:
             for tmp, _ in self.pending:  # after an error (or a failed rename): no partial files left
                 tmp.unlink(missing_ok=True)
-            for sig, previous in self.handlers.items():
-                signal.signal(sig, previous)
+            self.signals.__exit__(kind, exc, tb)
         return False
 
 

@@ -1,11 +1,13 @@
 """Parameter sweeps on Dask: many simulations of variants of one robot, resumable, in one Parquet file.
 
-A sweep varies fields of the model-file data (paths like ``links.1.beam.EI``, ``payload.mass``,
+A sweep varies fields of the model-file data (paths like ``links.1.beam.EI`` or, by the link's or
+its joint's name, ``links.forearm_link.beam.EI``, ``payload.mass``,
 ``controller.kp``, ``controller.trajectory.points.1.0``: model parameters, controller gains and
 the manoeuvre alike), builds each variant with the model-file validation, simulates it and keeps
 a few figures per point:
 
-* ``peak_tip_deflection`` (m): largest distance of the tip from its place on the undeformed arm;
+* ``peak_tip_deflection`` (m): largest distance of the tip (the robot's end effector, or the link
+  or named frame ``run.frame``, e.g. a URDF's ``tool0``) from its place on the undeformed arm;
 * ``settling_time`` (s): last time the tip is farther from where it comes to rest (the final
   joint angles with the beams in static equilibrium: the sag under gravity) than
   ``settle_fraction`` of its largest excursion from there;
@@ -41,8 +43,8 @@ from .extras import require
 
 SAMPLINGS = ("grid", "latin_hypercube", "monte_carlo")
 FIGURES = ("peak_tip_deflection", "settling_time", "torque_peaks", "lowest_frequency")
-RUN_KEYS = ("t_final", "dt", "method", "controller", "torque", "q0", "rtol", "atol", "backend", "time_limit")
-NOT_SIMULATE_KEYS = ("controller", "t_final", "time_limit")  # run keys read here, not passed to simulate
+RUN_KEYS = ("t_final", "dt", "method", "controller", "torque", "q0", "rtol", "atol", "backend", "time_limit", "frame")
+NOT_SIMULATE_KEYS = ("controller", "t_final", "time_limit", "frame")  # run keys read here, not passed to simulate
 
 
 class SweepError(ValueError):
@@ -136,9 +138,7 @@ def apply(data, path, value):
         last = depth == len(keys) - 1
         where = ".".join(keys[:depth + 1])
         if isinstance(node, list):
-            if not key.isdigit() or int(key) >= len(node):
-                raise SweepError(f"parameters.{path}: '{where}' is not an index of a list of {len(node)}")
-            key = int(key)
+            key = _list_key(node, key, path, where)
         elif isinstance(node, dict):
             if key not in node and not last:
                 raise SweepError(f"parameters.{path}: the model has no '{where}'")
@@ -150,6 +150,22 @@ def apply(data, path, value):
         else:
             node = node[key]
     return data
+
+
+def _list_key(node, key, path, where) -> int:
+    """The index in a list of the model data: a number, or, in a list of named items (the links),
+    an item's name or its joint's name (``links.forearm_link``, ``links.elbow_joint``)."""
+    if key.isdigit() and int(key) < len(node):
+        return int(key)
+    named = [item for item in node if isinstance(item, dict) and ("name" in item or "joint_name" in item)]
+    if named and not key.isdigit():
+        for i, item in enumerate(node):
+            if isinstance(item, dict) and key in (item.get("name"), item.get("joint_name")):
+                return i
+        known = [n for item in named for n in (item.get("name"), item.get("joint_name")) if n]
+        raise SweepError(f"parameters.{path}: no item of '{where.rsplit('.', 1)[0]}' is named '{key}'; give an index "
+                         f"from 0 to {len(node) - 1} or one of {', '.join(known)}")
+    raise SweepError(f"parameters.{path}: '{where}' is not an index of a list of {len(node)}")
 
 
 def run_point(model_data, point, run, figures=FIGURES, settle_fraction=0.02):
@@ -208,13 +224,13 @@ def _figures(robot, run, figures, settle_fraction):
         raise FloatingPointError(f"the run diverged at t = {res.t_diverged or res.t[-1]:g} s ({why}); its figures "
                                  "would be those of a partial run: use a smaller dt or a stiff method")
     if "peak_tip_deflection" in figures or "settling_time" in figures:
-        offsets = tip_offset(robot, res.q)
+        offsets = tip_offset(robot, res.q, link=run.get("frame"))
         dist = np.linalg.norm(offsets, axis=-1)
         peak = float(dist.max())
         if "peak_tip_deflection" in figures:
             out["peak_tip_deflection"] = peak
         if "settling_time" in figures:
-            out["settling_time"] = settling_time(robot, res, offsets, settle_fraction)
+            out["settling_time"] = settling_time(robot, res, offsets, settle_fraction, run.get("frame"))
     if "torque_peaks" in figures:
         for name, k in zip(res.joint_names, range(res.tau.shape[1])):
             out[f"torque_peak_{name}"] = float(np.abs(res.tau[:, k]).max())
@@ -227,10 +243,11 @@ def _figures(robot, run, figures, settle_fraction):
     return out
 
 
-def settling_time(robot, res, offsets, settle_fraction):
-    """The last time the tip is farther than ``settle_fraction`` of the largest excursion from
-    where it comes to rest: the tip offset of the final joint angles with the beams in their
-    static equilibrium (the sag under gravity and the final torques), not zero."""
+def settling_time(robot, res, offsets, settle_fraction, frame=None):
+    """The last time the tip (``frame``: None for the robot's end effector) is farther than
+    ``settle_fraction`` of the largest excursion from where it comes to rest: the tip offset of
+    the final joint angles with the beams in their static equilibrium (the sag under gravity and
+    the final torques), not zero."""
     from .analysis.quasi_static import quasi_static_deflection
     from .analysis.tip import tip_offset
 
@@ -239,7 +256,7 @@ def settling_time(robot, res, offsets, settle_fraction):
         q_end = np.array(res.q[-1], dtype=float)
         try:
             q_end[robot.flex_index] = quasi_static_deflection(robot, q_end[robot.joint_index])
-            rest = tip_offset(robot, q_end)
+            rest = tip_offset(robot, q_end, link=frame)
         except ValueError:  # no static equilibrium found (a beam that buckles): the last sample
             rest = offsets[-1]
     dev = np.linalg.norm(offsets - rest, axis=-1)
@@ -310,6 +327,8 @@ def sweep(robot, parameters, run=None, scheduler=None, sampling="grid", samples=
     ("tcp://host:8786") or a ``distributed.Client``."""
     from .model.serialize import robot_to_dict
 
+    if scheduler is None:  # a local cluster's workers import the calling script again
+        check_main_guard()
     run = dict(run or {})
     unknown = set(run) - set(RUN_KEYS)
     if unknown:
@@ -321,6 +340,20 @@ def sweep(robot, parameters, run=None, scheduler=None, sampling="grid", samples=
     bad = set(figures) - set(FIGURES)
     if bad:
         raise SweepError(f"figures: unknown {', '.join(sorted(bad))}; use {', '.join(FIGURES)}")
+    from .simulate.run import output_size, run_floats
+
+    try:  # the run's size, checked once here rather than failing in every point
+        output_size(run.get("t_final", 1.0), run.get("dt", 1e-3), run_floats(robot))
+    except ValueError as exc:
+        raise SweepError(f"run.{exc}") from None
+    if run.get("frame") is not None:
+        from .model.inputs import end_effector
+
+        try:
+            end_effector(robot, run["frame"] if isinstance(run["frame"], str) else str(run["frame"]))
+        except ValueError as exc:
+            raise SweepError(f"run.frame: {str(exc).removeprefix('link: ')}") from None
+        run["frame"] = str(run["frame"])
     data = robot_to_dict(robot)
     pts = points(parameters, sampling, samples, seed)
     for name in parameters:  # a wrong path fails here, once, not in every task
@@ -346,6 +379,37 @@ def sweep(robot, parameters, run=None, scheduler=None, sampling="grid", samples=
         _run_tasks(data, pts, todo, run, tuple(figures), settle_fraction, parts, scheduler, n_workers, progress)
     table = _collect(pts, parts, out)
     return SweepResult(out, table, len(todo), len(pts) - len(todo))
+
+
+def check_main_guard() -> None:
+    """Refuse a sweep started from a script's top level outside ``if __name__ == "__main__":``.
+    The local cluster's worker processes are started by importing the script again (the spawn
+    start method); unguarded, each would start the sweep again and fail with a traceback of its
+    own. The line of the script that led here is looked up in the script's syntax tree."""
+    import ast
+    import sys
+
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    frame = sys._getframe(1)
+    while frame is not None and not (frame.f_globals is getattr(main, "__dict__", None)
+                                     and frame.f_code.co_name == "<module>"):
+        frame = frame.f_back
+    if frame is None or not path:  # an interactive session, python -c, a notebook: nothing is re-imported
+        return
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return
+    line = frame.f_lineno
+    for node in tree.body:
+        if (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
+                and "__name__" in ast.dump(node.test) and "'__main__'" in ast.dump(node.test)
+                and node.lineno <= line <= node.end_lineno):
+            return
+    raise SweepError(f"fm.sweep: {Path(path).name} line {line} starts a sweep outside `if __name__ == \"__main__\":`; "
+                     "its worker processes import the script again and would each start it too: put the sweep "
+                     "under that guard")
 
 
 def _write_part(parts, k, row):

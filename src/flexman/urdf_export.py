@@ -38,6 +38,21 @@ def unique_link_names(robot: Robot) -> list:
     return out
 
 
+def _joint_names(robot: Robot) -> list:
+    """The URDF joint names: the robot's own (``link.joint_name``, a URDF robot's) where every link
+    has a distinct one and, on a tree, siblings sorted by them come in the robot's order (urdfdom
+    sorts a link's child joints by name, which decides the coordinates' order when read back);
+    else ``joint1``, ``joint2``... (zero-padded on a tree, for the same reason)."""
+    own = [urdf_identifier(link.joint_name) if link.joint_name else "" for link in robot.links]
+    parents = robot.parents
+    ordered = all(sorted(kids) == kids for kids in (
+        [own[i] for i in range(len(own)) if parents[i] == p] for p in set(parents)))
+    if all(own) and len(set(own)) == len(own) and (robot.is_serial or ordered):
+        return own
+    fmt = "joint{}" if robot.is_serial else "joint{:0%dd}" % len(str(len(robot.links)))
+    return [fmt.format(i + 1) for i in range(len(robot.links))]
+
+
 def robot_to_urdf(robot: Robot) -> str:
     """URDF text for the rigid part of a robot: beams become rigid rods, hubs and the payload
     join their link's inertial. Gravity, joint armature and the beams' flexibility are not
@@ -48,9 +63,7 @@ def robot_to_urdf(robot: Robot) -> str:
     names = unique_link_names(robot)
     lines = ['<?xml version="1.0"?>', f'<robot name="{urdf_identifier(robot.name)}">', '  <link name="base_link"/>']
     parents, to_urdfs = robot.parents, []
-    # on a tree the joints' names decide the order a URDF reader takes siblings in (urdfdom sorts
-    # them): zero-padded, so that this order is the robot's
-    joint_name = "joint{}" if robot.is_serial else "joint{:0%dd}" % len(str(len(robot.links)))
+    joint_name = _joint_names(robot)
     for i, link in enumerate(robot.links):
         prev_N = np.eye(4) if parents[i] < 0 else to_urdfs[parents[i]]
         prev = "base_link" if parents[i] < 0 else names[parents[i]]
@@ -81,7 +94,7 @@ def robot_to_urdf(robot: Robot) -> str:
             "  </link>",
         ]
         kind = link.joint if link.limits is not None or link.joint == "prismatic" else "continuous"
-        lines.append(f'  <joint name="{joint_name.format(i + 1)}" type="{kind}">')
+        lines.append(f'  <joint name="{joint_name[i]}" type="{kind}">')
         lines += [
             f'    <parent link="{prev}"/>',
             f'    <child link="{names[i]}"/>',
@@ -95,7 +108,7 @@ def robot_to_urdf(robot: Robot) -> str:
             lines.append(f'    <dynamics damping="{_fmt(link.viscous)}" friction="{_fmt(link.coulomb)}"/>')
         if link.name in mimic:
             source, multiplier, offset = mimic[link.name]
-            lines.append(f'    <mimic joint="{joint_name.format(index[source] + 1)}" multiplier="{_fmt(multiplier)}" '
+            lines.append(f'    <mimic joint="{joint_name[index[source]]}" multiplier="{_fmt(multiplier)}" '
                          f'offset="{_fmt(offset)}"/>')
         lines.append("  </joint>")
         to_urdfs.append(to_urdf)

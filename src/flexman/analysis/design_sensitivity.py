@@ -249,7 +249,7 @@ def model_sensitivity(robot, quantity, parameters, q=None, qd=None, qdd=None) ->
         raise ValueError(f"quantity: unknown {quantity!r}; use one of {', '.join(QUANTITIES)}")
     names = physical.check(robot, parameters)
     nq = robot.nq
-    q = np.zeros(nq) if q is None else inputs.finite(inputs.real(inputs.state(robot, q), "q"), "q")
+    q = np.zeros(nq) if q is None else inputs.physical_state(inputs.real(inputs.state(robot, q), "q"), "q", "position")
     probe = probe_robot(robot, names)
     eom = derive(probe, formulation="book", parameters="symbolic", external=False, reduce_mass_matrix=False)
     actual = parameter_values(robot)
@@ -262,8 +262,9 @@ def model_sensitivity(robot, quantity, parameters, q=None, qd=None, qdd=None) ->
     values = np.array([physical.value(robot, n) for n in names])
     k = len(names)
     if quantity == "inverse_dynamics":
-        qd = np.zeros(nq) if qd is None else inputs.finite(inputs.real(inputs.state(robot, qd, "qd"), "qd"), "qd")
-        qdd = np.zeros(nq) if qdd is None else inputs.finite(inputs.real(inputs.state(robot, qdd, "qdd"), "qdd"), "qdd")
+        qd = np.zeros(nq) if qd is None else inputs.physical_state(inputs.real(inputs.state(robot, qd, "qd"), "qd"), "qd", "rate")
+        qdd = np.zeros(nq) if qdd is None else inputs.physical_state(
+            inputs.real(inputs.state(robot, qdd, "qdd"), "qdd"), "qdd", "acceleration")
         prog = eom.program("inverse_dynamics")
         value, deriv = _evaluate(prog, "tau", seeds, k, {"q": q, "qd": qd, "qdd": qdd, "p": p})
         return Sensitivity(quantity, names, values, value, deriv, [f"tau[{c}]" for c in robot.coordinate_names])
@@ -273,7 +274,7 @@ def model_sensitivity(robot, quantity, parameters, q=None, qd=None, qdd=None) ->
         cn = robot.coordinate_names
         return Sensitivity(quantity, names, values, value, deriv, [f"M[{a},{b}]" for a in cn for b in cn])
     if qd is not None:
-        qd = inputs.finite(inputs.real(inputs.state(robot, qd, "qd"), "qd"), "qd")
+        qd = inputs.physical_state(inputs.real(inputs.state(robot, qd, "qd"), "qd"), "qd", "rate")
         return _frequencies_about_motion(robot, eom, q, qd, p, seeds, names, values)
     return _frequencies(robot, eom, q, p, seeds, names, values)
 

@@ -342,7 +342,7 @@ def _buckling_message(robot, q, wrench, Hff, b):
             f"eigenvalue {lam:.3g}); a compressive load beyond the buckling load of the second-order model")
 
 
-def statics(robot, q_r, wrench=None, point=None, order=2, gauges=None, link=-1):
+def statics(robot, q_r, wrench=None, point=None, order=2, gauges=None, link=None):
     """Static equilibrium of ``robot`` held at joint positions ``q_r`` under gravity and an endpoint
     wrench: the flexible coordinates, the joint torques that hold it, where the loaded point is,
     and the beam curvatures at the gauges.
@@ -352,8 +352,9 @@ def statics(robot, q_r, wrench=None, point=None, order=2, gauges=None, link=-1):
     wrench broadcast against each other (e.g. angles (N, 1, n_joints) x forces (M, 6)).
     point: where the wrench acts on the link: None (the origin of its distal frame, the tip),
     [x, y, z] in that frame (a tool point), or a distance along its beam from the root (m).
-    link: the loaded link (default the last; a number, a link's name, or a named frame such as a
-    URDF's ``tool0``, the point then given in that frame); on a tree, any branch.
+    link: the loaded link (a number, a link's name, or a named frame such as a URDF's ``tool0``, the
+    point then given in that frame; default the robot's end effector, ``robot.end_effector``, else
+    the last link); on a tree, any branch.
     order: 0 rigid, 1 first-order or 2 second-order kinematics (see the module docstring).
     gauges: strain-gauge positions (see :func:`flexman.model.gauges.check_gauges`). Returns a :class:`StaticsResult`.
     Raises ValueError for bad input and :class:`BucklingError` when no stable equilibrium exists.
@@ -361,6 +362,7 @@ def statics(robot, q_r, wrench=None, point=None, order=2, gauges=None, link=-1):
     from .strain import curvature
 
     order = _check_order(order)
+    link = inputs.end_effector(robot, link)
     q_r = _check_q_r(robot, q_r)
     if getattr(robot, "mimic", None):
         return _mimic_statics(robot, q_r, wrench, point, order, gauges, link)

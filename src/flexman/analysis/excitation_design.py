@@ -224,10 +224,11 @@ class _Problem:
         self.robot, self.design, self.L = robot, design, L
         self.n, self.H = robot.n_joints, design.H
         self.indep = base.independent
-        self.pi = rr.standard_parameters(robot)
-        self.arm = np.array([link.armature for link in robot.links], dtype=float)
-        self.visc = np.array([link.viscous for link in robot.links], dtype=float)
-        self.coul = np.array([link.coulomb for link in robot.links], dtype=float)
+        # the torques: the rigid bodies, armature (rotors) and viscous friction through the regressor's
+        # columns, Coulomb friction (flat in the state) beside it; mimic joints through G (q_full = G q + c)
+        self.pi = rr.standard_parameters(robot, armature=True, viscous=True)
+        self.G = robot.mimic_map()[0] if getattr(robot, "mimic", None) else np.eye(self.n)
+        self.coul = np.array([link.joint_coulomb for link in robot.links], dtype=float)
         self.mid = L["q"].mean(axis=1)
         self.half = 0.5 * (L["q"][:, 1] - L["q"][:, 0])
         self.shrink = 1.0 - margin
@@ -251,7 +252,7 @@ class _Problem:
         return q0 + Bq @ c.T, Bv @ c.T, Ba @ c.T  # (K, n) each
 
     def _tau(self, Y, qd, qdd):
-        return Y @ self.pi + self.arm * qdd + self.visc * qd + self.coul * np.sign(qd)
+        return Y @ self.pi + (self.coul * np.sign(qd @ self.G.T)) @ self.G
 
     def evaluate(self, z, grad=True):
         """{"f": log condition number, "tau": torques on the grid, with grad: "grad" (of f) and
@@ -272,7 +273,7 @@ class _Problem:
     def _value(self, z):
         q, qd, qdd = self._states(z)
         K, n = q.shape[0], self.n
-        Y0 = rr.regressor(self.robot, q, qd, qdd)
+        Y0 = rr.regressor(self.robot, q, qd, qdd, armature=True, viscous=True)
         Yb = Y0[..., self.indep].reshape(K * n, -1)
         # extreme singular values and right vectors from the (P, P) Gram matrix: u = Y v / s
         lam, V = np.linalg.eigh(_gram(Yb))
@@ -292,7 +293,8 @@ class _Problem:
         Qs = [q + h * eye[j] for j in range(n)] + [q] * (2 * n)
         Vs = [qd] * n + [qd + h * eye[j] for j in range(n)] + [qd] * n
         As = [qdd] * (2 * n) + [qdd + eye[j] for j in range(n)]
-        Y = rr.regressor(self.robot, np.concatenate(Qs), np.concatenate(Vs), np.concatenate(As))
+        Y = rr.regressor(self.robot, np.concatenate(Qs), np.concatenate(Vs), np.concatenate(As), armature=True,
+                         viscous=True)
         Y = Y.reshape(3 * n, K, n, -1)
         lmax, vmax, lmin, vmin = out["eig"]
         # d log s = u^T dY v / s = (Y v)^T dY v / s^2 for the extreme singular values
@@ -306,8 +308,6 @@ class _Problem:
         out["grad"] = np.concatenate([self.half * gq.sum(axis=0),
                                       ((Bq.T @ gq + Bv.T @ gv + Ba.T @ ga).T * self.L["qd"][:, None]).ravel()])
         Tq, Tv, Ta = (np.einsum("jkip,p->kij", d, self.pi) for d in (dq, dv, da))  # (K, n_rows, n_joints)
-        Tv = Tv + (self.visc * eye)[None]
-        Ta = Ta + (self.arm * eye)[None]
         J0 = Tq * self.half[None, None, :]                                            # d tau[k, i] / d q0_j
         Jc = (Tq[..., None] * Bq[:, None, None, :] + Tv[..., None] * Bv[:, None, None, :]
               + Ta[..., None] * Ba[:, None, None, :]) * self.L["qd"][None, None, :, None]   # ... / d coefficients
@@ -429,11 +429,6 @@ def excitation(robot, period, harmonics, limits=None, seed=0, starts=20, iterati
     from scipy.optimize import minimize
 
     rr.check_rigid(robot, "excitation")
-    if getattr(robot, "mimic", None):  # (its torque-limit gradients take one coordinate per link)
-        from ..model.errors import ModelError
-        from ..model.robot import mimic_refusal
-
-        raise ModelError(mimic_refusal(robot, "excitation design"))
     try:
         period = float(period)
     except (TypeError, ValueError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import inputs
-from ..model.checks import check_mass_matrix
+from ..model.checks import check_mass_matrix, require_invertible
 from ..model.errors import ModelError
 
 STEP = 1e-30
@@ -124,6 +124,19 @@ def frequencies_about_motion(robot, q, qd):
     return omega
 
 
+def padded(robot, q, name="q"):
+    """``q`` with the flexible coordinates appended as zeros when it gives the joints only
+    (n_joints values, or (..., n_joints)); nq values (or None) as given."""
+    if q is None or robot.nf == 0:
+        return q
+    arr = np.asarray(q)
+    if arr.ndim >= 1 and arr.shape[-1] == robot.n_joints and arr.dtype.kind in "iuf":
+        out = np.zeros(arr.shape[:-1] + (robot.nq,))
+        out[..., robot.joint_index] = arr
+        return out
+    return q
+
+
 def natural_frequencies(robot, q=None, joints="free", qd=None):
     """Natural frequencies (rad/s, ascending) of the arm linearized about q at rest, or with
     ``qd`` about a steady motion (see :func:`frequencies_about_motion`; joints then held).
@@ -131,7 +144,13 @@ def natural_frequencies(robot, q=None, joints="free", qd=None):
     joints="free": joints unactuated (the free system); joints="locked": joint coordinates
     held, only the flexible coordinates vibrate. Modes that are unstable in the linearization
     (an arm above its joint) have no frequency and are reported as 0.
+
+    ``q`` may give every coordinate (nq values) or the joints only (n_joints values: the flexible
+    coordinates are then zero, the undeformed arm), as ``flexman frequencies --q`` takes it; None:
+    all zero. ``qd`` likewise (joint rates only: the flexible rates zero).
     """
+    require_invertible(robot)
+    q, qd = padded(robot, q, "q"), padded(robot, qd, "qd")
     if qd is not None:
         qd = inputs.state(robot, qd, "qd")
         if qd.ndim != 1:

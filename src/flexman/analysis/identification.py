@@ -41,6 +41,7 @@ from . import rigid_regressor as rr
 from . import signals
 from .measurements import read_measurements  # noqa: F401  (the CSV reader, here since the first release)
 from .signals import filtered_motion
+from ..model.limits import check_run_size
 
 MIN_SAMPLES_PER_PARAMETER = 10   # samples kept after trimming, per base parameter
 FOLDS = 5                        # blocks of the built-in held-out check
@@ -203,6 +204,11 @@ def identify(robot, t, q, tau, parameters=None, cutoff=None, order=4, armature=F
     (N, len(x), 3) as :func:`flexman.analysis.curvature` gives (NaN where not measured), see
     :func:`identify_beam`."""
     t, q, tau = signals.check_signals(robot, t, q, tau)
+    if parameters is None:  # the regressor (samples x joints x parameters) is held about three times
+        columns = 10 * len(robot.links) + 3 * len(robot.links)  # 10 inertial, 3 friction per link
+        check_run_size(len(t), 3 * robot.n_joints * columns, "samples", "t",
+                       hint="the regressor holds every sample's joints x parameters: resample the record "
+                            "(fewer samples) or cut it")
     if parameters is not None:
         return identify_beam(robot, t, q, tau, parameters, tip=tip, curvature=curvature, cutoff=cutoff,
                              order=order, **options)

@@ -26,6 +26,9 @@ def _header(path, fh):
     if not text:
         raise ValueError(f"{path}: empty file; expected a header row t, q1.., tau1.. and one row per sample")
     header = [h.strip() for h in next(csv.reader([text]))]
+    if len(header) > limits.MAX_CSV_COLUMNS:
+        raise ValueError(f"{path}: {len(header):,} columns; a measurement file may have at most "
+                         f"{limits.MAX_CSV_COLUMNS:,} (t, q1.., tau1.., tip_x..: two per joint and a few more)")
     seen = {}
     for k, h in enumerate(header):
         if h in seen:
@@ -82,6 +85,9 @@ def read_table(path) -> tuple[list, np.ndarray]:
                 if rows > limits.MAX_MEASUREMENT_ROWS:
                     raise ValueError(f"{path}: more than {limits.MAX_MEASUREMENT_ROWS:,} rows; a measurement file "
                                      "may have at most that many samples - cut or resample the record")
+                if rows * len(names) > limits.MAX_MEASUREMENT_VALUES:
+                    raise ValueError(f"{path}: more than {limits.MAX_MEASUREMENT_VALUES:.3g} values ({rows:,} rows of "
+                                     f"{len(names)} columns so far); cut or resample the record, or drop columns")
                 blocks.append(np.column_stack([batch.column(k).to_numpy(zero_copy_only=False)
                                                for k in range(len(names))]) if batch.num_rows else
                               np.zeros((0, len(names))))
@@ -97,19 +103,25 @@ def read_table(path) -> tuple[list, np.ndarray]:
 
 
 def read_measurements(path, robot) -> dict:
-    """Measured samples from a CSV file with a header row: ``t``, ``q1..q<n>`` and ``tau1..tau<n>``
-    (n joints), optionally ``tip_x, tip_y, tip_z`` (tip offsets, for beam parameters). Returns
-    {"t", "q", "tau", "tip" (or None)}; one-line ValueError naming the file otherwise."""
+    """Measured samples from a CSV file with a header row: ``t``, the joint positions and torques
+    (``q1..q<n>`` and ``tau1..tau<n>``, or the joints' coordinate names and ``tau_<name>`` as a
+    simulation's CSV writes them), optionally ``tip_x, tip_y, tip_z`` (tip offsets, for beam
+    parameters). Returns {"t", "q", "tau", "tip" (or None)}; one-line ValueError naming the file otherwise."""
     header, data = read_table(path)
     n = robot.n_joints
-    need = ["t"] + [f"q{i + 1}" for i in range(n)] + [f"tau{i + 1}" for i in range(n)]
+    joints = list(robot.coordinate_names[:n])
+    q_cols = [f"q{i + 1}" if f"q{i + 1}" in header or joints[i] not in header else joints[i] for i in range(n)]
+    tau_cols = [f"tau{i + 1}" if f"tau{i + 1}" in header or f"tau_{joints[i]}" not in header else f"tau_{joints[i]}"
+                for i in range(n)]
+    need = ["t"] + q_cols + tau_cols
     missing = [c for c in need if c not in header]
     if missing:
         raise ValueError(f"{path}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} (the header "
-                         f"must name t, q1..q{n}, tau1..tau{n}; optional tip_x, tip_y, tip_z)")
+                         f"must name t, q1..q{n}, tau1..tau{n} (or the joints' names and tau_<name>); optional "
+                         "tip_x, tip_y, tip_z)")
     col = {h: data[:, k] for k, h in enumerate(header)}
     tip = None
     if all(f"tip_{a}" in col for a in "xyz"):
         tip = np.stack([col[f"tip_{a}"] for a in "xyz"], axis=1)
-    return {"t": col["t"], "q": np.stack([col[f"q{i + 1}"] for i in range(n)], axis=1),
-            "tau": np.stack([col[f"tau{i + 1}"] for i in range(n)], axis=1), "tip": tip}
+    return {"t": col["t"], "q": np.stack([col[c] for c in q_cols], axis=1),
+            "tau": np.stack([col[c] for c in tau_cols], axis=1), "tip": tip}

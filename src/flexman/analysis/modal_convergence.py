@@ -20,6 +20,7 @@ and converge slowly (5 modes leave ``flx_three_link``'s lowest frequency 4.6 % h
 """
 from __future__ import annotations
 
+
 import dataclasses
 import os
 import warnings
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model import limits
-from ..model.errors import ModelError
+from ..model.errors import FlexmanWarning, ModelError
 from . import physical
 from .frequencies import natural_frequencies
 
@@ -40,7 +41,7 @@ SHOWN = 3             # lowest frequencies compared, joints free and locked
 QUIET_VARIABLE = "FLEXMAN_NO_CONVERGENCE_NOTICE"
 
 
-class ConvergenceNotice(UserWarning):
+class ConvergenceNotice(FlexmanWarning):
     """A model's lowest frequencies are not converged in the number of modes (silence it with
     ``warnings.simplefilter("ignore", ConvergenceNotice)`` or FLEXMAN_NO_CONVERGENCE_NOTICE=1)."""
 

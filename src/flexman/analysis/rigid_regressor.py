@@ -85,7 +85,7 @@ def standard_parameters(robot, armature=False, viscous=False, coulomb=False) -> 
     values = list(np.concatenate(out))
     for flag, key in ((armature, "armature"), (viscous, "viscous"), (coulomb, "coulomb")):
         if flag:
-            values += [getattr(link, key) for link in robot.links]
+            values += [getattr(link, f"joint_{key}") for link in robot.links]  # (drives' rotors and friction included)
     return np.array(values)
 
 

@@ -2,6 +2,8 @@
 (:mod:`.design_sensitivity`) or of a figure of a simulated manoeuvre (:mod:`.motion_sensitivity`)."""
 from __future__ import annotations
 
+import numpy as np
+
 from .design_sensitivity import QUANTITIES, Sensitivity, model_sensitivity
 from .motion_sensitivity import FIGURES, motion_sensitivity
 
@@ -25,4 +27,8 @@ def sensitivity(robot, quantity, parameters, q=None, qd=None, qdd=None, prescrib
         return motion_sensitivity(robot, quantity, parameters, prescribed, t_final, dt, q0=q, qd0=qd)
     if quantity not in QUANTITIES:
         raise ValueError(f"quantity: unknown {quantity!r}; use one of {', '.join(QUANTITIES + FIGURES)}")
-    return model_sensitivity(robot, quantity, parameters, q=q, qd=qd, qdd=qdd)
+    with np.errstate(all="ignore"):
+        out = model_sensitivity(robot, quantity, parameters, q=q, qd=qd, qdd=qdd)
+    if not (np.all(np.isfinite(out.value)) and np.all(np.isfinite(out.derivative))):
+        raise ValueError(f"{quantity}: the result at this state is not finite (an overflow); give smaller q, qd, qdd")
+    return out

@@ -12,6 +12,8 @@ import sys
 
 import numpy as np
 
+from ..model import limits as lim
+
 
 class UsageError(Exception):
     """A bad command line: reported as one line, exit status 2."""
@@ -64,7 +66,8 @@ def fmt(x) -> str:
 
 #: the largest magnitude a command-line joint value may have, by the option's kind (rad or m and
 #: their rates; torques in N m or N): past these a run or an analysis only produces overflow
-MAGNITUDES = {"position": 1e6, "rate": 1e4, "acceleration": 1e8, "torque": 1e9}
+MAGNITUDES = {"position": lim.MAX_JOINT_POSITION, "rate": lim.MAX_JOINT_RATE,
+              "acceleration": lim.MAX_JOINT_ACCELERATION, "torque": lim.MAX_FORCE}
 
 
 def vector(values, n_allowed, what: str, kind: str = "position"):

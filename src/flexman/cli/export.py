@@ -10,11 +10,18 @@ def cmd_export(args) -> int:
     """Write MODEL as an FMU (model exchange and/or co-simulation) and say what it holds."""
     if args.fmu is None:
         raise UsageError("export: give --fmu PATH (the FMU file to write, e.g. arm.fmu)")
-    from ..codegen.fmu import check_path
+    from ..codegen.fmu import check_path, check_size
     from ..symbolic import derive
 
     check_path(args.fmu, "--fmu", force=args.force)  # before the work: a bad path fails first
     robot = load_model(args.model)
+    check_size(robot)  # before the derivation
+    from ..symbolic.kinematics import output_frames
+
+    try:
+        frames = output_frames(robot, args.output_frame or ())
+    except ValueError as exc:
+        raise UsageError(f"--output-frame: {str(exc).removeprefix('output frame: ')}") from None
     if args.step_size is not None and not args.step_size > 0:
         raise UsageError(f"--step-size: must be > 0 (got {args.step_size})")
     controller = None
@@ -34,9 +41,10 @@ def cmd_export(args) -> int:
     # the polynomial normal form of M costs seconds and the FMU's dynamics do not use it
     eom = derive(robot, formulation=args.formulation, parameters="symbolic", external=False, reduce_mass_matrix=False)
     path = eom.fmu(args.fmu, kind=args.kind, controller=controller, step_size=args.step_size or 1e-3, q0=q0,
-                   force=args.force)
+                   force=args.force, output_frames=frames)
     info = {"fmu": str(path), "model": robot.name, "kind": args.kind, "controller": type(controller).__name__ if controller is not None else None,
             "coordinates": list(robot.coordinate_names), "parameters": list(eom.param_values),
+            "output_frames": frames,
             "seconds": round(time.perf_counter() - start, 2)}
     if args.json:
         print_json(info)
@@ -56,6 +64,9 @@ def register(sub) -> None:
     p.add_argument("--controller", action="store_true",
                    help="include the model file's controller (PID, computed torque, decoupling); its set-points "
                         "become inputs")
+    p.add_argument("--output-frame", action="append", metavar="FRAME",
+                   help="also output this link's or named frame's placement (e.g. tool0: tool0_x, ..., tool0_r33); "
+                        "repeatable")
     p.add_argument("--step-size", type=float, metavar="H",
                    help="co-simulation: the internal RK4 step in s (default 1e-3; an FMU parameter)")
     p.add_argument("--q0", type=float, nargs="+", metavar="Q", help="start values of the joint (or all) coordinates")

@@ -16,7 +16,9 @@ def _info_data(robot) -> dict:
     for i, link in enumerate(robot.links):
         beam = link.beam
         links.append({
-            "index": i + 1, "name": link.name, "joint": link.joint,
+            "index": i + 1, "name": link.name, "joint": link.joint, "joint_name": link.joint_name,
+            "parent_name": "base" if robot.parents[i] < 0 else (robot.links[robot.parents[i]].name
+                                                                or str(robot.parents[i] + 1)),
             "parent": "base" if robot.parents[i] < 0 else robot.parents[i] + 1,  # the parent's '#
             "a": link.a, "alpha": link.alpha, "d": link.d, "theta": link.theta,
             "mass": link.body.mass,
@@ -36,7 +38,26 @@ def _info_data(robot) -> dict:
         "payload_mass": robot.payload.mass if robot.payload is not None else 0.0,
         "links": links,
         "frames": {name: ("base" if i < 0 else i + 1) for name, (i, _) in robot.frames.items()},
+        "end_effector": robot.end_effector,
+        "placed": all(link.placement is not None for link in robot.links),
     }
+
+
+def _placed_table(data):
+    """The joints of a robot placed URDF-style: name, type, the link it moves and its parent, axis
+    and origin, the link's masses and flexible coordinates."""
+    from rich.table import Table
+
+    table = Table(title="joints and links (origin xyz in m, rpy in deg; kg)")
+    for col in ("#", "joint", "type", "link", "parent", "axis", "xyz", "rpy", "mass", "beam", "flex"):
+        table.add_column(col, justify="left" if col in ("joint", "type", "link", "parent") else "right")
+    for item in data["links"]:
+        pl = item["placement"]
+        table.add_row(str(item["index"]), item["joint_name"] or "-", item["joint"], item["name"] or "-",
+                      item["parent_name"], " ".join(fmt(v) for v in pl["axis"]), " ".join(fmt(v) for v in pl["xyz"]),
+                      " ".join(fmt(math.degrees(v)) for v in pl["rpy"]), fmt(item["mass"]), fmt(item["beam_mass"]),
+                      str(item["flexible_coordinates"]))
+    return table
 
 
 def cmd_info(args) -> int:
@@ -49,7 +70,8 @@ def cmd_info(args) -> int:
     from rich.table import Table
 
     con = console()
-    con.print(f"[bold]{data['name']}[/bold]  ({robot.dh} DH, {robot.n_joints} joints, "
+    kind = "joints placed by origin and axis (URDF)" if data["placed"] else f"{robot.dh} DH"
+    con.print(f"[bold]{data['name']}[/bold]  ({kind}, {robot.n_joints} joints, "
               f"{robot.nf} flexible coordinates, nq = {robot.nq})")
     if data["description"].strip():  # the file's own text: printed as is, never as markup
         con.print(data["description"].strip().splitlines()[0], markup=False, highlight=False)
@@ -60,6 +82,11 @@ def cmd_info(args) -> int:
     con.print(f"total mass: {data['total_mass']:.6g} kg (payload {data['payload_mass']:.6g} kg)")
     if data["frames"]:
         con.print("frames: " + ", ".join(f"{k} (on {v})" for k, v in data["frames"].items()), markup=False)
+    if data["end_effector"]:
+        con.print(f"end effector: {data['end_effector']}", markup=False)
+    if data["placed"]:  # no DH row at all: the joints as the URDF places them
+        con.print(_placed_table(data))
+        return 0
     named = any(item["name"] for item in data["links"])
     tree = not robot.is_serial
     table = Table(title=f"{robot.dh} DH table (m, deg, kg)")

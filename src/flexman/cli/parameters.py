@@ -86,8 +86,7 @@ def cmd_identify(args) -> int:
 
 
 # excitation limits: the key of fm.analysis.excitation_design's limits and the option that sets it
-_LIMIT_OPTIONS = {"qdd": "--accel-limit", "qd": "--rate-limit", "tau": "--torque-limit",
-                  "q": "the model's joint limits"}
+_LIMIT_OPTIONS = {"qdd": "--accel-limit", "qd": "--rate-limit", "tau": "--torque-limit", "q": "--position-limit"}
 
 
 MAX_EXCITE_ROWS = 10_000_000  # rows of the excitation CSV (about 1 GB of text for six joints)
@@ -112,6 +111,12 @@ def cmd_excite(args) -> int:
                          f"{rows:.3g} rows, more than the limit of {MAX_EXCITE_ROWS:,}; shorten the period or lower "
                          "the rate")
     limits = {}
+    if args.position_limit is not None:  # LOW HIGH once (every joint) or per joint
+        pairs = vector(args.position_limit, (2, 2 * robot.n_joints), "--position-limit")
+        if pairs.size not in (2, 2 * robot.n_joints):
+            raise UsageError(f"--position-limit: give LOW HIGH once (every joint) or {robot.n_joints} pairs, one per "
+                             f"joint (got {pairs.size} values)")
+        limits["q"] = pairs.reshape(-1, 2).tolist() if pairs.size > 2 else pairs.tolist()
     for key, values in (("qd", args.rate_limit), ("qdd", args.accel_limit), ("tau", args.torque_limit)):
         if values is not None:
             arr = vector(values, (1, robot.n_joints), _LIMIT_OPTIONS[key])
@@ -186,9 +191,11 @@ def register(sub) -> None:
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.add_argument("--rate", type=float, default=1000.0, metavar="HZ", help="samples per second in --out (default 1000)")
     p.add_argument("--periods", type=int, default=1, metavar="N", help="periods written to --out (default 1)")
+    p.add_argument("--position-limit", type=float, nargs="+", metavar="Q",
+                   help="joint ranges: LOW HIGH for every joint, or one pair per joint (default: the model's joint "
+                        "limits, else +-pi rad, +-0.5 m); keep the arm clear of its table and its own links")
     p.add_argument("--rate-limit", type=float, nargs="+", metavar="QD",
-                   help="largest joint rates, one or one per joint (default 1 rad/s, 0.5 m/s); positions keep "
-                        "the model's joint limits")
+                   help="largest joint rates, one or one per joint (default 1 rad/s, 0.5 m/s)")
     p.add_argument("--accel-limit", type=float, nargs="+", metavar="QDD",
                    help="largest joint accelerations, one or one per joint (default 5 rad/s^2, 2 m/s^2)")
     p.add_argument("--torque-limit", type=float, nargs="+", metavar="TAU",

@@ -93,8 +93,12 @@ def cmd_plan(args) -> int:
     out_path = Path(args.out)
     if out_path.exists() and not out_path.is_dir():
         raise UsageError(f"--out: {out_path} is a file; give a folder")
+    if not args.time_limit > 0:
+        raise UsageError(f"--time-limit: must be a number of seconds > 0 (got {args.time_limit})")
+    if args.max_iter < 1:
+        raise UsageError(f"--max-iter: must be a whole number >= 1 (got {args.max_iter})")
     result = make_plan(robot, start, goal, duration=duration, limits=limits or None, objective=objective,
-                       knots=int(knots))
+                       knots=int(knots), max_iter=args.max_iter, time_limit=args.time_limit)
     window = result.window
     move_T = window[1] - window[0]
     baseline = rest_to_rest(start, goal, move_T, args.profile)  # holds its ends outside [0, move_T]
@@ -155,6 +159,8 @@ def cmd_plan(args) -> int:
 
 def register(sub) -> None:
     """Add `flexman plan` to the parser."""
+    from ..planning import TIME_LIMIT
+
     p = subcommand(sub, "plan", cmd_plan, "plan an optimal rest-to-rest move (CasADi + IPOPT) and compare it")
     p.add_argument("--to", type=float, nargs="+", metavar="Q", help="goal joint values (rad or m)")
     p.add_argument("--from", dest="start", type=float, nargs="+", metavar="Q", help="start joint values (default 0)")
@@ -166,5 +172,8 @@ def register(sub) -> None:
     p.add_argument("--torque-limit", type=float, nargs="+", metavar="TAU", help="joint torque limits (one or one per joint)")
     p.add_argument("--rate-limit", type=float, nargs="+", metavar="QD", help="joint rate limits (one or one per joint)")
     p.add_argument("--knots", type=int, help="collocation intervals (default 60)")
+    p.add_argument("--max-iter", type=int, default=500, help="IPOPT iterations per solve (default 500)")
+    p.add_argument("--time-limit", type=float, default=TIME_LIMIT, metavar="S",
+                   help=f"seconds for all of IPOPT's solves (default {TIME_LIMIT:g})")
     p.add_argument("--dt", type=float, help="step of the checking simulations in s (default 2e-3)")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for plan.csv, plan.npz, comparison.json, plan.png")

@@ -73,6 +73,14 @@ def _simulation_options(args, robot) -> dict:
     if args.prescribed:
         kwargs["prescribed"] = _manoeuvre(robot, kwargs)
     kwargs["backend"] = args.backend
+    if getattr(args, "ee_frame", None) is not None:
+        from ..model.inputs import link_frame
+
+        try:
+            link_frame(robot, args.ee_frame)
+        except ValueError as exc:
+            raise UsageError(f"--ee-frame: {str(exc).removeprefix('link: ')}") from None
+        kwargs["ee_frame"] = args.ee_frame
     return kwargs
 
 
@@ -258,6 +266,9 @@ def simulation_arguments(p) -> None:
                         "and the torques needed are recorded")
     p.add_argument("--backend", choices=BACKENDS, default=None,
                    help="auto (default: compiled C when a compiler is available, cached), compiled or numeric")
+    p.add_argument("--ee-frame", dest="ee_frame", metavar="FRAME",
+                   help="the end effector of the plots and report: a link or named frame (e.g. a URDF's tool0); "
+                        "default the model's end_effector, else the last link")
 
 
 def register(sub) -> None:

@@ -38,6 +38,9 @@ def cmd_sweep(args) -> int:
         except SweepError as exc:
             raise UsageError(f"--plot: {exc}") from None
         files.append(str(path))
+    if errors and len(errors) == len(res):
+        raise UsageError(f"every one of the {len(res)} points failed (the results, with why, are in {res.path}); "
+                         f"the first: {printable(errors[0], 500)}")
     summary = {"model": robot.name, "points": len(res), "computed": res.computed, "reused": res.reused,
                "failed": len(errors), "columns": res.table.column_names, "files": files}
     if args.json:

@@ -47,10 +47,11 @@ def jobs_dir():
     return path
 
 
-def start(robot, formulation="newton_euler", estimated_seconds=0.0):
-    """Start building ``robot``'s compiled model in a detached process; True when a build is
-    under way (started now, or earlier by any process), False when none was started (off, too
-    long, the robot has no model-file form, or the process could not start)."""
+def start(robot, formulation="newton_euler", estimated_seconds=0.0, derivatives=False):
+    """Start building ``robot``'s compiled model (``derivatives``: its variant with the partial
+    derivatives) in a detached process; True when a build is under way (started now, or earlier
+    by any process), False when none was started (off, too long, the robot has no model-file
+    form, or the process could not start)."""
     if not enabled() or estimated_seconds > MAX_SECONDS:
         return False
     try:
@@ -58,6 +59,8 @@ def start(robot, formulation="newton_euler", estimated_seconds=0.0):
         from ..version import __version__
 
         data = {"robot": robot_to_dict(robot), "formulation": formulation, "flexman": __version__}
+        if derivatives:
+            data["derivatives"] = True
         text = json.dumps(data, sort_keys=True)
         name = hashlib.sha256(text.encode()).hexdigest()[:24]
         if name in _started:
@@ -139,7 +142,7 @@ def build(job_path) -> int:
         from ..model.serialize import robot_from_dict
         from .modelcache import compiled_model
 
-        compiled_model(robot_from_dict(data["robot"]), data["formulation"])
+        compiled_model(robot_from_dict(data["robot"]), data["formulation"], derivatives=bool(data.get("derivatives")))
         return 0
     except Exception:  # nobody is there to read it: the next run simply runs interpreted again
         return 1

@@ -86,9 +86,10 @@ def default_flags() -> list:
 def _accepts_native(cc) -> bool:
     """Whether the compiler ``cc`` compiles with -march=native here (asked once per compiler)."""
     import subprocess
-    import tempfile
 
-    with tempfile.TemporaryDirectory() as tmp:
+    from .workdir import work_folder
+
+    with work_folder(cache_dir()) as tmp:
         src = os.path.join(tmp, "probe.c")
         with open(src, "w") as f:
             f.write("double fm_probe(double a, double b, double c) { return a * b + c; }\n")
@@ -261,9 +262,9 @@ def compile_command(flags=None, extension=False) -> tuple:
 
 
 def _run(cmd):
-    import subprocess
+    from . import workdir
 
-    res = subprocess.run(cmd, capture_output=True, text=True)
+    res = workdir.run(cmd)  # the compiler dies with this process (workdir's module doc)
     if res.returncode:
         raise RuntimeError(f"C compilation failed ({' '.join(cmd[:6])} ...):\n{res.stderr[-4000:]}")
 
@@ -288,7 +289,13 @@ def compile_into(sources, out, cmd, n_jobs=None):
     part_cmd = [PART_OPT if c == "-O2" else c for c in main_cmd]
     jobs = [(main_cmd if k == 0 else part_cmd) + ["-o", str(o), str(s)] for k, (s, o) in enumerate(zip(sources, objects))]
     with ThreadPoolExecutor(max_workers=n_jobs or os.cpu_count() or 1) as pool:
-        list(pool.map(_run, jobs))
+        try:
+            list(pool.map(_run, jobs))
+        except BaseException:  # Ctrl-C or SIGTERM here: stop the other compilers, or the pool waits for them
+            from . import workdir
+
+            workdir.kill_all()
+            raise
     _run([cmd[0], "-shared", "-o", str(out)] + [str(o) for o in objects] + ["-lm"])
     return Path(out)
 
@@ -305,9 +312,9 @@ def build_shared(source: str, flags=None, extension=False) -> Path:
     with locked(lib):
         if verified(lib):  # another process built it while we waited
             return lib
-        import tempfile
+        from .workdir import work_folder
 
-        with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
+        with work_folder(cache_dir()) as tmp:
             src = Path(tmp) / "model.c"
             src.write_text(source)
             publish(compile_into([src], Path(tmp) / f"model{suffix}", cmd), lib)
@@ -315,10 +322,10 @@ def build_shared(source: str, flags=None, extension=False) -> Path:
 
 
 def build_executable(source_path, exe_path, flags=("-O2",)):
-    import subprocess
+    from . import workdir
 
     cmd = [compiler(), *flags, "-o", str(exe_path), str(source_path), "-lm"]
-    res = subprocess.run(cmd, capture_output=True, text=True)
+    res = workdir.run(cmd)
     if res.returncode:
         raise RuntimeError(f"C compilation failed:\n{res.stderr[-4000:]}")
     return Path(exe_path)

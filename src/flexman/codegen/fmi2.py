@@ -9,7 +9,8 @@ instead (the tests compile the sources both ways, so the two cannot differ unnot
 ``WRAPPER`` is the model-independent C code; :mod:`flexman.codegen.fmu` puts before it the
 model's equations and the ``#define``s it reads: NQ, NJ, NP, NZ (controller states), NX
 (= 2 NQ + NZ continuous states), NV (real variables), the value references VR_DX, VR_TAU,
-VR_REF, VR_Y, VR_P, VR_GAIN, VR_STEP, the arrays V_START and GUID, and the functions
+VR_REF, VR_Y, VR_P, VR_GAIN, VR_STEP, the arrays V_START, V_LOW, V_STRICT (the least value
+fmi2SetReal accepts, strictly or not), V_NAME and GUID, and the functions
 ``fm_forward_dynamics`` and ``fm_position``; with a controller (CONTROL > 0, the
 kinds of :mod:`flexman.codegen.loop`) also that module's C, the model's ``fm_*_batch`` functions,
 N_GAINS, VR_GAIN, GAIN_SLOT, VR_REF, VR_TAU_MAX, VR_TAU_OUT, G_LQR; OFF_AT and LQR_AT are the
@@ -340,6 +341,7 @@ fmi2Status fmi2GetReal(fmi2Component c, const fmi2ValueReference vr[], size_t nv
     return status;
 }
 
+/* Every value is checked before any is stored: finite, and not below its bound (V_LOW) */
 fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference vr[], size_t nvr, const fmi2Real value[])
 {
     Instance *m = (Instance *)c;
@@ -348,8 +350,20 @@ fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference vr[], size_t nv
             say(m, fmi2Error, "logStatusError", "this variable cannot be set (a derivative or an output)");
             return fmi2Error;
         }
-        m->v[vr[k]] = value[k];
+        const double x = value[k], low = V_LOW[vr[k]];
+        if (!isfinite(x) || x < low || (V_STRICT[vr[k]] && x == low)) {
+            char text[256];
+            if (!isfinite(x))
+                snprintf(text, sizeof text, "%s = %g refused: it must be a finite number; nothing was set",
+                         V_NAME[vr[k]], x);
+            else
+                snprintf(text, sizeof text, "%s = %g refused: it must be %s %g (a physical bound of this "
+                         "parameter); nothing was set", V_NAME[vr[k]], x, V_STRICT[vr[k]] ? ">" : ">=", low);
+            say(m, fmi2Error, "logStatusError", text);
+            return fmi2Error;
+        }
     }
+    for (size_t k = 0; k < nvr; ++k) m->v[vr[k]] = value[k];
     if (nvr) m->dirty = 1;
     return fmi2OK;
 }

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
+import re
 import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
@@ -37,6 +37,7 @@ from ..model import names
 from ..model.errors import ModelError
 from ..outputs import output_file, staged
 from . import cbuild, fmi2
+from .workdir import work_folder
 from ..symbolic import emit
 from .sources import c_source
 
@@ -101,10 +102,22 @@ MEANINGS = {
 }
 
 
+# the lower bound (bound, strict) of each parameter stem that has one, the model's own rules
+# (flexman.model.robot.LOWER_BOUNDS); the FMU refuses a value set below it (fmi2SetReal)
+RULES = {"m": (0.0, False), "XX": (0.0, False), "YY": (0.0, False), "ZZ": (0.0, False), "Ia": (0.0, False),
+         "rhoA": (0.0, True), "lb": (0.0, True), "EIy": (0.0, False), "EIz": (0.0, False), "GJ": (0.0, False),
+         "Jp": (0.0, False), "zeta": (0.0, False), "kp": (0.0, False), "ki": (0.0, False), "kd": (0.0, False),
+         "gp": (0.0, False), "gv": (0.0, False), "tau_max": (0.0, True), "step_size": (0.0, True)}
+
+
+def rule(name):
+    """(bound, strict) of an FMU parameter named ``name`` (``m1``: >= 0, ``lb2``: > 0), or None."""
+    match = re.fullmatch(r"([A-Za-z_]+?)(h?)(\d*)", name)
+    return RULES.get(match.group(1)) if match else None
+
+
 def meaning(name) -> str:
     """A parameter's description from its name (``EIy2``: link 2's ..., ``mh1``: link 1's hub ...)."""
-    import re
-
     match = re.fullmatch(r"([A-Za-z]+?)(h?)(\d*)", name)
     stem, hub, link = match.groups() if match else (name, "", "")
     if stem not in MEANINGS:
@@ -247,7 +260,7 @@ def model_source(eom, position, variables, guid, kinds, units, law=None) -> str:
         "OFF_AT": _c_number(law.off_at if law is not None else None),  # the switch times (time events)
         "LQR_AT": _c_number(law.lqr_at if law is not None else None),
     }
-    lines = ['#include "flexman_fmi2.h"\n', "\n".join(f"#define {k} {v}" for k, v in defines.items()),
+    lines = ['#include "flexman_fmi2.h"\n#include <math.h>\n', "\n".join(f"#define {k} {v}" for k, v in defines.items()),
              f'#define GUID "{guid}"']
     if law is not None:
         keys = list(law.gains)
@@ -263,7 +276,14 @@ def model_source(eom, position, variables, guid, kinds, units, law=None) -> str:
         else:
             lines.append("#define G_LQR NULL")
     start = ", ".join(repr(float(v.start)) if v.start is not None else "0.0" for v in variables)
-    lines += [f"static const double V_START[NV] = {{{start}}};\n", equations,
+    rules = [rule(v.name) if v.causality == "parameter" else None for v in variables]
+    low = ", ".join("-INFINITY" if r is None else repr(float(r[0])) for r in rules)
+    strict = ", ".join(str(int(bool(r and r[1]))) for r in rules)
+    labels = ", ".join('"' + v.name.replace('"', "'").replace("\\", "/") + '"' for v in variables)
+    lines += [f"static const double V_START[NV] = {{{start}}};",
+              f"static const double V_LOW[NV] = {{{low}}};  /* the least value fmi2SetReal takes */",
+              f"static const unsigned char V_STRICT[NV] = {{{strict}}};  /* 1: the value must exceed V_LOW */",
+              f"static const char *const V_NAME[NV] = {{{labels}}};\n", equations,
               emit.function_source("c", position, "fm_position")]
     if law is not None:
         lines.append("/* ---- the compiled loop's controller laws (flexman.codegen.loop) ---- */" + LOOP_SOURCE)
@@ -293,6 +313,17 @@ def _guid(*texts) -> str:
     return "{" + f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}" + "}"
 
 
+def check_size(robot) -> None:
+    """Refuse, before any derivation, a model too large for an FMU (limits.MAX_FMU_COORDINATES):
+    its symbolic-parameter equations grow as nq^2 in time and memory."""
+    from ..model.limits import MAX_FMU_COORDINATES
+
+    if robot.nq > MAX_FMU_COORDINATES:
+        raise ValueError(f"FMU: '{robot.name}' has {robot.nq} coordinates; an FMU takes at most {MAX_FMU_COORDINATES} "
+                         "(README, Limits: its symbolic-parameter equations grow as nq^2, 80 took 35 s and 420 MB, "
+                         "200 would take many minutes and gigabytes); use fewer links or modes")
+
+
 def check_path(path, option="path", force=True) -> Path:
     """``path`` when an FMU may be written there (a name ending in .fmu in a writable folder; an
     existing file only with ``force``), else a one-line ValueError naming ``option``."""
@@ -303,14 +334,16 @@ def check_path(path, option="path", force=True) -> Path:
 
 
 def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, qd0=None, force=True,
-              option="path") -> Path:
+              option="path", output_frames=()) -> Path:
     """Write the FMU of a symbolic-parameter ``eom`` to ``path`` (see the module docstring).
 
     ``kind``: "me", "cs" or "both"; ``controller``: None or a built-in controller of
     :mod:`flexman.control` (PID, ComputedTorque, Decoupling; its reference trajectory is replaced
     by set-point inputs); ``step_size``: the co-simulation RK4 step (a parameter of the FMU, this its
     start value); ``q0``, ``qd0``: start values of the coordinates and rates (default 0);
-    ``force``: replace an existing file. Nothing is left behind when any step fails."""
+    ``force``: replace an existing file; ``output_frames``: names of links or named frames (a
+    URDF's ``tool0``) whose placement the FMU outputs (``tool0_x``..., ``tool0_r11``...). Nothing
+    is left behind when any step fails."""
     if kind not in KINDS:
         raise ValueError(f"kind: unknown {kind!r}; use me (model exchange), cs (co-simulation) or both")
     if eom.parameters != "symbolic":
@@ -320,6 +353,10 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
         raise ValueError(f"step_size: must be a number of seconds in [1e-09, 1] (the FMU's RK4 step; got "
                          f"{step_size!r:.40})")
     robot = eom.robot
+    check_size(robot)
+    from ..symbolic.kinematics import output_frames as checked_frames
+
+    output_frames = checked_frames(robot, output_frames)
     path = check_path(path, option, force)
     for name, x in (("q0", q0), ("qd0", qd0)):
         if x is not None and (np.shape(x) != (robot.nq,) or not np.all(np.isfinite(np.asarray(x, float)))):
@@ -339,10 +376,13 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
     law = Law(controller, robot.n_joints) if controller is not None else None
     from ..symbolic.kinematics import position_names, position_program
 
-    position = position_program(eom)
-    described = [(n, "end-effector position (base frame, m)" if n.startswith("ee_") else
-                  "tip deflection of the link against its undeformed shape (base frame, m)")
-                 for n in position_names(robot)]
+    position = position_program(eom, output_frames)
+    ee = robot.end_effector or "the last link"
+    described = [(n, f"end-effector position ({ee}; base frame, m)" if n.startswith("ee_") else
+                  "tip deflection of the link against its undeformed shape (base frame, m)" if n.startswith("tip") else
+                  f"placement of frame {n.rsplit('_', 1)[0]} in the base frame ({n.rsplit('_', 1)[1]}; m or "
+                  "rotation matrix entry)")
+                 for n in position_names(robot, output_frames)]
     kinds = ("me", "cs") if kind == "both" else (kind,)
     var = variables(eom, described, law, step_size, q0, qd0)
     identifier = names.mangle(robot.name)
@@ -352,8 +392,7 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
     source = source.replace(GUID_SLOT, guid)
     sources = [f"{identifier}.c"] + [f"{identifier}_part{k + 1}.c" for k in range(len(units))]
     xml = model_description(eom, var, identifier, guid, kinds, sources, step_size)
-    with tempfile.TemporaryDirectory(prefix="flexman-fmu-") as tmp:
-        tmp = Path(tmp)
+    with work_folder(cbuild.cache_dir()) as tmp:  # in the cache: a killed build's is swept later
         files = {"flexman_fmi2.h": fmi2.DECLARATIONS, sources[0]: source}
         files.update({name: unit for name, unit in zip(sources[1:], units)})
         for name, text in files.items():

@@ -55,7 +55,18 @@ typedef struct {
     int has_p;           /* whether they take a parameter vector */
     const double *p;     /* that vector: the plant's */
     const double *p_law; /* the one a model-based law uses (the nominal model; NULL: p) */
+    /* The partial derivatives of a model compiled with them (NULL: none; the implicit method then
+       differentiates by forward differences): fm_forward_dynamics_derivatives_batch(n, q, qd, tau,
+       [p,] dq, dqd, dtau) and fm_inverse_dynamics_derivatives_batch(n, q, qd, qdd, [p,] dq, dqd). */
+    void *fd_partials, *id_partials;
+    int has_p_partials;
 } fm_plant;
+
+typedef void (*fm_fdp_p)(long, const double *, const double *, const double *, const double *, double *, double *,
+                         double *);
+typedef void (*fm_fdp_nop)(long, const double *, const double *, const double *, double *, double *, double *);
+typedef void (*fm_idp_p)(long, const double *, const double *, const double *, const double *, double *, double *);
+typedef void (*fm_idp_nop)(long, const double *, const double *, const double *, double *, double *);
 
 /* A reference q_d(t), qd_d(t), qdd_d(t) of n joints (flexman.trajectory):
    rest_to_rest: a = [q0 (n), dq (n)], duration t_end;
@@ -549,6 +560,171 @@ static int fm_jacobian(fm_rhs f, const fm_plant *pl, const fm_control *c, double
     return FM_OK;
 }
 
+/* Doubles of scratch space fm_jacobian_analytic needs. */
+static long fm_partials_work(int nq, int nj)
+{
+    return 6L * nq * nq + 3L * nq * nj + (long)nj * nj + 10L * nq + 8L * nj + 8;
+}
+
+/* J = df/dx from the model's partial derivatives (flexman.dynamics.derivatives) and the law's own:
+   closed loop x = [q, qd, z]: d qdd = F_q dq + F_qd dqd + F_tau (T_q dq + T_qd dqd + T_z dz), with
+   F the forward dynamics' partials at the applied torque tau and T the law's (PID: -kp, -kd, ki;
+   computed torque tau = ID_r(q, qd, [u; 0]) with u = qdd_d + kd e' + kp e, so T = d ID_r/d(q, qd)
+   - M_rr (kp, kd) on the joints; a saturated joint's row is 0); prescribed x = [q_f, qd_f, W]:
+   qdd_f solves ID_f(q, qd, qdd) = 0, so d qdd_f = -M_ff^-1 d ID_f, and W' = qd_r . ID_r. Returns -1
+   when it cannot (no partials in the model, the decoupling law): the caller differentiates by
+   forward differences. tau: the applied torque at (t, x) (what f returned there). */
+static int fm_jacobian_analytic(const fm_plant *pl, const fm_control *c, int prescribed, double t, const double *x,
+                                const double *f0, const double *tau, int nx, double *J, double *s)
+{
+    int nq = pl->nq, nj = pl->nj, nf = nq - nj;
+    if (!pl->id_partials || (!prescribed && (!pl->fd_partials || c->kind == FM_CTRL_DECOUPLING))) return -1;
+    double *Dq = s, *Dqd = Dq + (long)nq * nq, *M = Dqd + (long)nq * nq, *b = M + (long)nq * nq;
+    double *Fq = b + nq, *Fqd = Fq + (long)nq * nq, *Ft = Fqd + (long)nq * nq, *Tq = Ft + (long)nq * nj;
+    double *Tqd = Tq + (long)nj * nq, *Tz = Tqd + (long)nj * nq, *qr = Tz + (long)nj * nj, *qdr = qr + nq;
+    double *qddr = qdr + nq, *a = qddr + nq, *e = a + nq, *ed = e + nj, *applied = ed + nj, *q = applied + nj;
+    double *qd = q + nq, *col = qd + nq;
+    for (long i = 0; i < (long)nx * nx; ++i) J[i] = 0.0;
+#define FM_ID_PARTIALS(P, Q, QD, QDD) (pl->has_p_partials ? ((fm_idp_p)pl->id_partials)(1, Q, QD, QDD, P, Dq, Dqd) \
+                                       : ((fm_idp_nop)pl->id_partials)(1, Q, QD, QDD, Dq, Dqd))
+    if (prescribed) {
+        fm_trajectory(&c->traj, t, q, qd, qddr);
+        memcpy(q + nj, x, sizeof(double) * nf);
+        memcpy(qd + nj, x + nf, sizeof(double) * nf);
+        memcpy(a, qddr, sizeof(double) * nj);
+        memcpy(a + nj, f0 + nf, sizeof(double) * nf);
+        FM_ID_PARTIALS(pl->p, q, qd, a);
+        fm_eom(pl, pl->p, q, qd, M, b);
+        double *Mff = Fq, *X1 = Fqd, *X2 = Ft;  /* (scratch reused) X = -M_ff^-1 d ID_f / d(q_f, qd_f) */
+        for (int i = 0; i < nf; ++i)
+            for (int k = 0; k < nf; ++k) Mff[i * nf + k] = M[(nj + i) * nq + nj + k];
+        if (nf && fm_ldl(nf, Mff)) return FM_SINGULAR;
+        for (int k = 0; k < nf; ++k) {
+            for (int i = 0; i < nf; ++i) col[i] = -Dq[(nj + i) * nq + nj + k];
+            fm_ldl_apply(nf, Mff, col);
+            for (int i = 0; i < nf; ++i) X1[i * nf + k] = col[i];
+            for (int i = 0; i < nf; ++i) col[i] = -Dqd[(nj + i) * nq + nj + k];
+            fm_ldl_apply(nf, Mff, col);
+            for (int i = 0; i < nf; ++i) X2[i * nf + k] = col[i];
+        }
+        for (int i = 0; i < nf; ++i) {
+            J[(long)i * nx + nf + i] = 1.0;
+            for (int k = 0; k < nf; ++k) {
+                J[(long)(nf + i) * nx + k] = X1[i * nf + k];
+                J[(long)(nf + i) * nx + nf + k] = X2[i * nf + k];
+            }
+        }
+        for (int k = 0; k < nf; ++k) {  /* W' = sum_r qd_r tau_r, tau_r = ID_r(q, qd, qdd(x)) */
+            double wq = 0.0, wqd = 0.0;
+            for (int r = 0; r < nj; ++r) {
+                double sq = Dq[r * nq + nj + k], sqd = Dqd[r * nq + nj + k];
+                for (int m = 0; m < nf; ++m) {
+                    sq += M[r * nq + nj + m] * X1[m * nf + k];
+                    sqd += M[r * nq + nj + m] * X2[m * nf + k];
+                }
+                wq += qd[r] * sq;
+                wqd += qd[r] * sqd;
+            }
+            J[(long)(2 * nf) * nx + k] = wq;
+            J[(long)(2 * nf) * nx + nf + k] = wqd;
+        }
+        return FM_OK;
+    }
+    int nz = nx - 2 * nq;
+    const double *qx = x, *qdx = x + nq;
+    if (pl->has_p_partials) ((fm_fdp_p)pl->fd_partials)(1, qx, qdx, tau, pl->p, Fq, Fqd, Ft);
+    else ((fm_fdp_nop)pl->fd_partials)(1, qx, qdx, tau, Fq, Fqd, Ft);
+    for (long i = 0; i < (long)nj * nq; ++i) { Tq[i] = 0.0; Tqd[i] = 0.0; }
+    for (long i = 0; i < (long)nj * nj; ++i) Tz[i] = 0.0;
+    int pid_on = c->kind == FM_CTRL_PID && !(t > c->off_at);
+    if (pid_on) {
+        for (int i = 0; i < nj; ++i)
+            for (int j = 0; j < nj; ++j) {
+                Tq[i * nq + j] = -c->kp[i * nj + j];
+                Tqd[i * nq + j] = -c->kd[i * nj + j];
+                Tz[i * nj + j] = c->ki[i * nj + j];
+            }
+    } else if (c->kind == FM_CTRL_COMPUTED_TORQUE) {
+        const double *pp = pl->p_law ? pl->p_law : pl->p;
+        fm_trajectory(&c->traj, t, qr, qdr, qddr);
+        for (int j = 0; j < nj; ++j) { e[j] = qr[j] - qx[j]; ed[j] = qdr[j] - qdx[j]; }
+        for (int i = 0; i < nq; ++i) a[i] = 0.0;
+        for (int i = 0; i < nj; ++i) {
+            double s1 = 0.0, s2 = 0.0;
+            for (int j = 0; j < nj; ++j) { s1 += c->kd[i * nj + j] * ed[j]; s2 += c->kp[i * nj + j] * e[j]; }
+            a[i] = qddr[i] + s1 + s2;
+        }
+        FM_ID_PARTIALS(pp, qx, qdx, a);
+        fm_eom(pl, pp, qx, qdx, M, b);
+        for (int i = 0; i < nj; ++i)
+            for (int k = 0; k < nq; ++k) {
+                double mp = 0.0, md = 0.0;
+                if (k < nj)
+                    for (int j = 0; j < nj; ++j) { mp += M[i * nq + j] * c->kp[j * nj + k]; md += M[i * nq + j] * c->kd[j * nj + k]; }
+                Tq[i * nq + k] = Dq[i * nq + k] - mp;
+                Tqd[i * nq + k] = Dqd[i * nq + k] - md;
+            }
+    }
+#undef FM_ID_PARTIALS
+    if (c->tau_max && c->kind != FM_CTRL_NONE) {  /* a saturated law's torque does not move with the state */
+        fm_applied(c, nj, t, applied);
+        for (int i = 0; i < nj; ++i)
+            if (fabs(tau[i] - applied[i]) >= c->tau_max[i]) {
+                for (int k = 0; k < nq; ++k) { Tq[i * nq + k] = 0.0; Tqd[i * nq + k] = 0.0; }
+                for (int k = 0; k < nj; ++k) Tz[i * nj + k] = 0.0;
+            }
+    }
+    for (int i = 0; i < nq; ++i) {
+        J[(long)i * nx + nq + i] = 1.0;
+        double *row = J + (long)(nq + i) * nx;
+        for (int k = 0; k < nq; ++k) {
+            double sq = Fq[i * nq + k], sqd = Fqd[i * nq + k];
+            for (int j = 0; j < nj; ++j) { sq += Ft[i * nj + j] * Tq[j * nq + k]; sqd += Ft[i * nj + j] * Tqd[j * nq + k]; }
+            row[k] = sq;
+            row[nq + k] = sqd;
+        }
+        for (int m = 0; m < nz && m < nj; ++m) {
+            double sz = 0.0;
+            for (int j = 0; j < nj; ++j) sz += Ft[i * nj + j] * Tz[j * nj + m];
+            row[2 * nq + m] = sz;
+        }
+    }
+    if (pid_on)
+        for (int j = 0; j < nz && j < nj; ++j) J[(long)(2 * nq + j) * nx + j] = -1.0;  /* z' = q_d - q_r */
+    return FM_OK;
+}
+
+/* J by the model's partial derivatives when it has them (counted in *analytic), else forward differences. */
+static int fm_jacobian_any(fm_rhs f, const fm_plant *pl, const fm_control *c, int prescribed, double t,
+                           const double *x, const double *f0, const double *tau, int nx, double *J, double *xp,
+                           double *fp, double *tau_scratch, double *work, double *s, long *analytic)
+{
+    int status = fm_jacobian_analytic(pl, c, prescribed, t, x, f0, tau, nx, J, s);
+    if (status >= 0) {
+        if (status == FM_OK) ++*analytic;
+        return status;
+    }
+    return fm_jacobian(f, pl, c, t, x, f0, nx, J, xp, fp, tau_scratch, work);
+}
+
+/* J = df/dx of the run's right-hand side at (t, x): from the partial derivatives (analytic = 1;
+   -1 when they cannot be used) or by forward differences (analytic = 0). For the tests. */
+int fm_loop_jacobian(const fm_plant *pl, const fm_control *c, int prescribed, double t, const double *x, int nx,
+                     int analytic, double *J)
+{
+    fm_rhs f = prescribed ? fm_prescribed_rhs : fm_closed_loop_rhs;
+    long ws = fm_work_size(pl->nq, pl->nj);
+    double *work = (double *)malloc(sizeof(double) * (ws + fm_partials_work(pl->nq, pl->nj) + 3L * nx + 2L * pl->nj));
+    if (!work) return FM_NOMEMORY;
+    double *f0 = work + ws, *xp = f0 + nx, *fp = xp + nx, *tau = fp + nx, *tau_fd = tau + pl->nj, *s = tau_fd + pl->nj;
+    int status = f(pl, c, t, x, f0, tau, work);
+    if (!status)
+        status = analytic ? fm_jacobian_analytic(pl, c, prescribed, t, x, f0, tau, nx, J, s)
+                          : fm_jacobian(f, pl, c, t, x, f0, nx, J, xp, fp, tau_fd, work);
+    free(work);
+    return status;
+}
+
 /* One generalized-alpha run (Jansen, Whiting & Hulbert 2000: the first-order form of Chung &
    Hulbert's method, the family structural codes integrate flexible bodies with) over the grid t,
    the arguments and results as fm_rk4_run's. Second order, A-stable; rho_inf in [0, 1] is the
@@ -559,21 +735,23 @@ static int fm_jacobian(fm_rhs f, const fm_plant *pl, const fm_control *c, double
    down. FM_DIVERGED also when Newton fails to converge. *iterations: Newton iterations in all. */
 int fm_galpha_run(const fm_plant *pl, const fm_control *c, int prescribed, const double *t, long n_t,
                   const double *x0, int nx, long every, double rho_inf, double *X, double *TAU, long *n_out,
-                  double *t_fault, long *iterations, long *jacobians)
+                  double *t_fault, long *iterations, long *jacobians, long *analytic)
 {
     fm_rhs f = prescribed ? fm_prescribed_rhs : fm_closed_loop_rhs;
     int nj = pl->nj;
     double am = 0.5 * (3.0 - rho_inf) / (1.0 + rho_inf), af = 1.0 / (1.0 + rho_inf), gm = 0.5 + am - af;
-    long ws = fm_work_size(pl->nq, nj);
-    double *work = (double *)malloc(sizeof(double) * (ws + 9L * nx + 2L * nx * nx + nj));
+    long ws = fm_work_size(pl->nq, nj), ps = fm_partials_work(pl->nq, nj);
+    double *work = (double *)malloc(sizeof(double) * (ws + ps + 9L * nx + 2L * nx * nx + 2L * nj));
     int *piv = (int *)malloc(sizeof(int) * (nx > 0 ? nx : 1));
     if (!work || !piv) { free(work); free(piv); *n_out = 0; return FM_NOMEMORY; }
     double *x = work + ws, *v = x + nx, *vn = v + nx, *xa = vn + nx, *fa = xa + nx, *r = fa + nx;
     double *xp = r + nx, *fp = xp + nx, *f0 = fp + nx, *J = f0 + nx, *A = J + (long)nx * nx, *tau = A + (long)nx * nx;
+    double *tau_fd = tau + nj, *ps_work = tau_fd + nj;
     int status = FM_OK;
     long j = 1;
     *iterations = 0;
     *jacobians = 0;
+    *analytic = 0;
     memcpy(x, x0, sizeof(double) * nx);
     memcpy(X, x, sizeof(double) * nx);
     for (long k = 0; k < n_t - 1; ++k) {
@@ -582,7 +760,8 @@ int fm_galpha_run(const fm_plant *pl, const fm_control *c, int prescribed, const
         if ((status = f(pl, c, tk, x, f0, tau, work))) { *t_fault = tk; break; }
         if (k % every == 0) memcpy(TAU + (j - 1) * nj, tau, sizeof(double) * nj);
         if (k == 0) memcpy(vn, f0, sizeof(double) * nx);  /* the first step's predictor: the start's rates */
-        if ((status = fm_jacobian(f, pl, c, tk, x, f0, nx, J, xp, fp, tau, work))) { *t_fault = tk; break; }
+        if ((status = fm_jacobian_any(f, pl, c, prescribed, tk, x, f0, tau, nx, J, xp, fp, tau_fd, work, ps_work,
+                                      analytic))) { *t_fault = tk; break; }
         ++*jacobians;
         for (int i = 0; i < nx * nx; ++i) A[i] = -af * gm * h * J[i];
         for (int i = 0; i < nx; ++i) A[i * nx + i] += am;
@@ -608,7 +787,8 @@ int fm_galpha_run(const fm_plant *pl, const fm_control *c, int prescribed, const
             if (!(size == size)) { status = FM_DIVERGED; break; }
             if (size <= 1e-12) { converged = 1; break; }  /* NEWTON_TOL of flexman.simulate.integrators */
             if (size > 0.5 * last && !refreshed) {  /* slow: the Jacobian at this iterate (fa = f there) */
-                if ((status = fm_jacobian(f, pl, c, ta, xa, fa, nx, J, xp, fp, tau, work))) break;
+                if ((status = fm_jacobian_any(f, pl, c, prescribed, ta, xa, fa, tau, nx, J, xp, fp, tau_fd, work,
+                                              ps_work, analytic))) break;
                 ++*jacobians;
                 for (int i = 0; i < nx * nx; ++i) A[i] = -af * gm * h * J[i];
                 for (int i = 0; i < nx; ++i) A[i * nx + i] += am;
@@ -660,7 +840,8 @@ _P = ctypes.POINTER(ctypes.c_double)
 class Plant(ctypes.Structure):
     _fields_ = [("nq", ctypes.c_int), ("nj", ctypes.c_int), ("mass_matrix", ctypes.c_void_p),
                 ("bias_forces", ctypes.c_void_p), ("has_p", ctypes.c_int),
-                ("p", _P), ("p_law", _P)]
+                ("p", _P), ("p_law", _P), ("fd_partials", ctypes.c_void_p), ("id_partials", ctypes.c_void_p),
+                ("has_p_partials", ctypes.c_int)]
 
 
 class Traj(ctypes.Structure):
@@ -693,7 +874,9 @@ def library():
         lib.fm_rk4_run.argtypes = [vp, vp, I, P, L, P, I, L, P, P, ctypes.POINTER(L), P]
         lib.fm_galpha_run.restype = I
         lib.fm_galpha_run.argtypes = [vp, vp, I, P, L, P, I, L, ctypes.c_double, P, P, ctypes.POINTER(L), P,
-                                      ctypes.POINTER(L), ctypes.POINTER(L)]
+                                      ctypes.POINTER(L), ctypes.POINTER(L), ctypes.POINTER(L)]
+        lib.fm_loop_jacobian.restype = I
+        lib.fm_loop_jacobian.argtypes = [vp, vp, I, ctypes.c_double, P, I, I, P]
         lib.fm_rk4_batch.restype = None
         lib.fm_rk4_batch.argtypes = [vp, vp, I, P, L, L, P, P, L, I, L, L, P, P, ctypes.POINTER(I),
                                      ctypes.POINTER(L), P]

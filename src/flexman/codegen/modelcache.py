@@ -241,10 +241,9 @@ def _build(key, robot, formulation, flags, extension, progress, derivatives=Fals
     source = c_source(eom, units=units, derivatives=derivatives)
     module = None
     lib_path, manifest = _paths(key)
-    import tempfile
+    from . import workdir  # (the process and file modules of a build: not needed to load a model)
 
-    with tempfile.TemporaryDirectory(dir=models_dir()) as tmp:
-        tmp = Path(tmp)
+    with workdir.work_folder(models_dir()) as tmp:
         text = source
         cmd, suffix, _ = cbuild.compile_command(flags, extension)
         native = cbuild.NATIVE in cmd
@@ -358,7 +357,9 @@ def prune(max_bytes=None, older_than_s=None, dry_run=False) -> Removal:
         else:
             out.skipped.append(entry)
     if not dry_run:
-        out.strays = _remove_strays(now)
+        from . import workdir
+
+        out.strays = _remove_strays(now) + workdir.sweep(models_dir()) + workdir.sweep(cbuild.cache_dir())
     return out
 
 

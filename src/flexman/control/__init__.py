@@ -356,17 +356,26 @@ def from_spec(robot, spec):
 from .tracking import PlanTracking  # noqa: E402,F401  (after the classes it builds on)
 
 SHAPING = ("Shaper", "robustness", "shaper")
+#: the lab bench, imported on first use: sensors, estimators, sampled control
+LAB = {"Sensors": "sensors", "Encoder": "sensors", "StrainGauge": "sensors", "JointTorque": "sensors",
+       "ToolPosition": "sensors", "Accelerometer": "sensors", "Gyroscope": "sensors",
+       "KalmanFilter": "estimation", "ExtendedKalmanFilter": "estimation", "simulate_sampled": "sampled", "lqg": "sampled"}
 
 
 def __getattr__(name):
-    """The input shapers (:mod:`.shaping`), imported on first use: they need SciPy's solvers and
-    the analyses, which a simulation under a built-in controller does not (its start-up time)."""
+    """The input shapers (:mod:`.shaping`) and the lab bench (:mod:`.sensors`, :mod:`.estimation`,
+    :mod:`.sampled`), imported on first use: they need SciPy's solvers and the analyses, which a
+    simulation under a built-in controller does not (its start-up time)."""
     if name in SHAPING:
         from . import shaping
 
         return getattr(shaping, name)
+    if name in LAB:
+        import importlib
+
+        return getattr(importlib.import_module(f".{LAB[name]}", __name__), name)
     raise AttributeError(name)
 
 
 __all__ = ["Controller", "PID", "ComputedTorque", "Decoupling", "PlanTracking", "closed_loop_linearization", "lqr_gain",
-           "from_spec", "trajectory_from_spec", "model_terms", "Shaper", "shaper", "robustness"]
+           "from_spec", "trajectory_from_spec", "model_terms", "Shaper", "shaper", "robustness", *LAB]

@@ -19,12 +19,14 @@ as ``J^T w`` (Piedboeuf, ``Q = J^T f``).
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
 from ..model import inputs, limits
+from ..model.checks import require_invertible
 from ..model.errors import SingularMatrixError
-from . import crba, rnea
+from . import crba, derivatives, rnea
 from . import lagrange4 as l4
 from .structure import numeric_model
 
@@ -207,6 +209,7 @@ def generalized_force(robot, tau):
 
 def forward_dynamics(robot, q, qd, tau, f_ext=None):
     """qdd solving M qdd = S tau - b + J^T w (tau has one entry per joint)."""
+    require_invertible(robot)  # a robot loaded with a massless chain: its one sentence
     q, qd, tau = inputs.states(robot, q=q, qd=qd, tau=tau)
 
     def one_chunk(q, qd, tau):
@@ -291,13 +294,9 @@ def jacobian(robot, q, link=-1, point=None, order=1):
 
 def inverse_dynamics_derivatives(robot, q, qd, qdd):
     """(d tau/d q, d tau/d qd, M): see :mod:`.derivatives`."""
-    from . import derivatives
-
-    return derivatives.inverse_dynamics_derivatives(robot, q, qd, qdd)
+    return derivatives.inverse_dynamics_derivatives(robot, q, qd, qdd, inverse_dynamics, mass_matrix)
 
 
 def forward_dynamics_derivatives(robot, q, qd, tau):
     """(d qdd/d q, d qdd/d qd, d qdd/d tau): see :mod:`.derivatives`."""
-    from . import derivatives
-
-    return derivatives.forward_dynamics_derivatives(robot, q, qd, tau)
+    return derivatives.forward_dynamics_derivatives(robot, q, qd, tau, sys.modules[__name__])

@@ -59,29 +59,27 @@ def _directions(x, nq):
     return x[..., None, :] + 1j * STEP * np.eye(nq)
 
 
-def inverse_dynamics_derivatives(robot, q, qd, qdd):
+def inverse_dynamics_derivatives(robot, q, qd, qdd, inverse_dynamics, mass_matrix):
     """(d tau/d q, d tau/d qd, d tau/d qdd = M) of the generalized forces at (q, qd, qdd), each
-    (..., nq, nq); leading batch dimensions as everywhere."""
-    from . import api
-
+    (..., nq, nq); leading batch dimensions as everywhere. ``inverse_dynamics(robot, q, qd, qdd)``
+    and ``mass_matrix(robot, q)``: the recursions (:mod:`.api`), run here in complex numbers."""
     q, qd, qdd = _real_states(robot, q=q, qd=qd, qdd=qdd)
     q, qd, qdd = np.broadcast_arrays(q, qd, qdd)
     nq = robot.nq
     flat = lambda a: a[..., None, :]
-    dq = api.inverse_dynamics(robot, _directions(q, nq), flat(qd), flat(qdd)).imag / STEP
-    dqd = api.inverse_dynamics(robot, flat(q), _directions(qd, nq), flat(qdd)).imag / STEP
+    dq = inverse_dynamics(robot, _directions(q, nq), flat(qd), flat(qdd)).imag / STEP
+    dqd = inverse_dynamics(robot, flat(q), _directions(qd, nq), flat(qdd)).imag / STEP
     # row j of the batch is the direction e_j: transpose to d tau_i / d x_j
-    return InverseDerivatives(np.swapaxes(dq, -1, -2), np.swapaxes(dqd, -1, -2), api.mass_matrix(robot, q))
+    return InverseDerivatives(np.swapaxes(dq, -1, -2), np.swapaxes(dqd, -1, -2), mass_matrix(robot, q))
 
 
-def forward_dynamics_derivatives(robot, q, qd, tau):
-    """(d qdd/d q, d qdd/d qd (..., nq, nq), d qdd/d tau (..., nq, n_joints)) at (q, qd, tau)."""
-    from . import api
-
+def forward_dynamics_derivatives(robot, q, qd, tau, api):
+    """(d qdd/d q, d qdd/d qd (..., nq, nq), d qdd/d tau (..., nq, n_joints)) at (q, qd, tau);
+    ``api``: the module of the recursions (forward and inverse dynamics, M, the selection S)."""
     q, qd = _real_states(robot, q=q, qd=qd)
     tau = inputs.finite(inputs.real(inputs.joint_values(robot, tau), "tau"), "tau")
     qdd = api.forward_dynamics(robot, q, qd, tau)
-    d = inverse_dynamics_derivatives(robot, q, qd, qdd)
+    d = inverse_dynamics_derivatives(robot, q, qd, qdd, api.inverse_dynamics, api.mass_matrix)
     return from_inverse(d.dq, d.dqd, d.dqdd, api.selection(robot))
 
 

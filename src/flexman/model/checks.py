@@ -56,17 +56,23 @@ def mass_matrix_problem(robot, q=None) -> str | None:
             f"(limit: condition number {MAX_CONDITION:g}); {fix}")
 
 
+class SingularModel(ModelError):
+    """M is singular or ill-conditioned (not: it cannot be computed). URDF robots load flagged
+    instead (:func:`flag_singular_mass`); model files are refused, their massless link a mistake."""
+
+
 def check_mass_matrix(robot, q=None, keep_model: bool = True) -> None:
-    """Raise :class:`ModelError` when M(q) is singular or ill-conditioned (see above).
-    ``keep_model=False`` drops the numeric model built for the check (the loader's robots may
-    still have their links edited before first use)."""
+    """Raise :class:`ModelError` when M(q) is singular or ill-conditioned (see above; the
+    :class:`SingularModel` kind when it is computed but cannot be inverted). ``keep_model=False`` drops the numeric model
+    built for the check (the loader's robots may still have their links edited before first use)."""
     try:
         problem = mass_matrix_problem(robot, q)
     finally:
         if not keep_model:
             robot.clear_derived(keep_recent=True)  # its run finds the model again (Robot.clear_derived)
     if problem:
-        raise ModelError(problem)
+        computed = "cannot be computed" not in problem and "non-finite" not in problem
+        raise (SingularModel if computed else ModelError)(problem)
 
 
 def check_model(robot) -> None:
@@ -76,3 +82,47 @@ def check_model(robot) -> None:
     :func:`flexman.simulate`, which checks at the initial state). The field checks live in the
     data classes, which all of them build; here is what no single field can see."""
     check_mass_matrix(robot, keep_model=False)
+
+
+def massless_chain(robot, q=None) -> list:
+    """Indices of the coordinates that span M's (near) null space at q (default 0): the directions
+    whose eigenvalue is below the largest / MAX_CONDITION, each coordinate that takes part in one."""
+    q = np.zeros(robot.nq) if q is None else np.asarray(q, dtype=float)
+    with np.errstate(all="ignore"):
+        M = np.asarray(robot.mass_matrix(q), dtype=float)
+    eig, vec = np.linalg.eigh(0.5 * (M + M.T))
+    null = vec[:, eig <= max(float(eig[-1]), 0.0) / MAX_CONDITION]
+    return [int(k) for k in np.flatnonzero(np.abs(null).max(axis=1, initial=0.0) > 1e-3)] if null.size else []
+
+
+def flag_singular_mass(robot, where: str) -> str | None:
+    """:func:`check_model` for a description read as it is written (a URDF): when M at q = 0 is
+    singular or ill-conditioned, the one sentence naming the massless chain (kept as
+    ``robot.singular_mass``: :func:`require_invertible` refuses with it), else None. A model
+    whose M cannot be computed at all is refused (ModelError, prefixed by ``where``)."""
+    problem = mass_matrix_problem(robot)
+    robot.clear_derived(keep_recent=True)
+    if problem is None:
+        return None
+    if "cannot be computed" in problem or "non-finite" in problem:
+        raise ModelError(f"{where}: {problem}")
+    chain = massless_chain(robot)
+    robot.clear_derived(keep_recent=True)
+    names = robot.coordinate_names
+    owners = [coordinate_owner(robot, k) for k in chain]
+    links = [robot.links[int(o[6:o.index("]")])].name or o for o in owners]
+    kind = "singular" if " singular" in problem else "ill-conditioned"
+    sentence = (f"{where}: the mass matrix is {kind}, since the chain of coordinates {', '.join(names[k] for k in chain)} "
+                f"(links {', '.join(dict.fromkeys(links))}) moves (almost) no mass; kinematics, frames, Jacobians and "
+                "inverse dynamics work, while forward dynamics, simulation and natural frequencies, which need M's "
+                "inverse, are refused until those links are given a mass and inertia.")
+    robot.singular_mass = sentence
+    return sentence
+
+
+def require_invertible(robot) -> None:
+    """Refuse what needs M's inverse for a robot loaded with a singular mass matrix
+    (:func:`flag_singular_mass`), in its one sentence."""
+    sentence = getattr(robot, "singular_mass", None)
+    if sentence:
+        raise ModelError(sentence)

@@ -16,20 +16,23 @@ AXES = (("x", "prismatic", (1.0, 0.0, 0.0)), ("y", "prismatic", (0.0, 1.0, 0.0))
         ("yaw", "revolute", (0.0, 0.0, 1.0)), ("pitch", "revolute", (0.0, 1.0, 0.0)), ("roll", "revolute", (1.0, 0.0, 0.0)))
 
 
-def floating_links(body: RigidBody, name: str = "base") -> list:
+def floating_links(body: RigidBody, name: str = "base", named: bool = False) -> list:
     """The six links of a floating base carrying ``body`` (in the base frame, after the rotations).
     The first five are massless and named ``<name>_x``, ..., ``<name>_pitch``; the sixth,
-    ``name``, carries the body: children of the floating body hang from it."""
+    ``name``, carries the body: children of the floating body hang from it. ``named``: the six
+    coordinates are named ``<name>_x`` ... ``<name>_roll`` (``joint_name``), as a URDF robot's are."""
     links = []
     for k, (coordinate, joint, axis) in enumerate(AXES):
         last = k == len(AXES) - 1
         links.append(Link(joint=joint, placement=Placement(axis=axis), body=body if last else RigidBody(),
-                          name=name if last else f"{name}_{coordinate}"))
+                          name=name if last else f"{name}_{coordinate}",
+                          joint_name=f"{name}_{coordinate}" if named else ""))
     return links
 
 
 #: the fields a model file's ``joint: floating`` link takes (the free body; nothing acts on its joint)
-FIELDS = ("name", "joint", "parent", "mass", "com", "inertia", "beam")
+#: (``named: true``: its six coordinates carry names, ``<name>_x`` ... ``<name>_roll``, as a URDF robot's do)
+FIELDS = ("name", "joint", "parent", "mass", "com", "inertia", "beam", "named")
 
 
 def _plain_axis_link(link, coordinate, joint, axis) -> bool:
@@ -55,6 +58,8 @@ def floating_starts(robot) -> list:
         if not name or parents[s] != -1 or names.count(name) != 1:
             continue
         ok = all(_plain_axis_link(links[s + k], *AXES[k]) for k in range(6))
+        ok = ok and len({links[s + k].joint_name == (f"{name}_{AXES[k][0]}" if links[s].joint_name else "")
+                         for k in range(6)} - {True}) == 0
         ok = ok and all(links[s + k].name == f"{name}_{AXES[k][0]}" and links[s + k].beam is None
                         and links[s + k].body.mass == 0.0 and not links[s + k].body.inertia.any()
                         and not links[s + k].body.com.any() for k in range(5))

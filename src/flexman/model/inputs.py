@@ -104,6 +104,19 @@ def link_index(robot, link) -> int:
     return int(link) % n
 
 
+def end_effector(robot, frame=None):
+    """The end effector to use: ``frame`` (a link's number or name, or a named frame such as a
+    URDF's ``tool0``) when given, else the robot's default (``robot.end_effector``, a model
+    file's ``end_effector:``), else the last link (-1). Checked: an unknown name is one line
+    listing the names."""
+    if frame is None:
+        frame = getattr(robot, "end_effector", None)
+    if frame is None:
+        return -1
+    link_frame(robot, frame)
+    return frame
+
+
 def link_frame(robot, link) -> tuple:
     """(link index, fixed 4x4 transform or None) of a link given by number (as
     :func:`link_index`), by name, or of a named frame of the robot (``robot.frames``: index -1
@@ -147,6 +160,21 @@ def positive(value, name: str, allow_zero: bool = False) -> float:
     if not np.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
         raise ValueError(f"{name}: expected a finite number {bound}, got {value!r}")
     return value
+
+
+def physical_state(arr, name: str, kind: str) -> np.ndarray:
+    """``arr`` (finite) when no entry is beyond the supported magnitude of a joint ``kind``
+    ("position", "rate", "acceleration": README, Limits), so that 1e308 is refused rather than
+    overflowing to NaN in the dynamics."""
+    from .limits import MAX_JOINT_ACCELERATION, MAX_JOINT_POSITION, MAX_JOINT_RATE
+
+    bound = {"position": MAX_JOINT_POSITION, "rate": MAX_JOINT_RATE, "acceleration": MAX_JOINT_ACCELERATION}[kind]
+    arr = finite(arr, name)
+    if arr.size and np.abs(arr).max() > bound:
+        k = int(np.argmax(np.abs(arr)))
+        raise ValueError(f"{name}[{k}] = {arr.flat[k]:g} is beyond the supported magnitude {bound:g} of a joint {kind} "
+                         "(README, Limits); give a physical value")
+    return arr
 
 
 def finite(arr, name: str) -> np.ndarray:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 # ----- model files (the document itself) ---------------------------------------------------
 MAX_DOCUMENT_BYTES = 1_000_000   # a 200-link model file is under 100 kB
+MAX_XACRO_CALLS = 10_000         # macro calls while a xacro file expands (a robot's: tens to hundreds)
+MAX_URDF_BYTES = 50_000_000      # a URDF (a xacro file's expansion): real ones are kB to a few MB
 MAX_DEPTH = 32                   # nesting of mappings and lists (a model file uses 5)
 MAX_NODES = 100_000              # values after expanding YAML aliases (alias bombs stop here)
 MAX_TEXT = 10_000                # characters of one text value (a description, a citation)
@@ -34,6 +36,7 @@ MAX_POLAR_INERTIA = 1e6          # kg m: polar mass moment per length
 MAX_DAMPING_RATIO = 10.0         # modal damping ratio of a beam
 MAX_FRICTION = 1e9               # viscous (N m s) and Coulomb (N m) joint friction
 MAX_GRAVITY = 1e3                # m/s^2
+MAX_MIMIC_MULTIPLIER = 1e3       # |q_follower / q_followed|: the reduced M = G^T M G grows as its square
 
 # ----- the mass matrix of an accepted model --------------------------------------------------
 MAX_CONDITION = 1e12             # cond(M) at rest; past this solving M qdd = f loses most digits
@@ -44,6 +47,8 @@ MAX_RUN_BYTES = 4e9              # memory one run's results may need (samples x 
 MAX_SENSITIVITY_STEPS = 1e6      # RK4 steps of a manoeuvre sensitivity (a Python loop: ~1 ms a step)
 MAX_STATICS_POINTS = 1e6         # joint values x load cases of one statics sweep
 MAX_SWEEP_POINTS = 100_000       # points of one parameter sweep (one file of results per point)
+MAX_FMU_COORDINATES = 80         # an FMU's model (symbolic parameters): 80 rigid links took 35 s and 420 MB,
+                                 # 40 took 10 s; the cost grows as nq^2 (200 links: GBs, many minutes)
 SWEEP_POINT_SECONDS = 600.0      # default wall-time limit of one sweep point (run.time_limit)
 MAX_CACHE_SIZE = 1024 ** 5       # bytes: a model-cache size limit past 1024T is a slip (flexman cache)
 
@@ -92,3 +97,5 @@ def chunk_states(nq: int, n_links: int, composite: bool = False) -> int:
 MAX_CSV_BYTES = 2e9              # bytes of one measurement CSV (1e7 rows of 13 columns: about 1.5 GB)
 MAX_MEASUREMENT_ROWS = 10_000_000  # samples of one record (as MAX_SAMPLES for a run)
 MAX_CSV_LINE = 1 << 20           # bytes of one line (and of one block read): a sample row is under 1 kB
+MAX_CSV_COLUMNS = 1000           # columns of one measurement CSV (t, q, tau of 200 joints and a tip: 404)
+MAX_MEASUREMENT_VALUES = 2e8     # rows x columns read (held twice while the blocks are joined: 3.2 GB)

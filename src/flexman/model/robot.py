@@ -375,6 +375,7 @@ class Link:
     placement: Placement | None = None
     parent: int | str | None = None  # None: the previous link (the base for the first); see model/tree.py
     drive: Drive | None = None  # a rigid transmission: its rotor and motor friction seen at the joint
+    joint_name: str = ""  # the joint's own name (a URDF joint's): names its coordinate; "" for q<i>
 
     @property
     def joint_armature(self) -> float:
@@ -423,6 +424,8 @@ class Link:
             else:
                 within([lo, hi], "limits", lim.MAX_LENGTH, " m")
             self.limits = (lo, hi)
+        if not isinstance(self.joint_name, str):
+            raise ModelError(f"joint_name: expected text (got {type(self.joint_name).__name__})")
         ref = self.parent
         if not (ref is None or isinstance(ref, str) or (isinstance(ref, numbers.Integral) and not isinstance(ref, bool))):
             raise ModelError(f"parent: expected a link name, a link index or 'base' (got {type(ref).__name__})")
@@ -466,6 +469,7 @@ class Robot:
     dh: str = "standard"
     payload: RigidBody | None = None
     frames: dict = field(default_factory=dict)  # named fixed frames: {name: (link, 4x4 transform)}, see resolve_frames
+    end_effector: str | None = None  # the default end effector: a link's or a named frame's name; None: the last link
 
     def __repr__(self):
         """One line: name, joints, flexible links and coordinates; the data through the fields
@@ -488,6 +492,8 @@ class Robot:
             raise ModelError(f"dh: unknown convention '{self.dh}'; use standard or modified")
         if len(self.links) > lim.MAX_LINKS:
             raise ModelError(f"links: {len(self.links)} links; at most {lim.MAX_LINKS} are supported (README, Limits)")
+        frames = self.frames.items() if isinstance(self.frames, dict) else ()
+        tree.check_names(self.links, [(n, v[0]) for n, v in frames if isinstance(v, (tuple, list)) and v])
         order = list(range(len(self.links)))
         if any(link.parent is not None for link in self.links):
             order, parents = tree.depth_first(self.links, tree.resolve(self.links))
@@ -495,6 +501,7 @@ class Robot:
             for link, parent in zip(self.links, tree.canonical(parents)):
                 link.parent = parent
         self.frames = resolve_frames(self.frames, self.links, order)
+        self.end_effector = check_end_effector(self.end_effector, self.links, self.frames)
         self.gravity = _vec3(self.gravity, "gravity")
         within(self.gravity, "gravity", lim.MAX_GRAVITY, " m/s^2")
         nq = len(self.links) + sum(link.beam.nf for link in self.links if link.beam is not None)
@@ -517,6 +524,17 @@ class Robot:
                     )
             if link.is_flexible and link.joint == "prismatic":
                 _check_sliding_beam(link, f"links[{i}]")
+        if not isinstance(self, MimicRobot):  # (a mimic robot checks once its mimic map is checked)
+            self._check_coordinate_names()
+
+    def _check_coordinate_names(self) -> None:
+        """Coordinate names must be distinct (joint names are given, flexible ones made from them)."""
+        names = self.coordinate_names
+        self.__dict__.pop("flex_layout", None)  # (built again when asked: links may still be edited)
+        if len(set(names)) != len(names):
+            twice = next(n for n in names if names.count(n) > 1)
+            raise ModelError(f"links: the coordinate name '{twice}' is used twice (a joint_name equal to another "
+                             "joint's or to a flexible coordinate's name); give each joint a name of its own")
 
     # ----- coordinates -------------------------------------------------------------
     @property
@@ -574,19 +592,25 @@ class Robot:
 
     @property
     def coordinate_names(self) -> list:
-        names = [f"q{i + 1}" for i in range(self.n_joints)]
+        """A name per coordinate: a joint's ``joint_name`` (a URDF robot's joint names) or
+        ``q<k>``; a flexible link's coordinates ``ey<i>_<k>``, ``ez<i>_<k>``, ``t<i>_<k>`` (finite
+        elements: ``wy``/``sy`` nodal deflections and slopes) after the link's index i, or, on a
+        link whose joint is named, ``<link name>_ey<k>`` ... after the link's name."""
+        names = [link.joint_name or f"q{k + 1}" for k, link in enumerate(self.joint_links)]
         for i, entries in enumerate(self.flex_layout):
-            fem = self.links[i].beam is not None and self.links[i].beam.shapes == "finite_elements"
+            link = self.links[i]
+            fem = link.beam is not None and link.beam.shapes == "finite_elements"
+            prefix, at = (f"{link.name}_", "") if link.joint_name and link.name else ("", str(i + 1))
             for key, n in entries:
                 tag = {"y": "y", "z": "z", "torsion": "t"}[key]
                 for k in range(n):
                     if fem and key != "torsion":
                         kind = "w" if k % 2 == 0 else "s"  # nodal deflection / slope
-                        names.append(f"{kind}{tag}{i + 1}_{k // 2 + 2}")
+                        names.append(f"{prefix}{kind}{tag}{at}{'_' if at else ''}{k // 2 + 2}")
                     elif fem:
-                        names.append(f"t{i + 1}_{k + 2}")
+                        names.append(f"{prefix}t{at}{'_' if at else ''}{k + 2}")
                     else:
-                        names.append(f"e{tag}{i + 1}_{k + 1}")
+                        names.append(f"{prefix}e{tag}{at}{'_' if at else ''}{k + 1}")
         return names
 
     @property
@@ -605,7 +629,7 @@ class Robot:
         place, even inside an array, gets a new key."""
         frames = tuple((k, i, _array_key(T)) for k, (i, T) in self.frames.items()) if self.frames else ()
         return (self.name, self.dh, _array_key(self.gravity), _body_key(self.payload),
-                tuple(_link_key(link) for link in self.links)) + frames
+                tuple(_link_key(link) for link in self.links), self.end_effector) + frames
 
     def derived(self, what: str, build):
         """``build(self)``, cached under ``what`` for the robot's current :meth:`content_key`:
@@ -635,6 +659,16 @@ class Robot:
         cache = dict(self.__dict__.get("_derived") or {})
         cache[what] = (self.content_key(), value)
         out.__dict__["_derived"] = cache
+        return out
+
+    def with_end_effector(self, name) -> "Robot":
+        """A shallow copy of the robot (links shared) whose default end effector is ``name`` (a
+        link's or a named frame's name, e.g. a URDF's ``tool0``; None: the last link)."""
+        import copy
+
+        out = copy.copy(self)
+        out.__dict__.pop("_derived", None)
+        out.end_effector = check_end_effector(name, self.links, self.frames)
         return out
 
     def clear_derived(self, keep_recent: bool = False) -> None:
@@ -709,13 +743,11 @@ class Robot:
             raise ValueError(f"backend: unknown {backend!r}; use 'auto', 'compiled' or 'numeric'")
         if backend == "numeric":
             return None
-        if backend == "compiled":
-            return self.derived("compiled_partials", lambda r: r.compiled(derivatives=True))
-        found = self.derived("existing_partials",
-                             lambda r: engine.require("codegen").modelcache.existing_model(r, derivatives=True))
-        if found is None:  # not built yet: ask again next time
-            self.__dict__["_derived"].pop("existing_partials", None)
-        return found
+        # not kept on the robot (a compiled model cannot be copied or pickled with it): the model
+        # cache keeps the loaded library, found again by the robot's key
+        cache = engine.require("codegen").modelcache
+        return cache.compiled_model(self, derivatives=True) if backend == "compiled" else \
+            cache.existing_model(self, derivatives=True)
 
     def kinetic_energy(self, q, qd):
         return self._dynamics().kinetic_energy(self, q, qd)
@@ -737,6 +769,19 @@ class Robot:
     def _repr_html_(self):
         """Notebook view: coordinates, masses, the DH table, the beams and a picture of the arm."""
         return engine.require("robot_html")(self)
+
+
+def check_end_effector(name, links, frames):
+    """``name`` when it names a link or a frame of the robot (or is None: the last link); else
+    one line listing the names that may be given."""
+    if name is None:
+        return None
+    known = [link.name for link in links if link.name] + list(frames)
+    if not isinstance(name, str) or name not in known:
+        shown = repr(name) if isinstance(name, str) else type(name).__name__
+        raise ModelError(f"end_effector: {shown[:60]} is no link or frame of the robot; give one of "
+                         f"{', '.join(known) or '(no names: name a link or add a frame)'}")
+    return name
 
 
 def resolve_frames(frames, links, order) -> dict:
@@ -801,7 +846,8 @@ def _link_key(l):
     return (l.joint, l.a, l.alpha, l.d, l.theta, _body_key(l.body), _body_key(l.hub), _beam_key(l.beam),
             l.armature, l.viscous, l.coulomb, None if l.limits is None else tuple(l.limits), l.name,
             None if pl is None else (_array_key(pl.xyz), _array_key(pl.rpy), _array_key(pl.axis)), l.parent,
-            None if l.drive is None else (l.drive.gear_ratio, l.drive.rotor_inertia, l.drive.viscous, l.drive.coulomb))
+            None if l.drive is None else (l.drive.gear_ratio, l.drive.rotor_inertia, l.drive.viscous, l.drive.coulomb),
+            l.joint_name)
 
 
 # ----- mimic joints ---------------------------------------------------------------------------
@@ -842,12 +888,15 @@ class MimicRobot(Robot):
                 raise ModelError(f"mimic.{name}: follows '{source}', which is no link of the robot")
             if source in self.mimic:
                 raise ModelError(f"mimic.{name}: follows '{source}', which follows another joint itself")
-            for what, value in (("multiplier", multiplier), ("offset", offset)):
+            for what, value, most in (("multiplier", multiplier, lim.MAX_MIMIC_MULTIPLIER),
+                                      ("offset", offset, lim.MAX_ANGLE)):  # an angle (rad) or a length (m)
                 v = _real(value, f"mimic.{name}.{what}")
                 if not np.isfinite(v):
                     raise ModelError(f"mimic.{name}.{what}: must be a finite number")
+                within(v, f"mimic.{name}.{what}", most)
         if len(self.mimic) >= len(self.links):
             raise ModelError("mimic: every joint follows another; at least one must be a coordinate")
+        self._check_coordinate_names()
 
     @property
     def n_joints(self) -> int:
@@ -912,7 +961,7 @@ def _build_mimic_map(robot):
 
 def _build_full(robot):
     full = Robot(links=robot.links, name=robot.name, gravity=robot.gravity, dh=robot.dh, payload=robot.payload)
-    full.frames = robot.frames
+    full.frames, full.end_effector = robot.frames, robot.end_effector
     return full
 
 

@@ -33,14 +33,14 @@ __all__ = ["robot_from_dict", "robot_to_dict", "check_fields", "join", "describe
            "BEAM_FIELDS", "MODE_FIELDS"]
 
 TOP_FIELDS = ("name", "description", "source", "gravity", "dh", "links", "payload", "controller", "manoeuvre",
-              "statics", "frames", "plan")
+              "statics", "frames", "plan", "end_effector")
 FRAME_FIELDS = ("link", "xyz", "rpy")
 PLAN_FIELDS = ("start", "goal", "duration", "objective", "knots", "torque_limit", "rate_limit", "shaper")
 PLAN_OBJECTIVES = ("effort", "time", "deflection", "tip_path", "smooth")
 PLAN_SHAPERS = ("zv", "zvd", "ei")
 STATICS_FIELDS = ("point", "gauges", "forces")
 LINK_FIELDS = ("name", "joint", "a", "alpha", "d", "theta", "mass", "com", "inertia", "hub", "beam",
-               "armature", "viscous", "coulomb", "limits", "placement", "parent", "mimic", "drive")
+               "armature", "viscous", "coulomb", "limits", "placement", "parent", "mimic", "drive", "joint_name")
 DRIVE_FIELDS = ("gear_ratio", "rotor_inertia", "viscous", "coulomb", "stiffness", "damping", "torque_limit")
 #: drive fields of the design that this version refuses in one line rather than ignore
 DRIVE_NOT_YET = {"stiffness": "an elastic joint (a motor coordinate behind a torsional spring)",
@@ -280,6 +280,8 @@ def _link(data, where: str) -> Link:
     kw = {"joint": joint}
     if "name" in data:
         kw["name"] = _identifier(data["name"], join(where, "name"))
+    if "joint_name" in data:  # names the joint's coordinate (a URDF robot's joint names)
+        kw["joint_name"] = _identifier(data["joint_name"], join(where, "joint_name"))
     if "parent" in data:
         kw["parent"] = _parent(data["parent"], join(where, "parent"))
     if "placement" in data:
@@ -367,6 +369,8 @@ def _robot_from_dict(data) -> Robot:
     if "frames" in data:
         kw["frames"] = {name: (new_index[ref] if isinstance(ref, int) and ref >= 0 and ref < len(new_index) else ref, T)
                         for name, (ref, T) in _frames(data["frames"]).items()}
+    if data.get("end_effector") is not None:  # a link's or a frame's name (checked by the robot)
+        kw["end_effector"] = _identifier(data["end_effector"], "end_effector")
     robot = _build(MimicRobot, "", mimic=mimic, **kw) if mimic else _build(Robot, "", **kw)
     robot.controller = None
     if data.get("controller") is not None:
@@ -397,7 +401,10 @@ def _floating_link(data, where: str, i: int) -> list:
     if "name" not in data:
         raise ModelError(f"{join(where, 'name')}: a floating link needs a name (its six coordinates are named after it)")
     name = _identifier(data["name"], join(where, "name"))
-    links = fl.floating_links(_body({k: data[k] for k in BODY_FIELDS if k in data}, where), name)
+    named = data.get("named", False)
+    if not isinstance(named, bool):
+        raise ModelError(f"{join(where, 'named')}: must be true or false (got {describe_value(named)})")
+    links = fl.floating_links(_body({k: data[k] for k in BODY_FIELDS if k in data}, where), name, named)
     links[0].parent = "base" if i > 0 else None
     if "beam" in data:
         links[-1].beam = _beam(data["beam"], join(where, "beam"))
@@ -568,10 +575,10 @@ def _beam_dict(beam: Beam) -> dict:
 
 def _link_ref(names, i):
     """How a file names link i (a parent, a frame's link): 'base' for -1, else its name where that
-    is unique, else its index."""
+    is unique, else its index; indices (-1 for the base) where a link is named 'base'."""
     if i < 0:
-        return "base"
-    return names[i] if names[i] and names.count(names[i]) == 1 else i
+        return -1 if "base" in names else "base"
+    return names[i] if names[i] and names[i] != "base" and names.count(names[i]) == 1 else i
 
 
 def _write_floating(robot, items) -> tuple:
@@ -580,14 +587,16 @@ def _write_floating(robot, items) -> tuple:
     starts = fl.floating_starts(robot)
     if not starts:
         return items, {}
+    names = [link.name for link in robot.links]
     old_to_new, out = {}, []
     for i, item in enumerate(items):
         if any(s <= i < s + 5 for s in starts):
             continue
         old_to_new[i] = len(out)
         if i - 5 in starts:
-            item = {"name": item["name"], **({"parent": "base"} if i > 5 else {}), "joint": "floating",
-                    **{k: item[k] for k in ("mass", "com", "inertia", "beam") if k in item}}
+            item = {"name": item["name"], **({"parent": _link_ref(names, -1)} if i > 5 else {}), "joint": "floating",
+                    **{k: item[k] for k in ("mass", "com", "inertia", "beam") if k in item},
+                    **({"named": True} if "joint_name" in item else {})}
         out.append(item)
     for item in out:
         if isinstance(item.get("parent"), int):
@@ -604,6 +613,8 @@ def link_items(robot: Robot) -> list:
     names = [link.name for link in robot.links]
     for link in robot.links:
         item = {"name": link.name} if link.name else {}
+        if link.joint_name:
+            item["joint_name"] = link.joint_name
         if link.parent is not None:  # written only for a tree
             item["parent"] = _link_ref(names, link.parent)
         item["joint"] = link.joint
@@ -657,6 +668,8 @@ def robot_to_dict(robot: Robot) -> dict:
         ref = lambda i: moved.get(i, i) if isinstance(_link_ref(names, i), int) and i >= 0 else _link_ref(names, i)
         out["frames"] = {name: {"link": ref(i), "xyz": _floats(T[:3, 3]), "rpy": _floats(matrix_rpy(T[:3, :3]))}
                          for name, (i, T) in robot.frames.items()}
+    if robot.end_effector is not None:
+        out["end_effector"] = robot.end_effector
     if getattr(robot, "controller", None) is not None:
         out["controller"] = copy.deepcopy(robot.controller)
     if getattr(robot, "manoeuvre", None) is not None:

@@ -24,9 +24,38 @@ def _describe(links, i) -> str:
     return f"links[{i}] ({name})" if name else f"links[{i}]"
 
 
+FLOATING_SUFFIXES = ("x", "y", "z", "yaw", "pitch")  # the names model.floating gives a floating link's first five
+
+
+def check_names(links, frame_refs=()) -> None:
+    """Refuse link names a reference could not tell apart: two links of one name (a link named
+    ``bus_x`` beside the coordinate links a floating link ``bus`` generates), and a link named
+    ``base`` where a parent or a frame (``frame_refs``: the links frames are fixed to) says
+    'base'. ModelError in one line naming the links and the fix."""
+    first = {}
+    for i, link in enumerate(links):
+        name = link.name
+        if not name:
+            continue
+        if name in first:
+            stem, _, suffix = name.rpartition("_")
+            why = (f" (a floating link {stem!r} names its coordinate links {stem}_x ... {stem}_pitch)"
+                   if suffix in FLOATING_SUFFIXES and stem in first else "")
+            raise ModelError(f"links: two links are named {name!r}{why}; give every link its own name")
+        first[name] = i
+    if "base" in first:
+        says_base = [f"link {link.name!r}" if link.name else f"links[{i}]" for i, link in enumerate(links)
+                     if isinstance(link.parent, str) and link.parent == "base"]
+        says_base += [f"frames.{n}" for n, ref in frame_refs if isinstance(ref, str) and ref == "base"]
+        if says_base:
+            raise ModelError(f"{says_base[0]}: its parent 'base' is ambiguous, a link is named 'base' too; rename "
+                             "that link ('base' is the robot's base)")
+
+
 def resolve(links) -> list:
     """The parent index (BASE for the base) of each link of ``links`` as written: names, indices,
-    'base' and None (the previous link) resolved. ModelError naming the link otherwise."""
+    'base' and None (the previous link) resolved (names are unique: :func:`check_names`).
+    ModelError naming the link otherwise."""
     by_name = {}
     for i, link in enumerate(links):
         if link.name:
@@ -42,9 +71,6 @@ def resolve(links) -> list:
             if ref not in by_name:
                 raise ModelError(f"links[{i}].parent: no link is named '{ref}'; give the name of another link, "
                                  "its index or 'base'")
-            if len(by_name[ref]) > 1:
-                raise ModelError(f"links[{i}].parent: several links are named '{ref}' (links {by_name[ref]}); "
-                                 "rename them or give the parent's index")
             out.append(by_name[ref][0])
         elif isinstance(ref, numbers.Integral) and not isinstance(ref, bool):
             j = int(ref)

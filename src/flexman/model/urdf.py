@@ -24,10 +24,11 @@ import numpy as np
 from ..extras import MissingExtra, require
 from . import limits as size_limits
 from . import visuals as visuals_
-from .checks import check_model
-from .errors import ModelError
+from .checks import flag_singular_mass
+from .errors import FlexmanWarning, ModelError
 from .floating import floating_links
 from .names import MAX_NAME, printable
+from .parse import plain_copy
 from .rotations import matrix_rpy, rpy_matrix
 from .robot import (Link, MimicRobot, Placement, RigidBody, Robot, bound_text, bounds, inertia_problem, meets_bound,
                     unit_vector)
@@ -125,11 +126,29 @@ def _inertial(link_elem, where: str) -> RigidBody | None:
         raise ModelError(f"{w}: {exc}") from None
     problem = inertia_problem(body.inertia, "inertia")
     body.strict = problem is None
-    if problem:  # Pinocchio reads such inertials as written; so do we, saying so
-        import warnings
-
-        warnings.warn(f"{w}: {problem}; kept as written (a model file written from it will be refused)", stacklevel=4)
+    if problem:  # Pinocchio reads such inertials as written; so do we, saying so (once per file: _say_kept)
+        _KEPT.append(f"{w}: {problem}")
     return body
+
+
+_KEPT: list = []  # inertials kept as written by the file being read
+
+
+def _say_kept(where: str) -> None:
+    """One notice for the file's implausible inertials (all of them named when there are several)."""
+    import warnings
+
+    kept, _KEPT[:] = list(_KEPT), []
+    if len(kept) == 1:
+        text = f"{kept[0]}; kept as written (a model file written from it will be refused)"
+    elif kept:
+        names = ", ".join(k.split("<link name=")[-1].split(">")[0].strip('"') for k in kept)
+        text = (f"{where}: {len(kept)} inertials are not physically consistent (links {names}: negative or "
+                "triangle-violating principal moments, usually round-off); kept as written (a model file written "
+                "from it will be refused)")
+    else:
+        return
+    warnings.warn(text, FlexmanWarning, stacklevel=4)
 
 
 def urdf_identifier(name: str) -> str:
@@ -143,14 +162,14 @@ def urdf_identifier(name: str) -> str:
     return out
 
 
-def _unique_identifiers(names, where: str) -> None:
+def _unique_identifiers(names, where: str, what: str = "links") -> None:
     """Refuse URDF names that become the same identifier (``a-b`` and ``a_b``): they would share
     an overlay entry and could not be told apart in a saved model."""
     seen = {}
     for name in names:
         ident = urdf_identifier(name)
         if ident in seen and seen[ident] != name:
-            raise ModelError(f"{where}: the links \"{printable(seen[ident], 60)}\" and \"{printable(name, 60)}\" "
+            raise ModelError(f"{where}: the {what} \"{printable(seen[ident], 60)}\" and \"{printable(name, 60)}\" "
                              f"both become the flexman name '{ident}' (characters other than letters, digits "
                              "and _ become _); rename one of them in the URDF")
         seen[ident] = name
@@ -249,10 +268,13 @@ def robot_from_urdf(text: str, where: str = "URDF", check: bool = True, floating
     escaped (a control character in a URDF name never reaches a terminal). The links' visual
     meshes and primitives become ``robot.visuals`` (:mod:`.visuals`; mesh files found from
     ``base_dir``, the URDF's folder, see :mod:`.packages`) for the report to draw."""
+    _KEPT.clear()
     try:
         robot = _robot_from_urdf(text, where, floating, base_dir)
     except ModelError as exc:
+        _KEPT.clear()
         raise ModelError(printable(str(exc), 2000)) from None
+    _say_kept(where)
     return _checked(robot, where) if check else robot
 
 
@@ -260,6 +282,7 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False, base_dir=Non
     root = _parse_xml(text, where)
     root_name, joints, links = _tree(root, where)
     _unique_identifiers(links, where)
+    _unique_identifiers([j.get("name", "?") for j in joints if j.get("type") in MOVING], where, "joints")
     out = []  # (name, joint, placement, second moments, limits, damping, friction, parent)
     attached = {root_name: (-1, np.eye(4))}  # URDF link -> (flexman link it rides on, -1 base; transform)
     frames = {}
@@ -267,8 +290,8 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False, base_dir=Non
     moving = {}  # joint name -> flexman link name, for the movable joints
     if floating:  # the root link flies: six links, the last carrying its inertial
         body = _inertial(links[root_name], f"{where}: <link name=\"{root_name}\">")
-        for k, link in enumerate(floating_links(RigidBody(), urdf_identifier(root_name))):
-            out.append({"name": link.name, "joint": link.joint, "placement": link.placement, "limits": None,
+        for k, link in enumerate(floating_links(RigidBody(), urdf_identifier(root_name), named=True)):
+            out.append({"name": link.name, "joint_name": link.joint_name, "joint": link.joint, "placement": link.placement, "limits": None,
                         "J": body.pseudo_inertia() if body is not None and k == 5 else np.zeros((4, 4)),
                         "viscous": 0.0, "coulomb": 0.0, "parent": k - 1, "strict": body is None or body.strict,
                         "where": f"{where}: <link name=\"{root_name}\">"})
@@ -322,7 +345,7 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False, base_dir=Non
             raise ModelError(f"{where}: {jw}: {exc}") from None
         attached[child] = (len(out), np.eye(4))
         moving[jname] = urdf_identifier(child)
-        out.append({"name": urdf_identifier(child), "joint": MOVING[kind], "placement": placement,
+        out.append({"name": urdf_identifier(child), "joint_name": urdf_identifier(jname), "joint": MOVING[kind], "placement": placement,
                     "J": body.pseudo_inertia() if body is not None else np.zeros((4, 4)), "limits": limits,
                     "viscous": damping, "coulomb": friction, "parent": on, "where": f"{where}: {lw}",
                     "strict": body is None or body.strict})
@@ -332,14 +355,11 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False, base_dir=Non
     for i in range(len(out) - 1, -1, -1):  # the mass each joint moves: its link's and its subtree's
         if out[i]["parent"] >= 0:
             carried[out[i]["parent"]] += carried[i]
-    followers = {moving[j] for j in mimics if j in moving}  # (a follower's mass is carried by the joint it follows)
-    for d, mass in zip(out, carried):
-        if mass <= 0 and d["name"] not in followers:
-            raise ModelError(f"{d['where']}: no <inertial>, and nothing it carries has mass; give its <mass> and "
-                             "<inertia> (a joint must move some mass)")
+    # (a joint whose link and subtree have no mass leaves M singular: the robot loads, flagged by
+    # _checked, for its kinematics and inverse dynamics; forward dynamics refuse it)
     robot_links = [
         Link(joint=d["joint"], placement=d["placement"], body=RigidBody.from_second_moments(d["J"], d["strict"]),
-             limits=d["limits"], viscous=d["viscous"], coulomb=d["coulomb"], name=d["name"],
+             limits=d["limits"], viscous=d["viscous"], coulomb=d["coulomb"], name=d["name"], joint_name=d["joint_name"],
              parent=None if d["parent"] == i - 1 else d["parent"])
         for i, d in enumerate(out)
     ]
@@ -386,10 +406,15 @@ def _mimic_map(mimics: dict, moving: dict, joints) -> dict:
 
 
 def _checked(robot: Robot, where: str) -> Robot:
-    try:
-        check_model(robot)
-    except ModelError as exc:
-        raise ModelError(f"{where}: {exc}") from None
+    """The whole-model checks, except that a singular or ill-conditioned mass matrix (a chain of
+    links that moves no mass, as real descriptions have: a finger without inertials) loads: the
+    robot is flagged (``robot.singular_mass``, the sentence that forward dynamics and simulation
+    refuse it with) and one line says so on stderr."""
+    problem = flag_singular_mass(robot, where)  # (check_model's check, with this one exception)
+    if problem:
+        import sys
+
+        print(f"flexman: warning: {problem}", file=sys.stderr)
     return robot
 
 
@@ -423,16 +448,36 @@ def read_xacro(path, args=None, check: bool = True, floating: bool = False) -> R
 
     mappings = {k: str(v) for k, v in (args or {}).items()}
     noise = io.StringIO()
+    expand, calls = xacro.handle_macro_call, [0]
+
+    def counted(node, macros, symbols):  # a macro bomb (each macro calling the next twice) stops here
+        calls[0] += 1
+        if calls[0] > size_limits.MAX_XACRO_CALLS:
+            raise _XacroTooLarge(f"{path}: the expansion makes more than {size_limits.MAX_XACRO_CALLS:,} macro calls "
+                                 "(README, Limits); a robot needs tens to hundreds - is a macro calling itself?")
+        return expand(node, macros, symbols)
     try:
+        xacro.handle_macro_call = counted  # xacro looks the function up in its module at each call
         with contextlib.redirect_stdout(noise), contextlib.redirect_stderr(noise):
             text = xacro.process_file(str(path), mappings=mappings).toxml()
+    except _XacroTooLarge as exc:
+        raise ModelError(str(exc)) from None
     except Exception as exc:  # xacro raises its own, XML and name errors, and exits on some
         why = " ".join(str(exc).split()) or type(exc).__name__
         raise ModelError(f"{path}: xacro could not expand the file: {why}") from None
     except SystemExit:
         why = " ".join(noise.getvalue().split())[:300] or "xacro stopped"
         raise ModelError(f"{path}: xacro could not expand the file: {why}") from None
+    finally:
+        xacro.handle_macro_call = expand
+    if len(text) > size_limits.MAX_URDF_BYTES:
+        raise ModelError(f"{path}: the expansion is {len(text) / 1e6:.3g} MB of URDF; the limit is "
+                         f"{size_limits.MAX_URDF_BYTES / 1e6:g} MB (README, Limits)")
     return robot_from_urdf(text, str(path), check, floating, base_dir=path.parent)
+
+
+class _XacroTooLarge(Exception):
+    """Raised inside xacro's expansion when it makes too many macro calls."""
 
 
 # ----- overlay: chosen links become beams ---------------------------------------------------------
@@ -440,20 +485,24 @@ def apply_overlay(robot: Robot, overlay: dict, where: str = "overlay") -> Robot:
     """The robot with an overlay applied: top-level name/description/source/gravity/payload/
     controller, and ``links: {link_name: {beam: ..., mass: ..., ...}}`` per link."""
     check_fields(overlay, "", ("urdf", "name", "description", "source", "gravity", "payload",
-                                "controller", "links"), "overlay")
+                                "controller", "links", "end_effector"), "overlay")
+    overlay = plain_copy(overlay)  # every value checked as a model file's (an integer of 400 digits included)
     data = robot_to_dict(robot)  # (mimic joints and a floating base included: they read back)
-    for key in ("name", "description", "source", "gravity", "payload", "controller"):
+    for key in ("name", "description", "source", "gravity", "payload", "controller", "end_effector"):
         if key in overlay:
             data[key] = overlay[key]
     per_link = overlay.get("links", {}) or {}
     if not isinstance(per_link, dict):
         raise ModelError("links: an overlay's links is a mapping {link_name: {beam: ..., ...}}")
     names = [item.get("name", "") for item in data["links"]]
+    joints = {item["joint_name"]: item.get("name", "") for item in data["links"] if item.get("joint_name")}
     turns = {}  # link index -> rotation of its frame (beam.axis)
     for name, fields in per_link.items():
         lw = join("links", str(name))
+        name = joints.get(name, name) if name not in names else name  # a joint's name: the link it moves
         if name not in names:
-            raise ModelError(f"{lw}: no moving link of that name; links: {', '.join(names)}")
+            raise ModelError(f"{lw}: no moving link or joint of that name; links: {', '.join(names)}"
+                             + (f"; joints: {', '.join(joints)}" if joints else ""))
         check_fields(fields, lw, OVERLAY_LINK_FIELDS)
         fields = dict(fields)
         beam = fields.get("beam")

@@ -7,11 +7,14 @@ docs/motion.md.
 """
 from __future__ import annotations
 
+import time
 import warnings
 
 import numpy as np
 
 from ..model import inputs
+from ..model import limits as lim
+from ..model.errors import FlexmanRuntimeWarning
 from ..trajectory import rest_to_rest
 from .collocation import Problem, dense_peaks, solve
 from .result import Plan, PlanningError
@@ -31,9 +34,20 @@ DENSE_POINTS = 20
 LIMIT_TOLERANCE = 1e-3
 #: re-solves with backed-off bounds when the dense check finds a limit exceeded between knots
 MAX_RESOLVES = 4
+#: seconds IPOPT may take over all the solves of one plan (IPOPT's max_wall_time); a hopeless
+#: problem (a move far too fast for the arm) otherwise iterates for minutes
+TIME_LIMIT = 120.0
+#: the largest values taken (as the rest of flexman: README, Limits): joint values, rates, torques
+MAGNITUDES = {"position": lim.MAX_JOINT_POSITION, "rate": lim.MAX_JOINT_RATE, "torque": lim.MAX_FORCE}
+#: the residual check: a plan whose simulated residual vibration exceeds the plain (quintic)
+#: profile's, or the ZVD-shaped profile's of the same duration while above the floor (a shaper can
+#: cancel a linear mode all but exactly: RESIDUAL_FLOOR of the move's tip travel, or PLAIN_SHARE of
+#: the plain profile's residual, count as matching it), is solved again on twice the knots, at most
+#: RESIDUAL_REFINES times and MAX_KNOTS knots
+RESIDUAL_REFINES, MAX_KNOTS, RESIDUAL_FLOOR, PLAIN_SHARE = 3, 1000, 1e-6, 0.05
 
 
-def _joint_vector(value, n, name, positive=False):
+def _joint_vector(value, n, name, positive=False, kind="position"):
     try:
         arr = np.atleast_1d(np.asarray(value, dtype=float))
     except (TypeError, ValueError):
@@ -44,6 +58,10 @@ def _joint_vector(value, n, name, positive=False):
         raise ValueError(f"{name}: expected {n} finite numbers (one per joint), got {np.ravel(arr).tolist()!r:.80}")
     if positive and np.any(arr <= 0):
         raise ValueError(f"{name}: every limit must be > 0 (got {arr.tolist()})")
+    if np.abs(arr).max() > MAGNITUDES[kind]:
+        k = int(np.argmax(np.abs(arr)))
+        raise ValueError(f"{name}: joint {k + 1} = {arr[k]:g} is beyond the supported magnitude {MAGNITUDES[kind]:g} "
+                         f"of a joint {kind} (README, Limits); give a physical value")
     return arr
 
 
@@ -87,7 +105,7 @@ def check_controllable(robot, q_goal, tol=1e-12):
 
 
 def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, knots=60, path=None,
-         pre_post=None, guess=None, max_iter=500) -> Plan:
+         pre_post=None, guess=None, max_iter=500, time_limit=TIME_LIMIT, ee_frame=None) -> Plan:
     """An optimal rest-to-rest move of ``robot``'s joints from ``q_start`` to ``q_goal`` over its full
     flexible dynamics, by Hermite–Simpson collocation and IPOPT.
 
@@ -99,11 +117,23 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, kno
     end-effector follows ``path(t) -> xyz`` over [0, duration]; by default the rigid arm's tip along
     a quintic joint profile; the joints may move ``pre_post`` seconds before and after it: pre- and
     post-actuation), or a mapping {name: weight}. ``guess``: a joint trajectory to start from
-    (default: the quintic profile). ``knots``: collocation intervals.
+    (default: the quintic profile). ``knots``: collocation intervals. ``max_iter``: IPOPT's
+    iterations per solve; ``time_limit``: seconds for all of IPOPT's solves together (TIME_LIMIT).
+    ``ee_frame``: the end effector of "deflection", "tip_path" and ``plan.tip`` (a link's or a named
+    frame's name, e.g. a URDF's ``tool0``); None: the robot's own (``robot.end_effector``, else the
+    last link).
 
     Every plan starts and ends at rest: all rates and accelerations zero (so the flexible coordinates
     at their static deflection, zero without gravity). Failures are one-line :class:`PlanningError`.
     """
+    if ee_frame is not None:
+        if not isinstance(ee_frame, str):
+            raise ValueError(f"ee_frame: give the name of a link or frame (got {type(ee_frame).__name__})")
+        try:
+            inputs.link_frame(robot, ee_frame)
+        except ValueError as exc:
+            raise ValueError(f"ee_frame: {str(exc).removeprefix('link: ')}") from None
+        robot = robot.with_end_effector(ee_frame)
     n = robot.n_joints
     q_start = _joint_vector(q_start, n, "q_start")
     q_goal = _joint_vector(q_goal, n, "q_goal")
@@ -112,10 +142,14 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, kno
     unknown = set(limits) - {"torque", "rate"}
     if unknown:
         raise ValueError(f"limits: unknown {sorted(unknown)}; use 'torque' and 'rate' (one value per joint)")
-    torque = None if limits.get("torque") is None else _joint_vector(limits["torque"], n, "limits.torque", True)
-    rate = None if limits.get("rate") is None else _joint_vector(limits["rate"], n, "limits.rate", True)
-    if not isinstance(knots, (int, np.integer)) or not 4 <= knots <= 1000:
+    torque = None if limits.get("torque") is None else _joint_vector(limits["torque"], n, "limits.torque", True, "torque")
+    rate = None if limits.get("rate") is None else _joint_vector(limits["rate"], n, "limits.rate", True, "rate")
+    if not isinstance(knots, (int, np.integer)) or isinstance(knots, bool) or not 4 <= knots <= 1000:
         raise ValueError(f"knots: expected a whole number of intervals in [4, 1000] (got {knots!r})")
+    if not isinstance(max_iter, (int, np.integer)) or isinstance(max_iter, bool) or not 1 <= max_iter <= 100_000:
+        raise ValueError(f"max_iter: expected a whole number of IPOPT iterations in [1, 100000] (got {max_iter!r})")
+    time_limit = inputs.positive(time_limit, "time_limit")
+    deadline = time.monotonic() + time_limit
     ranges = [tuple(lk.limits) if lk.limits is not None else None for lk in robot.joint_links] + [None] * robot.nf
     for name, qv in (("q_start", q_start), ("q_goal", q_goal)):
         for i, rng in enumerate(ranges[:n]):
@@ -125,12 +159,16 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, kno
     if duration is None:
         if torque is None and rate is None:
             raise ValueError("duration: give a duration in seconds, or torque or rate limits for a minimum-time plan")
+        if np.array_equal(q_start, q_goal):
+            raise PlanningError("q_goal: equals q_start, a zero move, which has no least time; give a goal away "
+                                "from the start (or a duration, to plan holding still)")
         weights.setdefault("time", 1.0)
     else:
         duration = inputs.positive(duration, "duration")  # a number: not True, not a list
         weights.pop("time", None)
     if "tip_path" in weights and duration is None:
         raise ValueError("objective: tip_path needs a duration (the path's timing)")
+    check_grid(robot, int(knots), duration is None)
     check_controllable(robot, q_goal)
 
     from ..symbolic import derive
@@ -163,10 +201,106 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, kno
     dq = np.abs(q_goal - q_start)
     jerk = 60.0 * np.maximum(dq, 1e-3 * max(float(dq.max()), 1e-3)) / (duration or guess_T) ** 3
     problem = Problem(robot, functions, q_start, q_goal, horizon, int(knots), weights, torque, rate,
-                      ranges, path_fn, (pre, pre + (duration or 0.0)), guess_traj, guess_T, scale, jerk, max_iter)
-    return _solve_within_limits(problem, robot, functions, torque, rate,
-                                lambda sol: Plan(robot, sol, q_start, q_goal, weights, path_fn,
-                                                 (pre, pre + (duration or sol.T))))
+                      ranges, path_fn, (pre, pre + (duration or 0.0)), guess_traj, guess_T, scale, jerk, int(max_iter),
+                      deadline=deadline, time_limit=time_limit)
+    result = _solve_within_limits(problem, robot, functions, torque, rate,
+                                  lambda sol: Plan(robot, sol, q_start, q_goal, weights, path_fn,
+                                                   (pre, pre + (duration or sol.T))))
+    if not robot.nf or path_fn is not None:  # a tip path moves before and after its window: no "plain move"
+        return result
+    check = residual_check(robot, result, q_start, q_goal)
+    result.report["residual"] = check
+    refines = _REFINING.get("count", 0)
+    if not check["better"] and refines < RESIDUAL_REFINES and 2 * int(knots) <= MAX_KNOTS:
+        _REFINING["count"] = refines + 1
+        try:  # the same plan on twice the knots (checked again there)
+            result = plan(robot, q_start, q_goal, duration, limits, objective, 2 * int(knots), path, pre_post, guess,
+                          max_iter, max(deadline - time.monotonic(), 1.0), ee_frame)
+        finally:
+            _REFINING["count"] = refines
+        result.report["residual"].setdefault("refined_from_knots", int(knots))
+    final = result.report["residual"]
+    if refines == 0 and not final["better"]:  # the outermost call says it, once
+        shaped = "" if final["shaped"] is None else f" or the ZVD-shaped one's ({final['shaped'] * 1e6:.3g} um)"
+        warnings.warn(f"plan: its simulated residual vibration ({final['plan'] * 1e6:.3g} um at the tip) exceeds the "
+                      f"plain quintic profile's ({final['plain'] * 1e6:.3g} um){shaped} even on "
+                      f"{result.report['knots']} knots (report['residual']); use more knots, a longer duration, or "
+                      "the shaped profile", FlexmanRuntimeWarning, stacklevel=2)
+    return result
+
+
+_REFINING: dict = {}  # the depth of the residual check's re-solves in progress
+
+
+def residual_vibration(robot, traj, t_end, q_goal, settle=None, dt=None):
+    """The largest distance (m) of the tip from its rest position at the goal (the static sag under
+    gravity included) after ``t_end``, with the joints following ``traj`` exactly (prescribed
+    motion, the flexible coordinates integrated) and held at the goal for ``settle`` seconds after it
+    (default: three periods of the lowest locked-joint mode at the goal)."""
+    from ..analysis.frequencies import natural_frequencies
+    from ..analysis.quasi_static import quasi_static_deflection
+    from ..simulate import simulate
+
+    rest = np.zeros(robot.nq)
+    rest[robot.joint_index] = q_goal
+    rest[robot.flex_index] = quasi_static_deflection(robot, np.asarray(q_goal, dtype=float))
+    w = natural_frequencies(robot, rest, joints="locked")
+    w = w[w > 1e-6]
+    period = 2 * np.pi / float(w[0]) if w.size else t_end
+    settle = 3.0 * period if settle is None else settle
+    dt = min(period / 40.0, t_end / 200.0) if dt is None else dt
+    steps = int(np.ceil((t_end + settle) / dt))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:  # several such runs per plan: the compiled model pays for itself (built once, cached)
+            res = simulate(robot, steps * dt, dt=dt, prescribed=traj, progress=False, backend="compiled")
+        except (RuntimeError, ValueError):  # no compiler, or a model C cannot take
+            res = simulate(robot, steps * dt, dt=dt, prescribed=traj, progress=False, backend="numeric")
+    tip = robot.frame(res.q[res.t >= t_end - 1e-12], -1)[:, :3, 3]
+    return float(np.linalg.norm(tip - robot.frame(rest, -1)[:3, 3], axis=1).max())
+
+
+def residual_check(robot, result, q_start, q_goal) -> dict:
+    """{"plan", "plain", "shaped": the residual vibration (m) of the plan, of the quintic profile of
+    its duration and of a ZVD-shaped quintic of the same total duration (None when the shaper alone
+    takes most of it; :func:`residual_vibration`), "floor": what counts as matching the shaper,
+    "better": the plan's is no worse than the plain profile's nor, above the floor, than the shaped
+    one's}: the plan checked by simulation, not by its own collocation grid."""
+    from ..control.shaping import shaper
+
+    T = result.duration
+    plain = rest_to_rest(q_start, q_goal, T, "quintic")
+    zvd = shaper(robot, plain, kind="ZVD")
+    tip_travel = float(np.linalg.norm(result.tip(T) - result.tip(0.0))) if T > 0 else 0.0
+    out = {"plan": residual_vibration(robot, result.trajectory, T, q_goal),
+           "plain": residual_vibration(robot, plain, T, q_goal), "shaped": None}
+    if zvd.duration < 0.8 * T:  # the shaped move of the same duration: a shorter base, shaped
+        base = rest_to_rest(q_start, q_goal, T - zvd.duration, "quintic")
+        out["shaped"] = residual_vibration(robot, zvd(base), T, q_goal)
+    floor = max(RESIDUAL_FLOOR * max(tip_travel, 1e-3), PLAIN_SHARE * out["plain"])
+    out["floor"] = floor
+    out["better"] = bool(out["plan"] <= out["plain"] and out["plan"] <= max(out["shaped"] or 0.0, floor))
+    return out
+
+
+def least_knots(robot, min_time: bool) -> int:
+    """The fewest collocation intervals N with no more equality constraints than free unknowns.
+    Per interval the transcription adds 2 nq defects and 2 nf flexible equations (at a knot and a
+    midpoint) against 3 nq knot unknowns and nf midpoint ones; the ends fix 2 nj joint values and
+    4 nq rates and accelerations, and nf flexible equations sit on the last knot. So
+    equalities - free unknowns = 2 nf + 3 nj - nj N (- 1 for a free duration)."""
+    return max(4, -(-(2 * robot.nf + 3 * robot.n_joints - int(min_time)) // robot.n_joints))
+
+
+def check_grid(robot, knots: int, min_time: bool) -> None:
+    """Refuse a grid with more equality constraints than unknowns (no motion can satisfy them:
+    IPOPT would report the problem infeasible and the limits would be blamed)."""
+    need = least_knots(robot, min_time)
+    if knots < need:
+        excess = 2 * robot.nf + 3 * robot.n_joints - int(min_time) - robot.n_joints * knots
+        raise PlanningError(f"knots: {knots} intervals are too coarse for {robot.nq} coordinates ({robot.nf} flexible): "
+                            f"the dynamics then give {excess} more equality constraints than unknowns; use at "
+                            f"least {need} knots (the default is 60)")
 
 
 def _solve_within_limits(problem, robot, functions, torque, rate, make_plan):
@@ -207,7 +341,7 @@ def _solve_within_limits(problem, robot, functions, torque, rate, make_plan):
             return result
         if resolves >= MAX_RESOLVES:
             warnings.warn(f"plan: after {resolves} re-solves a limit is still exceeded between the knots by "
-                          f"{100 * (worst - 1):.2g} % (report['dense']); add knots", RuntimeWarning, stacklevel=3)
+                          f"{100 * (worst - 1):.2g} % (report['dense']); add knots", FlexmanRuntimeWarning, stacklevel=3)
             return result
         for k, ratio in ratios.items():  # back off by the measured overshoot (a little more, to land inside)
             over = ratio > 1.0 + 0.5 * LIMIT_TOLERANCE
@@ -273,7 +407,7 @@ def _tip_path(robot, profile, path, pre, duration):
         def rigid(t):
             q = np.zeros(robot.nq)
             q[robot.joint_index] = profile(t)[0]
-            return robot.frame(q)[:3, 3]
+            return robot.frame(q, inputs.end_effector(robot))[:3, 3]
         path = rigid
     start, end = np.asarray(path(0.0), dtype=float), np.asarray(path(duration), dtype=float)
     if start.shape != (3,) or not np.all(np.isfinite(start)) or not np.all(np.isfinite(end)):

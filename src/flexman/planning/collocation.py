@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..extras import require
+from .result import PlanningError
 
 
 #: the length (m) end-effector errors are measured in by the costs: squared centimetres, so that a
@@ -60,6 +61,8 @@ class Problem:
     torque_scale: np.ndarray | None = None
     jerk_scale: np.ndarray | None = None
     max_iter: int = 500
+    deadline: float | None = None  # time.monotonic() by which every solve must end
+    time_limit: float | None = None  # the plan's whole time limit (s), for messages
     warm: object = None      # a Solution of the same grid to start from (a re-solve with tightened limits)
 
 
@@ -198,6 +201,12 @@ def solve(problem: Problem) -> Solution:
     nlp = {"x": x, "f": cost, "g": ca.vertcat(*g)}
     opts = {"ipopt.print_level": 0, "print_time": False, "ipopt.sb": "yes", "ipopt.max_iter": int(p.max_iter),
             "ipopt.tol": 1e-9, "ipopt.acceptable_tol": 1e-7}
+    if p.deadline is not None:
+        left = p.deadline - time.monotonic()
+        if left <= 0:
+            raise PlanningError(f"time_limit: the plan used its {p.time_limit:g} s before this solve; raise time_limit "
+                                "(--time-limit), or use fewer knots")
+        opts["ipopt.max_wall_time"] = float(left)
     solver = ca.nlpsol("plan", "ipopt", nlp, opts)
     lbg_all, ubg_all = np.concatenate(lbg), np.concatenate(ubg)
     start = time.perf_counter()

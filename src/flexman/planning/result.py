@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..model import inputs
+
 from ..trajectory import Trajectory, piecewise_values
 
 
@@ -21,8 +23,11 @@ class PlanningError(ValueError):
 FAILURES = {
     "Infeasible_Problem_Detected": "the limits cannot be met: no motion reaches the goal at rest within them "
                                    "in {T} (raise the torque or rate limits, or allow a longer duration)",
-    "Maximum_Iterations_Exceeded": "IPOPT stopped at its iteration limit without a solution (raise max_iter, "
-                                   "add knots, or warm start from a better guess)",
+    "Maximum_Iterations_Exceeded": "IPOPT stopped at its iteration limit without a solution (raise max_iter "
+                                   "(--max-iter), add knots, or warm start from a better guess)",
+    "Maximum_WallTime_Exceeded": "IPOPT stopped at the time limit without a solution (raise time_limit "
+                                 "(--time-limit); a move much faster than the arm allows may never converge: "
+                                 "allow a longer duration)",
     "Restoration_Failed": "IPOPT could not restore feasibility: the limits are probably too tight for this move "
                           "in {T} (raise them, or allow a longer duration)",
 }
@@ -116,7 +121,7 @@ class Plan:
     def tip(self, t=None):
         """End-effector positions (knots, or times t) of the planned motion."""
         q = self.q if t is None else self.state(t)[0]
-        return self.robot.frame(q)[..., :3, 3]
+        return self.robot.frame(q, inputs.end_effector(self.robot))[..., :3, 3]
 
     def summary(self) -> dict:
         r = self.report

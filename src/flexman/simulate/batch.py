@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model import inputs
+from ..model.checks import require_invertible
 from .backend import evaluator, fixed_step_work
 from .compiled_loop import LoopUnavailable, plan
 from .run import Progress, backend_name, controller_parts, output_times
@@ -92,6 +93,7 @@ def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, cont
     loop, ``"compiled"`` insists. A model-based controller uses the robot's own model (nominal)
     while each run's plant has its parameters.
     """
+    require_invertible(robot)
     if method not in METHODS:
         raise ValueError(f"method: unknown '{method}'; use one of {', '.join(METHODS)}")
     if int(output_every) != output_every or output_every < 1:

@@ -99,6 +99,23 @@ class CompiledLoop:
                                  **{w: address for w, (address, _) in entries.items()})
         self.lib = cloop.library()
 
+    def use_partials(self, model):
+        """Newton's Jacobian from the partial derivatives of ``model`` (the variant of this run's
+        model compiled with them: same structure and parameters), not by forward differences;
+        False (nothing changed) when that model does not fit."""
+        from ..codegen import PARTIALS
+
+        if getattr(model, "backend", None) != "c" or not getattr(model, "has_derivatives", False):
+            return False
+        if list(model.param_names) != list(self.model.param_names) or model.nq != self.model.nq:
+            return False
+        (id_, id_p), (fd, fd_p) = (model.c_entry(w) for w in PARTIALS)
+        if fd_p != id_p or (fd_p and not self.plant.has_p):
+            return False
+        self.keep.append(model)  # its library stays loaded while the run holds its addresses
+        self.plant.fd_partials, self.plant.id_partials, self.plant.has_p_partials = fd, id_, int(fd_p)
+        return True
+
     def run(self, x0, t_grid, label="simulate", stacklevel=3, method="rk4", rho_inf=RHO_INF):
         """(t, X, taus, stats) of one RK4 or generalized-alpha run (``rho_inf``: its spectral
         radius at infinity) from x0 over t_grid (see ``run.integrate``, its ``label`` and
@@ -107,13 +124,13 @@ class CompiledLoop:
         n_t, nx, nj = len(t_grid), len(x0), self.model.n_joints
         X, taus = np.empty((n_t, nx)), np.empty((n_t, nj))
         n_out, t_fault = ctypes.c_long(0), ctypes.c_double(np.nan)
-        iterations, jacobians = ctypes.c_long(0), ctypes.c_long(0)
+        iterations, jacobians, analytic = ctypes.c_long(0), ctypes.c_long(0), ctypes.c_long(0)
         start = time.perf_counter()
         if method == "generalized_alpha":
             status = self.lib.fm_galpha_run(ctypes.byref(self.plant), ctypes.byref(self.control), int(self.prescribed),
                                             _ptr(t_grid), n_t, _ptr(x0), nx, 1, float(rho_inf), _ptr(X), _ptr(taus),
                                             ctypes.byref(n_out), ctypes.byref(t_fault), ctypes.byref(iterations),
-                                            ctypes.byref(jacobians))
+                                            ctypes.byref(jacobians), ctypes.byref(analytic))
         else:
             status = self.lib.fm_rk4_run(ctypes.byref(self.plant), ctypes.byref(self.control), int(self.prescribed),
                                          _ptr(t_grid), n_t, _ptr(x0), nx, 1, _ptr(X), _ptr(taus), ctypes.byref(n_out),
@@ -129,9 +146,13 @@ class CompiledLoop:
             warn_fault(label, method, info, t_out, stacklevel)
         stats = {"rhs_evaluations": 4 * steps + 1, "wall_time": wall, "loop": "compiled", **info}
         if method == "generalized_alpha":
-            # per step the rates at its start and one per Newton iteration; nx per Jacobian; the last torque
-            stats.update(rhs_evaluations=1 + steps + jacobians.value * nx + iterations.value,
-                         newton_iterations=iterations.value, jacobians=jacobians.value)
+            # per step the rates at its start and one per Newton iteration; nx per Jacobian by forward
+            # differences (none for one from the partial derivatives); the last torque
+            fd = jacobians.value - analytic.value
+            stats.update(rhs_evaluations=1 + steps + fd * nx + iterations.value, newton_iterations=iterations.value,
+                         jacobians=jacobians.value,
+                         jacobian="analytic" if analytic.value and not fd else
+                         "finite differences" if not analytic.value else "analytic where the law allows")
         return t_out, X, taus, stats
 
     def batch(self, X0, t_grid, every, n_samples, params=None, threads=None):
@@ -198,7 +219,29 @@ def plan(model, method, n_joints, controller=None, torque=None, t_grid=None, pre
         if loop == "compiled":
             raise LoopUnavailable(f"loop='compiled': {made}")
         return None, made
-    return CompiledLoop(model, made, keep, prescribed is not None), "compiled"
+    compiled = CompiledLoop(model, made, keep, prescribed is not None)
+    if method == "generalized_alpha":
+        compiled.use_partials(partials_model(model))
+    return compiled, "compiled"
+
+
+def partials_model(model):
+    """The variant of ``model`` compiled with partial derivatives, for the implicit method's
+    Newton Jacobian: ``model`` itself when it has them, else the robot's when it is built already
+    (this process or the disk cache). When it is not, it is built in the background for the next
+    run (``FLEXMAN_BACKGROUND_COMPILE``) and this run differentiates by forward differences."""
+    if getattr(model, "has_derivatives", False):
+        return model
+    robot = getattr(model, "robot", None)
+    if robot is None:
+        return None
+    from ..codegen import background
+    from ..codegen.modelcache import existing_model
+
+    found = existing_model(robot, derivatives=True)
+    if found is None:
+        background.start(robot, derivatives=True)
+    return found
 
 
 def _describe(model, method, nj, controller, torque, t_grid, prescribed, keep):

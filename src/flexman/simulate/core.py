@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..model.checks import require_invertible
 from .backend import evaluator, fixed_step_work
 from .compiled_loop import first_torque, plan
 from .result import Result
@@ -26,9 +27,22 @@ def _own_laws(controller, torque) -> bool:
     return own and not callable(torque)
 
 
+def _frame_name(robot, name):
+    """``name`` when it names a link or frame of ``robot``; one line listing the names otherwise."""
+    from ..model.inputs import link_frame
+
+    if not isinstance(name, str):
+        raise ValueError(f"ee_frame: give the name of a link or frame (got {type(name).__name__})")
+    try:
+        link_frame(robot, name)
+    except ValueError as exc:
+        raise ValueError(f"ee_frame: {str(exc).removeprefix('link: ')}") from None
+    return name
+
+
 def simulate(robot, t_final, dt=1e-3, method="auto", rtol=1e-8, atol=1e-10, q0=None, qd0=None,
              controller=None, torque=None, progress=None, max_step=np.inf, backend=None, prescribed=None, loop="auto",
-             rho_inf=RHO_INF):
+             rho_inf=RHO_INF, ee_frame=None):
     """Simulate ``robot`` from (q0, qd0) over [0, t_final], output every ``dt`` seconds.
 
     method: ``'auto'`` (default: RK4 at ``dt`` where the step check finds it stable for the
@@ -50,7 +64,17 @@ def simulate(robot, t_final, dt=1e-3, method="auto", rtol=1e-8, atol=1e-10, q0=N
     and torque are built-in ones and the model is compiled, else in Python; ``"python"`` or
     ``"compiled"`` insist (see :mod:`flexman.simulate.compiled_loop`). ``res.stats["loop"]`` says
     which ran (and ``"loop_reason"`` why not compiled).
+    ``ee_frame``: the end effector of the result's figures, plots and report (a link's or a named
+    frame's name, e.g. a URDF's ``tool0``); None: the robot's own (``robot.end_effector``, else the
+    last link). ``res.robot`` is then the robot with that end effector.
     """
+    require_invertible(robot)  # a robot loaded with a massless chain: refused in its one sentence
+    if ee_frame is not None:
+        name = _frame_name(robot, ee_frame)  # (an unknown name: one line before the run)
+        res = simulate(robot, t_final, dt, method, rtol, atol, q0, qd0, controller, torque, progress, max_step,
+                       backend, prescribed, loop, rho_inf)
+        res.robot = robot.with_end_effector(name)
+        return res
     if method == "rk4":
         check_step(robot, dt, method, prescribed is not None)  # an unstable RK4 step is flagged before the run
     alpha_parameters(rho_inf)  # a damping outside [0, 1]: one line before anything runs

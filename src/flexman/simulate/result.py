@@ -39,6 +39,8 @@ class Result:
     t_diverged: float | None = None
     work: np.ndarray | None = None
     prescribed: object = None
+    measurements: dict | None = None  # a sampled run's sensor readings (flexman.control.simulate_sampled)
+    estimate: np.ndarray | None = None  # and its estimator's [q, qd] at each sample
 
     def __post_init__(self):
         if self.coordinate_names is None:

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..model import inputs
 from ..model.checks import check_mass_matrix
+from ..model.errors import FlexmanRuntimeWarning
 from ..model.limits import check_run_size
 from . import integrators
 
@@ -143,14 +144,27 @@ def show_progress(progress, robot, q0, qd0, n_steps):
 
 
 # ----- output times and checked inputs ------------------------------------------------
-def output_times(t_final, dt, floats_each=1):
-    """0, dt, 2 dt, ... up to t_final (t_final itself is always the last time); refused before
-    allocation past the run-size limits (``floats_each``: floats kept per output sample)."""
+def output_size(t_final, dt, floats_each=1) -> tuple:
+    """(t_final, dt) checked: numbers > 0, dt <= t_final, and t_final / dt output samples within
+    the run-size limits (``floats_each``: floats kept per sample); the one check of a run's size,
+    also made by a sweep before it starts a worker."""
     t_final, dt = inputs.positive(t_final, "t_final"), inputs.positive(dt, "dt")
     if dt > t_final:
         raise ValueError(f"dt: {dt:g} s is longer than t_final = {t_final:g} s; use dt <= t_final")
     check_run_size(t_final / dt, floats_each, "output samples", "dt",
                    hint="t_final / dt samples: use a larger dt; an adaptive method still takes the steps it needs between them")
+    return t_final, dt
+
+
+def run_floats(robot) -> int:
+    """Floats a run keeps per output sample: q, qd, energy parts, tau, t, work."""
+    return 3 * robot.nq + robot.n_joints + 2
+
+
+def output_times(t_final, dt, floats_each=1):
+    """0, dt, 2 dt, ... up to t_final (t_final itself is always the last time); refused before
+    allocation past the run-size limits (:func:`output_size`)."""
+    t_final, dt = output_size(t_final, dt, floats_each)
     n = int(np.floor(t_final / dt * (1 + 1e-12)))
     t = dt * np.arange(n + 1)
     if t_final - t[-1] > 1e-9 * dt:
@@ -172,7 +186,7 @@ def prepare(robot, t_final, dt, method, q0, qd0, torque, controller):
                for x, name in ((q0, "q0"), (qd0, "qd0")))
     if q0.shape != (nq,) or qd0.shape != (nq,):
         raise ValueError(f"q0, qd0: expected one state of nq = {nq} values each ({', '.join(robot.coordinate_names)})")
-    t_grid = output_times(t_final, dt, 3 * nq + nj + 2)  # q, qd, energy parts, tau, t, work
+    t_grid = output_times(t_final, dt, run_floats(robot))
     if torque is not None and not callable(torque):
         inputs.finite(inputs.array(torque, "torque"), "torque")
     return method, q0, qd0, t_grid, torque_input(torque, t_grid, nj), controller_parts(controller, nj)
@@ -206,7 +220,7 @@ def warn_fault(label, method, info, t_out, stacklevel=3):
         method, "loosen the tolerances or check the model")
     warnings.warn(f"{label}: {method} stopped at t = {info['t_fault']:g} s: {info['message']}; the result "
                   f"holds the {len(t_out)} samples up to t = {t_out[-1]:g} s (result.diverged is True); {hint}",
-                  RuntimeWarning, stacklevel=stacklevel + 1)
+                  FlexmanRuntimeWarning, stacklevel=stacklevel + 1)
 
 
 def integrate(label, rates, total_torque, x0, t_grid, nq, nj, method, rtol, atol, max_step, progress=None,

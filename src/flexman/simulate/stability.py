@@ -18,16 +18,18 @@ poles are faster than the plant's (with the torque held) is named as the cause.
 """
 from __future__ import annotations
 
+
 import warnings
 
 import numpy as np
 
 from ..model import engine
+from ..model.errors import FlexmanWarning
 
 RK4_BOUNDARY = 2.0 * np.sqrt(2.0)  # |h lambda| where RK4's stability region crosses the imaginary axis
 
 
-class StepWarning(UserWarning):
+class StepWarning(FlexmanWarning):
     """A fixed step above the stability limit of the model's highest mode."""
 
 

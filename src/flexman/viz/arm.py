@@ -15,6 +15,7 @@ import numpy as np
 
 from ..dynamics.lagrange4 import forward
 from ..dynamics.structure import numeric_model
+from ..model import inputs
 
 STATIONS = 21  # points along each beam: enough for a smooth curve of the first few modes
 
@@ -26,7 +27,7 @@ class ArmLines:
     rigid: np.ndarray  # joint -> DH elbow -> end of the rigid part of each link
     beams: np.ndarray  # deflected centre lines
     joints: np.ndarray  # joint origins
-    tip: np.ndarray  # the last link's distal frame origin (the end-effector)
+    tip: np.ndarray  # the end effector's origin (the robot's end_effector frame, else the last link's distal frame)
     frames: np.ndarray = None  # (..., F, 4, 4) the named frames (robot.frames, in their order), base frame
 
 
@@ -83,7 +84,9 @@ def arm_lines(robot, q, magnify=1.0, stations=STATIONS) -> ArmLines:
                 piece.append(world[..., :1, :])  # the rigid part ends at the beam's root
             beams += [world, _gap(batch)]
         rigid += piece + [_gap(batch)]
-    tip = _origin(recs[-1]["W"])[..., None, :]
+    at, T = inputs.link_frame(robot, inputs.end_effector(robot))
+    W = np.eye(4) if at < 0 else recs[at]["W"]
+    tip = np.broadcast_to(_origin(W if T is None else W @ T), batch + (3,))[..., None, :]
     empty = np.zeros(batch + (0, 3))
     cat = lambda parts: np.concatenate(parts, axis=-2) if parts else empty
     named = [(np.eye(4) if i < 0 else recs[i]["W"]) @ T for i, T in (robot.frames or {}).values()]
