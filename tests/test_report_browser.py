@@ -262,3 +262,75 @@ def test_named_frames_in_chromium(browser, tmp_path):
         assert errors == [] and requests == []
     finally:
         page.close()
+
+
+@pytest.mark.slow
+def test_ur5_meshes_bend_with_the_flexible_forearm_in_chromium(browser, tmp_path):
+    """The UR5 with its forearm a tube (the overlay of tests/urdf_helpers.py), 3 s under gravity:
+    the report stays under 10 MB; the page draws its seven meshes (read back from the drawn traces
+    through window.flexmanScene, and seen on the canvas); at the frame of largest deflection every
+    forearm vertex sits where Pinocchio's forearm frame and the beam's own centre line at the
+    vertex's station (shape functions, magnified as the sticks) put it, and the meshes move."""
+    import pinocchio as pin
+
+    from flexman.dynamics.structure import numeric_model
+    from urdf_helpers import FOREARM_OVERLAY, ROBOTS, bent_by_centreline, pin_q
+
+    if ROBOTS is None:
+        pytest.skip("example-robot-data is not installed")
+    pytest.importorskip("trimesh")
+    urdf = ROBOTS / "ur_description/urdf/ur5_robot.urdf"
+    robot = fm.load(urdf, overlay=FOREARM_OVERLAY)
+    res = fm.simulate(robot, 3.0, dt=0.02, q0=[0.1, -0.6, 0.9, -0.4, 0.5, 0.3, 0, 0],
+                      method="generalized_alpha", backend="numeric")
+    path = res.report(tmp_path / "ur5.html")
+    assert path.stat().st_size < 10e6
+    page, errors, requests = open_page(browser, path)
+    try:
+        scene = "window.flexmanScene"
+        page.wait_for_function(f"{scene} !== undefined", timeout=60000)
+        visuals = page.evaluate(f"{scene}.visuals")
+        assert [v["name"] for v in visuals] == [v.name for v in robot.visuals]
+        drawn = page.evaluate("document.getElementById('arm3d').data.filter(d => d.type === 'mesh3d').map(d => d.i.length)")
+        assert drawn == [v["triangles"] for v in visuals] and sum(drawn) == page.evaluate(f"{scene}.triangles") > 5000
+        anim = page.evaluate("(() => { const A = JSON.parse(document.getElementById('animation-data').textContent);"
+                             " return {magnify: A.magnify, times: A.frames.map(f => f.t)}; })()")
+        samples = [int(np.argmin(np.abs(res.t - t))) for t in anim["times"]]
+        frame = int(np.argmax(np.abs(res.q[samples, 6:]).max(axis=1)))
+        page.evaluate(f"window.flexmanAnimation.show({frame})")
+        settle(page, f"window.flexmanAnimation.frame === {frame}")
+        k = [v["name"] for v in visuals].index("forearm_link")
+        assert visuals[k]["flexible"]
+        shown = np.array(page.evaluate(f"{scene}.positions({k})")).T
+        local = np.array(page.evaluate(f"{scene}.local({k})")).reshape(-1, 3)
+        # where they belong: Pinocchio's forearm_link frame, the overlay's turn, the beam's deflection
+        q = res.q[samples[frame]]
+        model = pin.buildModelFromUrdf(str(urdf))
+        data = model.createData()
+        pin.framesForwardKinematics(model, data, pin_q(model, q[:6]))
+        oMf = data.oMf[model.getFrameId("forearm_link")]
+        turn = robot.visuals[k].origin[:3, :3]  # the turned link frame <- the URDF link frame
+        beam = numeric_model(robot).links[2].beam
+        expected = bent_by_centreline(beam, anim["magnify"] * q[6:], local) @ turn @ oMf.rotation.T + oMf.translation
+        rigid = local @ turn @ oMf.rotation.T + oMf.translation
+        np.testing.assert_allclose(shown, expected, atol=2e-5)  # (float32 arrays in the page)
+        assert np.linalg.norm(shown - rigid, axis=1).max() > 0.005  # it bends visibly (m)
+        stations = (local - beam.root) @ np.eye(3)[beam.axis] / beam.length
+        assert np.sum((stations > 0.1) & (stations < 0.9)) > 200  # along the beam, not only at its ends
+        # the meshes move with the arm, and they are on the canvas
+        page.evaluate(f"window.flexmanAnimation.show({frame - 5})")
+        settle(page, f"window.flexmanAnimation.frame === {frame - 5}")
+        assert np.abs(np.array(page.evaluate(f"{scene}.positions({k})")).T - shown).max() > 1e-3
+        view = page.locator("#arm3d")
+        view.scroll_into_view_if_needed()
+        page.wait_for_timeout(300)
+        with_meshes = image(view.screenshot())
+        mesh_traces = [v["trace"] for v in visuals]
+        page.evaluate(f"Plotly.restyle('arm3d', {{visible: false}}, {mesh_traces})")
+        page.wait_for_timeout(300)
+        without = image(view.screenshot())
+        assert np.sum(np.abs(with_meshes - without).max(axis=-1) > 0.1) > 2000  # pixels the meshes cover
+        assert not errors, errors
+        assert not requests, requests
+    finally:
+        page.close()

@@ -82,3 +82,22 @@ AXIS_URDF = """<robot name="r"><link name="b"/>
 <joint name="j2" type="revolute"><parent link="a"/><child link="c"/><origin xyz="0.03 0.01 -0.4" rpy="-0.5 0.1 0.7"/>
   <axis xyz="1 0 1"/></joint>
 </robot>"""
+
+
+#: the UR5 of example-robot-data with its forearm an aluminium tube (one mode per bending plane)
+FOREARM_OVERLAY = {"name": "ur5_flexible_forearm", "links": {"forearm_link": {
+    "beam": {"length": 0.39225, "mass_per_length": 0.98, "EI": 1.07e4, "modes": {"y": 1, "z": 1}, "axis": [0, 0, 1]},
+    "mass": 1.0, "com": [0.39225, 0.0, 0.0], "inertia": [0.002, 0.002, 0.0018]}}}
+
+
+def bent_by_centreline(beam, p, points, h=1e-6):
+    """Points (V, 3) of a bending beam's undeformed link frame moved as the cross-section at their
+    station: the beam's own centre line (its shape functions) at the station, and the section
+    turned by the centre line's slope (central differences); stations clamped to the beam."""
+    e_ax = np.eye(3)[beam.axis]
+    s = np.clip((points - beam.root) @ e_ax / beam.length, 0.0, 1.0)
+    moved = lambda eta: beam.centreline(p, eta)[..., :3] - beam.centreline(0 * p, eta)[..., :3]
+    lo, hi = np.clip(s - h, 0, 1), np.clip(s + h, 0, 1)
+    slope = (moved(hi) - moved(lo)) / ((hi - lo) * beam.length)[:, None]
+    arm = points - (beam.root + np.outer(s * beam.length, e_ax))
+    return points + moved(s) + np.cross(np.cross(e_ax, slope), arm)

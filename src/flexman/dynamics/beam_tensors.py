@@ -136,33 +136,46 @@ def point_map_tensors(sets, beam, root, axes):
 
 
 def bend_rotation(ax, t, slope):
-    """Small rotation of the tip section when the beam (along axis ax) bends toward t with a
-    given slope: the tangent e_ax + slope e_t is e_ax rotated by slope about e_ax x e_t."""
+    """Small rotation of a section when the beam (along axis ax) bends toward t with a given
+    slope (a number or an array (..., 1)): the tangent e_ax + slope e_t is e_ax rotated by slope
+    about e_ax x e_t."""
     e_ax, e_t = np.eye(3)[ax], np.eye(3)[t]
     return slope * np.cross(e_ax, e_t)
 
 
-def tip_deflection_tensors(sets, L, tip, axes):
-    """D_k (n, 4, 4): the tip deflection transform of 004 eq. (2), E = I + [[skew(rot), disp],
-    [0, 0]] per unit coordinate, moved to the tip point ``tip`` of the link frame."""
+def section_motion(sets, L, axes, eta):
+    """(disp, rot), each (n, len(eta), 3): per unit modal coordinate, the displacement of the
+    centre line and the small rotation of the cross-section at stations ``eta`` (0 root, 1 tip)
+    in the link frame. Bending along t moves the section along t and turns it by the slope
+    about e_ax x t; torsion turns it about e_ax. A point fixed to the section at offset r from
+    its centre moves by disp + rot x r (first order)."""
     ax, t1, t2 = axes
-    one = np.array([1.0])
-    tip_disp, tip_slope = scaled_shapes(sets, L, one)[:, 0], scaled_shapes(sets, L, one, deriv=1)[:, 0]
-    to_tip, from_tip = np.eye(4), np.eye(4)
-    to_tip[:3, 3], from_tip[:3, 3] = tip, -tip
+    eta = np.atleast_1d(np.asarray(eta, float))
+    value, slope = scaled_shapes(sets, L, eta), scaled_shapes(sets, L, eta, deriv=1)
     dirs = directions(sets)
-    Dk = np.zeros((len(dirs), 4, 4))
+    disp, rot = np.zeros((len(dirs), len(eta), 3)), np.zeros((len(dirs), len(eta), 3))
     for k, direction in enumerate(dirs):
-        rot, disp = np.zeros(3), np.zeros(3)
         if direction == "torsion":
-            rot[ax] = tip_disp[k]
+            rot[k, :, ax] = value[k]
         else:  # deflection along t, the slope rotates the section about e_ax x t
             t = t1 if direction == "y" else t2
-            disp[t] = tip_disp[k]
-            rot = bend_rotation(ax, t, tip_slope[k])
+            disp[k, :, t] = value[k]
+            rot[k] = bend_rotation(ax, t, slope[k][:, None])
+    return disp, rot
+
+
+def tip_deflection_tensors(sets, L, tip, axes):
+    """D_k (n, 4, 4): the tip deflection transform of 004 eq. (2), E = I + [[skew(rot), disp],
+    [0, 0]] per unit coordinate (:func:`section_motion` at the tip), moved to the tip point
+    ``tip`` of the link frame."""
+    disp, rot = section_motion(sets, L, axes, [1.0])
+    to_tip, from_tip = np.eye(4), np.eye(4)
+    to_tip[:3, 3], from_tip[:3, 3] = tip, -tip
+    Dk = np.zeros((len(disp), 4, 4))
+    for k in range(len(disp)):
         Ek = np.zeros((4, 4))
-        Ek[:3, :3] = skew(rot)
-        Ek[:3, 3] = disp
+        Ek[:3, :3] = skew(rot[k, 0])
+        Ek[:3, 3] = disp[k, 0]
         Dk[k] = to_tip @ Ek @ from_tip
     return Dk
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..extras import MissingExtra, require
 from . import limits as size_limits
+from . import visuals as visuals_
 from .checks import flag_singular_mass
 from .errors import FlexmanWarning, ModelError
 from .floating import floating_links
@@ -229,21 +230,33 @@ def _tree(root, where: str):
 _MESH_NOTICES: set = set()
 
 
-def _mesh_notice(root, where: str) -> None:
-    """Meshes are not needed for the dynamics: one short line on stderr, once per file and
-    process (a notice, not a Python warning with a source line); ``FLEXMAN_QUIET=1`` silences it."""
+def _mesh_notice(visuals, problems, where: str) -> None:
+    """Meshes are not needed for the dynamics, only for the report's picture: one short line on
+    stderr when some will not be drawn (a mesh file not found, or trimesh/pycollada missing),
+    once per file and process (a notice, not a Python warning with a source line); none when all
+    will be drawn. ``FLEXMAN_QUIET=1`` silences it."""
     import os
     import sys
 
-    meshes = [m.get("filename", "") for m in root.iter("mesh")]
-    if not meshes or where in _MESH_NOTICES or os.environ.get("FLEXMAN_QUIET") == "1":
+    from ..extras import available
+
+    if where in _MESH_NOTICES or os.environ.get("FLEXMAN_QUIET") == "1":
         return
-    _MESH_NOTICES.add(where)
-    print(f"flexman: {where}: {len(meshes)} mesh file(s) not used (the dynamics need the inertials; the report "
-          "draws the links as lines)", file=sys.stderr)
+    why = []
+    if problems:
+        why.append(f"{len(problems)} visual(s) not found or not readable ({problems[0].rstrip('.')})")
+    if visuals and not available("trimesh"):
+        why.append(f"{len(visuals)} visual(s) not drawn without trimesh (pip install 'flexman[mesh]')")
+    elif any(v.path.lower().endswith(".dae") for v in visuals) and not available("collada"):
+        why.append("the .dae meshes not drawn without pycollada (pip install 'flexman[mesh]')")
+    if why:
+        _MESH_NOTICES.add(where)
+        print(printable(f"flexman: {where}: {'; '.join(why)}; the report draws those links as lines", 600),
+              file=sys.stderr)
 
 
-def robot_from_urdf(text: str, where: str = "URDF", check: bool = True, floating: bool = False) -> Robot:
+def robot_from_urdf(text: str, where: str = "URDF", check: bool = True, floating: bool = False,
+                    base_dir=None) -> Robot:
     """A rigid :class:`Robot` from URDF text: a tree of revolute, continuous and prismatic joints;
     fixed joints merged into the moving body before them (their child's inertial added, their
     child link kept as a named frame, ``robot.frames``). The root link is the fixed base: its
@@ -254,10 +267,12 @@ def robot_from_urdf(text: str, where: str = "URDF", check: bool = True, floating
     The robot gets the whole-model checks a model file gets
     (:func:`~flexman.model.checks.check_model`); ``check=False`` leaves them to the caller (an
     overlay still to be applied may give a massless link its mass). Names quoted in a message are
-    escaped (a control character in a URDF name never reaches a terminal)."""
+    escaped (a control character in a URDF name never reaches a terminal). The links' visual
+    meshes and primitives become ``robot.visuals`` (:mod:`.visuals`; mesh files found from
+    ``base_dir``, the URDF's folder, see :mod:`.packages`) for the report to draw."""
     _KEPT.clear()
     try:
-        robot = _robot_from_urdf(text, where, floating)
+        robot = _robot_from_urdf(text, where, floating, base_dir)
     except ModelError as exc:
         _KEPT.clear()
         raise ModelError(printable(str(exc), 2000)) from None
@@ -265,12 +280,11 @@ def robot_from_urdf(text: str, where: str = "URDF", check: bool = True, floating
     return _checked(robot, where) if check else robot
 
 
-def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
+def _robot_from_urdf(text: str, where: str, floating: bool = False, base_dir=None) -> Robot:
     root = _parse_xml(text, where)
     root_name, joints, links = _tree(root, where)
     _unique_identifiers(links, where)
     _unique_identifiers([j.get("name", "?") for j in joints if j.get("type") in MOVING], where, "joints")
-    _mesh_notice(root, where)
     out = []  # (name, joint, placement, second moments, limits, damping, friction, parent)
     attached = {root_name: (-1, np.eye(4))}  # URDF link -> (flexman link it rides on, -1 base; transform)
     frames = {}
@@ -358,6 +372,14 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False) -> Robot:
     else:
         robot = Robot(links=robot_links, name=name, frames=frames)
     robot.controller, robot.description, robot.source = None, "", ""
+    robot.visuals, problems = [], []
+    colours = visuals_.named_colours(root)
+    for link_name, (on, carry) in attached.items():
+        found, missing = visuals_.link_visuals(links[link_name], on, carry, lambda e: _origin(e, where),
+                                               base_dir, colours)
+        robot.visuals += found
+        problems += missing
+    _mesh_notice(robot.visuals, problems, where)
     return robot
 
 
@@ -446,7 +468,7 @@ def read_urdf(path, check: bool = True, floating: bool = False) -> Robot:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ModelError(f"{path}: cannot read the file ({exc})") from None
-    return robot_from_urdf(text, str(path), check, floating)
+    return robot_from_urdf(text, str(path), check, floating, base_dir=path.parent)
 
 
 def read_xacro(path, args=None, check: bool = True, floating: bool = False) -> Robot:
@@ -491,7 +513,7 @@ def read_xacro(path, args=None, check: bool = True, floating: bool = False) -> R
     if len(text) > size_limits.MAX_URDF_BYTES:
         raise ModelError(f"{path}: the expansion is {len(text) / 1e6:.3g} MB of URDF; the limit is "
                          f"{size_limits.MAX_URDF_BYTES / 1e6:g} MB (README, Limits)")
-    return robot_from_urdf(text, str(path), check, floating)
+    return robot_from_urdf(text, str(path), check, floating, base_dir=path.parent)
 
 
 class _XacroTooLarge(Exception):
@@ -533,6 +555,8 @@ def apply_overlay(robot: Robot, overlay: dict, where: str = "overlay") -> Robot:
             fields["beam"] = beam
         data["links"][names.index(name)].update(fields)
     out = robot_from_dict(data, check_mass=False)  # the whole model is checked once it is turned
+    out.visuals = visuals_.renumbered(getattr(robot, "visuals", []), [link.name for link in robot.links],
+                                      [link.name for link in out.links])
     for name, R in turns.items():  # (by name: a floating base is one item in data, six links in out)
         _turn_link(out, [link.name for link in out.links].index(name), R, join(join("links", str(name)), "beam.axis"))
     return _checked(out, where)
@@ -595,5 +619,8 @@ def _turn_link(robot: Robot, i: int, R, where: str) -> None:
             turned = np.eye(4)
             turned[:3, :3] = R.T
             robot.frames[name] = (j, turned @ T)
+    turned = np.eye(4)
+    turned[:3, :3] = R.T
+    robot.visuals = visuals_.turned(getattr(robot, "visuals", []), i, turned)
     if i == len(robot.links) - 1 and robot.payload is not None:
         robot.payload = _turn_body(robot.payload, R)

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..analysis.tip import tip_offset
 from .arm import arm_lines, reach, triads
+from .meshes import mesh_scene
 
 MAX_FRAMES = 240  # enough for a smooth replay, small enough for a light page
 TRIAD = 0.04  # length of a named frame's axes, as a fraction of the view's side
@@ -49,12 +50,13 @@ def _rounded(points, digits=5):
     return [[None if not np.isfinite(v) else float(v) for v in axis] for axis in np.moveaxis(arr, -1, 0)]
 
 
-def animation_data(robot, t, q, magnify=None, max_frames=MAX_FRAMES) -> dict:
+def animation_data(robot, t, q, magnify=None, max_frames=MAX_FRAMES, meshes=True) -> dict:
     """Per frame: time and x/y/z lists of the rigid segments, beams, joints, tip and the
     undeformed ghost (and, when magnified, the same parts at true scale as ``true_*``); with named
     frames (``robot.frames``: a URDF's ``tool0``...) their origins (``named``) and small triads
     (``frame_x``, ``frame_y``, ``frame_z``: a segment along each axis), named in ``frame_names``;
-    plus the magnification and a cube that holds every frame."""
+    plus the magnification and a cube that holds every frame. With ``meshes`` and a robot that
+    has visuals (a URDF's meshes) their packed data under "meshes" (:func:`.meshes.mesh_scene`)."""
     t = np.asarray(t, dtype=float)
     q = np.asarray(q, dtype=float).reshape(len(t), -1)
     idx = frame_indices(len(t), max_frames)
@@ -70,7 +72,9 @@ def animation_data(robot, t, q, magnify=None, max_frames=MAX_FRAMES) -> dict:
         parts.update(true_rigid=true.rigid, true_beams=true.beams, true_joints=true.joints, true_tip=true.tip)
     if deformed.frames.shape[-3]:
         parts["named"] = deformed.frames[..., :3, 3]
-    every = np.concatenate([p.reshape(-1, 3) for p in parts.values() if p.size], axis=0)
+    meshes = mesh_scene(robot, q[idx], magnify, "true_rigid" in parts) if meshes else None
+    boxes = [meshes.pop("corners").reshape(-1, 3)] if meshes else []
+    every = np.concatenate([p.reshape(-1, 3) for p in parts.values() if p.size] + boxes, axis=0)
     every = every[np.all(np.isfinite(every), axis=1)]
     lo, hi = (every.min(axis=0), every.max(axis=0)) if every.size else (-np.ones(3), np.ones(3))
     centre, half = 0.5 * (lo + hi), 0.5 * max(float((hi - lo).max()), 1e-3) * 1.1
@@ -81,6 +85,9 @@ def animation_data(robot, t, q, magnify=None, max_frames=MAX_FRAMES) -> dict:
                                       parts[prefix + "frame_z"]) = triads(lines.frames, size)
     frames = [{"t": float(t[k]), **{name: _rounded(p[j]) for name, p in parts.items()}}
               for j, k in enumerate(idx)]
-    return {"magnify": magnify, "frames": frames, "frame_names": list(robot.frames or {}), "triad_size": size,
-            "range": [[float(c - half), float(c + half)] for c in centre],
-            "max_tip_deflection": max_tip_deflection(robot, q)}
+    out = {"magnify": magnify, "frames": frames, "frame_names": list(robot.frames or {}), "triad_size": size,
+           "range": [[float(c - half), float(c + half)] for c in centre],
+           "max_tip_deflection": max_tip_deflection(robot, q)}
+    if meshes:
+        out["meshes"] = meshes
+    return out

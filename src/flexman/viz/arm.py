@@ -48,18 +48,24 @@ def _gap(batch):
     return np.full(batch + (1, 3), np.nan)
 
 
-def arm_lines(robot, q, magnify=1.0, stations=STATIONS) -> ArmLines:
-    """The lines of the arm at configurations q (..., nq), flexible coordinates x ``magnify``.
-    A robot with mimic joints (rigid) is drawn link by link at ``q_full = G q + c``."""
+def link_records(robot, q, magnify=1.0):
+    """(robot drawn, its q with flexible coordinates x ``magnify``, numeric model, the forward
+    recursion's records per link) at configurations q (..., nq). A robot with mimic joints
+    (rigid) is drawn link by link at ``q_full = G q + c``."""
     q = np.array(q, dtype=float)
     if getattr(robot, "mimic", None):
         G, c = robot.mimic_map()
         q, robot = q @ G.T + c, robot.full
     q[..., robot.flex_index] *= magnify
-    batch = q.shape[:-1]
     zero = np.zeros_like(q)
     model = numeric_model(robot)
-    recs = forward(model, q, zero, zero, gravity=False)
+    return robot, q, model, forward(model, q, zero, zero, gravity=False)
+
+
+def arm_lines(robot, q, magnify=1.0, stations=STATIONS) -> ArmLines:
+    """The lines of the arm at configurations q (..., nq), flexible coordinates x ``magnify``."""
+    robot, q, model, recs = link_records(robot, q, magnify)
+    batch = q.shape[:-1]
     eta = np.linspace(0.0, 1.0, stations)
     rigid, beams, joints = [], [], []
     for i, (link, lk, rec) in enumerate(zip(robot.links, model.links, recs)):

@@ -5,7 +5,9 @@ Offline by construction: Plotly's JavaScript bundle (from the ``plotly`` Python 
 inlined, equations are MathML (rendered by the browser itself), data sit in JSON script
 blocks; the page loads nothing from the network. The animation is driven by a small script of
 ours (play/pause, frame steps, a scrubber, the time readout) that restyles the 3D traces, so
-it can be stepped and tested frame by frame (``window.flexmanAnimation``).
+it can be stepped and tested frame by frame (``window.flexmanAnimation``). A URDF robot's
+meshes (:mod:`.meshes`) are posed and bent by the page itself from per-frame link poses and modal
+coordinates (``window.flexmanScene`` reads them back).
 """
 from __future__ import annotations
 
@@ -46,6 +48,60 @@ pre { background: #f7f7f7; padding: 0.6em; max-height: 40em; overflow: auto; fon
 .muted { color: #666; }
 """
 
+MESH_JS = r"""
+function meshScene(M) {  // the URDF meshes (flexman/viz/meshes.py): decoded once, posed and bent per frame
+  if (!M) return {traces: () => [], points: () => [], summary: () => ({triangles: 0, visuals: []})};
+  function decode(text, Type) {
+    const bin = atob(text), bytes = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    return new Type(bytes.buffer);
+  }
+  const S = M.slots.length, C = M.n_coords;
+  const poses = decode(M.poses, Float32Array), coords = decode(M.coords, Float32Array);
+  const truePoses = M.true_poses ? decode(M.true_poses, Float32Array) : poses;
+  const trueCoords = M.true_coords ? decode(M.true_coords, Float32Array) : coords;
+  const parts = M.visuals.map(v => ({v: v, local: decode(v.vertices, Float32Array),
+    faces: decode(v.faces, v.index === 'u32' ? Uint32Array : Uint16Array),
+    modes: v.modes ? decode(v.modes, Float32Array) : null}));
+  function place(part, f, trueScale) {  // x = R (v + sum_k p_k Psi_k(v)) + t
+    const P = trueScale ? truePoses : poses, Q = trueScale ? trueCoords : coords;
+    const o = (f * S + part.v.slot) * 12, V = part.local.length / 3, n = part.v.n;
+    const out = [new Array(V), new Array(V), new Array(V)];
+    for (let i = 0; i < V; i++) {
+      let a = part.local[3 * i], b = part.local[3 * i + 1], c = part.local[3 * i + 2];
+      for (let k = 0; k < n; k++) {
+        const p = Q[f * C + part.v.flex + k], m = 3 * (k * V + i);
+        a += p * part.modes[m]; b += p * part.modes[m + 1]; c += p * part.modes[m + 2];
+      }
+      for (let r = 0; r < 3; r++)
+        out[r][i] = P[o + 4 * r] * a + P[o + 4 * r + 1] * b + P[o + 4 * r + 2] * c + P[o + 4 * r + 3];
+    }
+    return out;
+  }
+  function traces(f, trueScale) {
+    return parts.map((part, k) => {
+      const xyz = place(part, f, trueScale), F = part.faces;
+      const idx = [0, 1, 2].map(r => Array.from({length: F.length / 3}, (_, j) => F[3 * j + r]));
+      return {type: 'mesh3d', x: xyz[0], y: xyz[1], z: xyz[2], i: idx[0], j: idx[1], k: idx[2],
+              color: part.v.colour, flatshading: true, hoverinfo: 'skip', name: 'meshes',
+              legendgroup: 'meshes', showlegend: k === 0, lighting: {ambient: 0.55, diffuse: 0.7, specular: 0.1}};
+    });
+  }
+  return {
+    traces: traces,
+    points: (f, trueScale) => parts.map(part => place(part, f, trueScale)),
+    summary: (gd, first) => ({  // read back from the drawn traces (tests, and anyone curious)
+      triangles: M.triangles,
+      visuals: parts.map((part, k) => ({name: part.v.name, slot: part.v.slot, link: M.slots[part.v.slot],
+                                        flexible: part.v.flex >= 0, vertices: part.local.length / 3,
+                                        triangles: part.faces.length / 3, trace: first + k})),
+      positions: k => { const d = gd.data[first + k]; return [Array.from(d.x), Array.from(d.y), Array.from(d.z)]; },
+      local: k => Array.from(parts[k].local),
+    }),
+  };
+}
+"""
+
 ANIMATION_JS = r"""
 (function () {
   const A = JSON.parse(document.getElementById('animation-data').textContent);
@@ -74,9 +130,10 @@ ANIMATION_JS = r"""
   let frame = 0, playing = false, startWall = 0, startSim = 0, lastCursor = 0;
   const tEnd = A.frames[n - 1].t;
 
+  const MESH = meshScene(A.meshes);
   function traces(f) {
     return PARTS.map(p => Object.assign({type: 'scatter3d', x: f[p][0], y: f[p][1], z: f[p][2],
-                                         hoverinfo: 'skip'}, STYLE[p]));
+                                         hoverinfo: 'skip'}, STYLE[p])).concat(MESH.traces(0, false));
   }
   const r = A.range;
   const layout = {
@@ -97,8 +154,10 @@ ANIMATION_JS = r"""
     frame = Math.max(0, Math.min(n - 1, Math.round(i)));
     const f = A.frames[frame];
     const s = PARTS.map(source);
-    Plotly.restyle(gd, {x: s.map(p => f[p][0]), y: s.map(p => f[p][1]), z: s.map(p => f[p][2])},
-                   PARTS.map((_, k) => k));
+    const m = MESH.points(frame, scale && scale.value === '1');
+    Plotly.restyle(gd, {x: s.map(p => f[p][0]).concat(m.map(v => v[0])), y: s.map(p => f[p][1]).concat(m.map(v => v[1])),
+                        z: s.map(p => f[p][2]).concat(m.map(v => v[2]))},
+                   PARTS.map((_, k) => k).concat(m.map((_, k) => PARTS.length + k)));
     slider.value = frame;
     readout.textContent = 't = ' + f.t.toFixed(3) + ' s';
     gd.dataset.frame = frame;
@@ -136,6 +195,7 @@ ANIMATION_JS = r"""
     show(0);
     window.flexmanAnimation = {show: show, play: play, pause: pause, get frame() { return frame; },
                                get playing() { return playing; }, frames: n, times: A.frames.map(f => f.t)};
+    window.flexmanScene = MESH.summary(gd, PARTS.length);
   });
   plots.forEach(p => p.on && p.on('plotly_click', ev => {
     const t = ev.points[0].x; let i = 0;
@@ -271,7 +331,7 @@ def comparison_animation(robot, motions, magnify=None, max_frames=MAX_FRAMES) ->
         idx = np.clip(np.searchsorted(t, times), 1, len(t) - 1) if len(t) > 1 else np.zeros(len(times), int)
         if len(t) > 1:
             idx = np.where(np.abs(t[idx - 1] - times) <= np.abs(t[idx] - times), idx - 1, idx)
-        anim = animation_data(robot, times, q[idx], magnify=magnify, max_frames=len(times))
+        anim = animation_data(robot, times, q[idx], magnify=magnify, max_frames=len(times), meshes=False)
         frames = [{p: v for p, v in f.items() if not p.startswith("true_")} for f in anim["frames"]]
         trail = [[f["tip"][a][0] for f in frames] for a in range(3)]
         runs.append({"name": name, "colour": COLOURS[k % len(COLOURS)], "frames": frames, "trail": trail})
@@ -447,6 +507,8 @@ def report_html(result, robot=None, title=None, magnify=None, equations="auto", 
     anim_body = (f"<p class='muted'>Deflections drawn {mag:g} times their size unless switched to true scale "
                  f"(largest tip deflection "
                  f"{1e3 * anim['max_tip_deflection']:.3g} mm); grey: the same joints with undeformed links. "
+                 + (f"The links carry their visual meshes ({anim['meshes']['triangles']} triangles); a mesh on a "
+                    "flexible link bends with its beam. " if "meshes" in anim else "") +
                  f"Click a point of any plot below to jump there.</p>{controls}<div id='arm3d'></div>")
     plot_divs = "".join(f"<div class='plot' id='plot-{p.key}'></div>" for p in panels)
     figures = {p.key: _panel_figure(p, t) for p in panels}
@@ -485,7 +547,7 @@ def report_html(result, robot=None, title=None, magnify=None, equations="auto", 
     body = (f"<h1>{html.escape(title)}</h1>{lead}" + "\n".join(sections)
             + _json_script("plot-data", figures) + _json_script("animation-data", anim)
             + (_json_script("comparison-animation", compare_anim) if compare_anim else "")
-            + f"<script>{plots_js}</script><script>{ANIMATION_JS}</script>"
+            + f"<script>{plots_js}</script><script>{MESH_JS}{ANIMATION_JS}</script>"
             + (f"<script>{COMPARISON_JS}</script>" if compare_anim else ""))
     return f"<!DOCTYPE html>\n<html lang='en'><head>{head}</head><body>{body}</body></html>\n"
 
