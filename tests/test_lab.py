@@ -198,3 +198,21 @@ def test_unobservable_sensors_and_bad_input_are_one_line(showcase):
         simulate_sampled(robot, 0.1, lambda t, q, qd: [0.0], sensors, 1000, delay=200)
     with pytest.raises(ValueError, match="dt"):
         KalmanFilter(robot, sensors, 0.0)
+
+
+def test_motor_side_encoder_reads_the_elastic_joints_motor():
+    """On an elastic joint the motor-side encoder reads the motor coordinate (the link side the joint's)."""
+    import tempfile
+    from pathlib import Path
+
+    from backends import ROBOTS
+
+    robot = ROBOTS["elastic_joints"](Path(tempfile.mkdtemp()))
+    motor = robot.actuated[0]
+    assert motor != 0
+    sensors = Sensors(robot, [Encoder(0, counts=None), Encoder(0, counts=None, side="motor")])
+    q = np.linspace(0.1, 0.9, robot.nq)
+    assert np.array_equal(sensors.h(q), [q[0], q[motor]])
+    rigid = [j for j in range(robot.n_joints) if robot.actuated[j] == j][0]
+    with pytest.raises(ValueError, match="Encoder.side: joint .* has no motor coordinate"):
+        Sensors(robot, [Encoder(rigid, side="motor")])

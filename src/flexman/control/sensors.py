@@ -47,20 +47,31 @@ def _joint(robot, joint, name):
 @dataclass
 class Encoder:
     """A joint encoder: the joint's angle (or travel), quantised to ``counts`` per revolution
-    (per metre on a prismatic joint; None: not quantised)."""
+    (per metre on a prismatic joint; None: not quantised). ``side="motor"``: on the motor of an
+    elastic joint, its angle reflected to the link side (the motor coordinate)."""
     joint: int | str
     counts: int | None = 2 ** 16
     noise: float = 0.0
     bias: float = 0.0
+    side: str = "link"
 
     size = 1
 
     def bind(self, robot):
-        self.index = _joint(robot, self.joint, "Encoder.joint")
+        joint = _joint(robot, self.joint, "Encoder.joint")
+        if self.side not in ("link", "motor"):
+            raise ValueError(f"Encoder.side: use 'link' or 'motor', got {self.side!r}")
+        self.index = joint
+        if self.side == "motor":
+            actuated = getattr(robot, "actuated", tuple(range(robot.n_joints)))
+            if actuated[joint] == joint:
+                raise ValueError(f"Encoder.side: joint {self.joint!r} has no motor coordinate (no elastic drive); "
+                                 "read it on the link side, or give its drive a stiffness")
+            self.index = actuated[joint]
         if self.counts is not None and (isinstance(self.counts, bool) or not isinstance(self.counts, (int, np.integer))
                                         or self.counts < 2):
             raise ValueError(f"Encoder.counts: expected an integer >= 2 (or None: not quantised), got {self.counts!r}")
-        revolute = robot.links[self.index].joint != "prismatic"
+        revolute = robot.links[joint].joint != "prismatic"
         self.quantum = None if self.counts is None else (2 * math.pi if revolute else 1.0) / self.counts
         self.names = [f"encoder_{robot.coordinate_names[self.index]}"]
 
