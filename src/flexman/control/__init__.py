@@ -360,6 +360,8 @@ def from_spec(robot, spec):
 
 
 from .tracking import PlanTracking  # noqa: E402,F401  (after the classes it builds on)
+from .estimation import KalmanFilter, kalman, observability  # noqa: E402,F401
+from .sampled import Sampled, lqg  # noqa: E402,F401
 
 SHAPING = ("Shaper", "robustness", "shaper")
 
@@ -374,5 +376,5 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
-__all__ = ["Controller", "PID", "ComputedTorque", "Decoupling", "PlanTracking", "closed_loop_linearization", "lqr_gain",
+__all__ = ["Sampled", "lqg", "kalman", "KalmanFilter", "observability", "Controller", "PID", "ComputedTorque", "Decoupling", "PlanTracking", "closed_loop_linearization", "lqr_gain",
            "from_spec", "trajectory_from_spec", "model_terms", "Shaper", "shaper", "robustness"]
