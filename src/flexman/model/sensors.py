@@ -18,7 +18,7 @@ import numpy as np
 from .errors import ModelError
 
 __all__ = ["Sensor", "SENSOR_TYPES", "SENSOR_FIELDS", "CHANNELS", "check_sensor", "sensors_from_list",
-           "sensor_to_dict", "joint_of", "MAX_RATE"]
+           "sensor_to_dict", "joint_of", "MAX_RATE", "unique_names", "default_name"]
 
 SENSOR_TYPES = ("encoder", "strain_gauge", "accelerometer", "gyroscope", "position", "torque")
 COMMON_FIELDS = ("type", "name", "noise", "bias", "rate", "seed")
@@ -191,8 +191,30 @@ def check_sensor(robot, sensor: Sensor, where: str = "sensor") -> Sensor:
     if kind == "position":
         sensor.latency = _number(sensor.latency, f"{where}.latency", lower=0.0, what="a latency in seconds")
     if not sensor.name:
-        sensor.name = f"{kind}_{sensor.where}"
+        sensor.name = default_name(robot, sensor)
     return sensor
+
+
+def default_name(robot, sensor) -> str:
+    """``<type>_<place>``: the place's name where it has one, else its number."""
+    if isinstance(sensor.where, str):
+        return f"{sensor.type}_{sensor.where}"
+    links = robot.joint_links if sensor.type in ("encoder", "torque") else robot.links
+    return f"{sensor.type}_{links[sensor.index].name or sensor.index}"
+
+
+def unique_names(robot, sensors) -> list:
+    """``sensors`` with default-named duplicates numbered by their position (``strain_gauge_arm_2``);
+    two sensors given the same name are refused."""
+    names = [s.name for s in sensors]
+    for k, s in enumerate(sensors):
+        if names.count(s.name) > 1 and s.name == default_name(robot, s):
+            s.name = f"{s.name}_{k}"
+    names = [ch for s in sensors for ch in s.channel_names]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ModelError(f"sensors: two sensors are named {dup[0]!r}; give each a name of its own (name: ...)")
+    return sensors
 
 
 def _check_gauge(robot, sensor, where, place):
@@ -242,11 +264,7 @@ def sensors_from_list(data, robot) -> list:
         kw = {key: item[key] for key in ("noise", "bias", "rate", "seed", "counts_per_revolution", "side", "station",
                                          "offset", "point", "latency") if key in item}
         out.append(check_sensor(robot, Sensor(type=kind, where=item.get(WHERE_FIELD[kind]), name=name, **kw), where))
-    names = [ch for s in out for ch in s.channel_names]
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
-        raise ModelError(f"sensors: two sensors are named {dup[0]!r}; give each a name of its own (name: ...)")
-    return out
+    return unique_names(robot, out)
 
 
 def sensor_to_dict(sensor: Sensor) -> dict:

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..analysis.strain import curvature
 from ..model import ModelError
-from ..model.sensors import CHANNELS, Sensor, check_sensor
+from ..model.sensors import CHANNELS, Sensor, check_sensor, unique_names
 
 __all__ = ["SensorSet", "Measurements", "Channel", "encoder", "strain_gauge", "accelerometer", "gyroscope",
            "position", "torque", "measure", "sensor_set"]
@@ -97,10 +97,11 @@ class SensorSet:
                 raise ValueError(f"sensors[{k}]: expected a sensor (flexman.sensors.encoder(...) and the like), "
                                  f"got {type(s).__name__}")
         self.robot, self.sensors, self.model = robot, sensors, model or robot
+        try:
+            unique_names(robot, sensors)
+        except ModelError as exc:
+            raise ValueError(str(exc)) from None
         self.names = [ch for s in sensors for ch in s.channel_names]
-        if len(set(self.names)) != len(self.names):
-            dup = sorted({n for n in self.names if self.names.count(n) > 1})[0]
-            raise ValueError(f"sensors: two channels are named {dup!r}; give each sensor a name of its own")
         sizes = [CHANNELS[s.type] for s in sensors]
         self.slices = [slice(a, a + n) for a, n in zip(np.cumsum([0] + sizes)[:-1], sizes)]
         self.m = sum(sizes)
@@ -167,24 +168,25 @@ class SensorSet:
         a = (J[..., :3, :] @ qdd[..., None])[..., 0] + jdot_qd
         return np.einsum("...ji,...j->...i", R, a - np.asarray(robot.gravity, dtype=float))
 
-    def jacobians(self, q, qd=None, qdd=None, eps=1e-6):
+    def jacobians(self, q, qd=None, qdd=None, eps=1e-6, eps_rate=1e-3):
         """(dh/dq, dh/dqd, dh/dqdd), each (m, nq), at one state: exact rows for encoders and
-        strain gauges, central differences (step ``eps``) for the others."""
+        strain gauges, central differences for the others (step ``eps`` in q; ``eps_rate`` in qd
+        and qdd, where every reading is at most quadratic, so the difference is exact but for
+        round-off)."""
         q = np.asarray(q, dtype=float)
         nq = q.shape[-1]
         qd = np.zeros(nq) if qd is None else np.asarray(qd, dtype=float)
         qdd = np.zeros(nq) if qdd is None else np.asarray(qdd, dtype=float)
         out = [np.zeros((self.m, nq)) for _ in range(3)]
         if len(self.linear_rows) < len(self.sensors):
-            steps = eps * np.eye(nq)
             base = np.stack([q, qd, qdd])
             X = np.repeat(base[None, None], 2 * nq, axis=1).repeat(3, axis=0)  # (3 arguments, 2 nq, 3, nq)
-            for a in range(3):
-                X[a, :nq, a] += steps
-                X[a, nq:, a] -= steps
+            for a, step in enumerate((eps, eps_rate, eps_rate)):
+                X[a, :nq, a] += step * np.eye(nq)
+                X[a, nq:, a] -= step * np.eye(nq)
             Y = self.h(X[..., 0, :], X[..., 1, :], X[..., 2, :])  # (3, 2 nq, m)
-            for a in range(3):
-                out[a] = ((Y[a, :nq] - Y[a, nq:]) / (2.0 * eps)).T
+            for a, step in enumerate((eps, eps_rate, eps_rate)):
+                out[a] = ((Y[a, :nq] - Y[a, nq:]) / (2.0 * step)).T
         for k, row in self.linear_rows.items():
             sl = self.slices[k]
             out[0][sl], out[1][sl], out[2][sl] = row, 0.0, 0.0
