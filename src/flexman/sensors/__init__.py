@@ -17,7 +17,8 @@ The sensors themselves are data (:class:`flexman.model.sensors.Sensor`, from a m
 
 Encoders and strain gauges are linear in q (their Jacobian rows are exact and computed once);
 the others are differentiated by central differences. A reading adds the bias and Gaussian
-noise of standard deviation ``noise`` from the sensor's own seeded stream.
+noise of standard deviation ``noise`` from the sensor's own seeded stream (an encoder counts
+after that: its noise is the jitter across count edges).
 """
 from __future__ import annotations
 
@@ -202,12 +203,12 @@ class SensorSet:
         return out
 
     def read_one(self, k, v) -> np.ndarray:
-        """Sensor k's readings from its true values ``v`` (..., channels)."""
+        """Sensor k's readings from its true values ``v`` (..., channels): bias and noise added,
+        then an encoder's count taken (its noise is the jitter across the count edges, so a
+        noise of about one count makes the counting error nearly white)."""
         s = self.sensors[k]
-        v = np.asarray(v, dtype=float)
-        if s.quantum:
-            v = np.round(v / s.quantum) * s.quantum
-        return v + s.bias + self.streams[k].standard_normal(v.shape) * s.noise
+        v = np.asarray(v, dtype=float) + s.bias + self.streams[k].standard_normal(np.shape(v)) * s.noise
+        return np.round(v / s.quantum) * s.quantum if s.quantum else v
 
 
 @dataclass
