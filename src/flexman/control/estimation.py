@@ -100,9 +100,7 @@ def observability(Ad, C, names, T, tol=1e-8):
     for k in range(len(lam)):
         v = V[:, k] / np.linalg.norm(V[:, k])
         if np.linalg.norm(C @ v) <= tol * scale:
-            w = np.abs(v[:nq]) + np.abs(v[nq:]) * 0.0
-            if not np.any(w > 1e-12):
-                w = np.abs(v[nq:])
+            w = np.abs(v[:nq]) if np.any(np.abs(v[:nq]) > 1e-12) else np.abs(v[nq:])
             top = [names[i] for i in np.argsort(-w)[:2] if w[i] > 0.3 * w.max()]
             freq = abs(np.angle(lam[k])) / (2.0 * np.pi * T)
             if not any(abs(f - freq) < 1e-9 * max(1.0, freq) and t == top for f, t in out):
@@ -140,7 +138,7 @@ class KalmanFilter:
         missing = observability(self.Ad, self.C, list(robot.coordinate_names), self.period)
         if missing:
             raise ValueError(f"sensors: the chosen sensors cannot observe {_unobservable_text(missing)}; add a sensor "
-                             "that sees them (an encoder on that joint, a strain gauge on that beam and bending plane)")
+                             "that sees this motion (an encoder on that joint, a strain gauge on that beam and bending plane)")
         if not np.all(np.diag(self.R) > 0):
             raise ValueError("sensors: every reading needs noise > 0 (or an encoder's quantisation) for a Kalman filter; "
                              "give each sensor its noise standard deviation")
