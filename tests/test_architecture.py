@@ -21,7 +21,7 @@ LAYERS = {
     "dynamics": 3,
     "symbolic": 4,
     "codegen": 5,
-    "simulate": 6, "analysis": 6, "control": 6, "closure": 6, "sweeps": 6, "planning": 6,
+    "simulate": 6, "analysis": 6, "control": 6, "sensors": 6, "closure": 6, "sweeps": 6, "planning": 6,
     "viz": 7,
 }
 TOP = 8  # the package itself, wiring, the command line, examples, literature, oracles

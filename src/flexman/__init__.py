@@ -78,7 +78,7 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, **o
 def __getattr__(name):
     import importlib
 
-    if name in ("examples", "trajectory", "control", "analysis", "discretize", "dynamics", "viz", "planning"):
+    if name in ("examples", "trajectory", "control", "analysis", "discretize", "dynamics", "viz", "planning", "sensors"):
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(name)
 

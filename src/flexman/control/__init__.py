@@ -321,6 +321,9 @@ _CONTROLLER_FIELDS = {
     "computed_torque": ({"kp", "kd"}, {"tau_max"}),
     "decoupling": ({"gp", "gv"}, {"lqr_at", "lqr_weights", "tau_max"}),
 }
+#: optional fields of any controller mapping that make it sampled (and an LQG with an estimator)
+SAMPLING_FIELDS = {"rate", "delay", "estimator", "torque_noise", "seed"}
+ESTIMATORS = ("kalman", "extended_kalman", "none")
 
 
 def _spec_error(msg):
@@ -348,7 +351,7 @@ def from_spec(robot, spec):
     if kind not in _CONTROLLER_FIELDS:
         raise _spec_error(f"controller.type: unknown '{kind}'; use one of {', '.join(_CONTROLLER_FIELDS)}")
     required, optional = _CONTROLLER_FIELDS[kind]
-    allowed = required | optional | {"type", "trajectory"}
+    allowed = required | optional | SAMPLING_FIELDS | {"type", "trajectory"}
     unknown = set(spec) - allowed
     if unknown:
         raise _spec_error(f"controller: unknown field(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
@@ -361,34 +364,73 @@ def from_spec(robot, spec):
     if kind == "pid":
         return PID(robot, traj, gains["kp"], gains["ki"], gains["kd"], off_at=spec.get("off_at"), tau_max=limit)
     if kind == "computed_torque":
-        return ComputedTorque(robot, traj, gains["kp"], gains["kd"], tau_max=limit)
-    return Decoupling(robot, traj, gains["gp"], gains["gv"], lqr_at=spec.get("lqr_at"),
-                      lqr_weights=spec.get("lqr_weights"), tau_max=limit)
+        law = ComputedTorque(robot, traj, gains["kp"], gains["kd"], tau_max=limit)
+    else:
+        law = Decoupling(robot, traj, gains["gp"], gains["gv"], lqr_at=spec.get("lqr_at"),
+                         lqr_weights=spec.get("lqr_weights"), tau_max=limit)
+    return _sampled_from_spec(robot, law, spec)
+
+
+def _spec_number(spec, key, default, lower, strict, what):
+    value = spec.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or \
+            (value <= lower if strict else value < lower):
+        raise _spec_error(f"controller.{key}: must be {what} {'>' if strict else '>='} {lower:g} (got {value!r:.40})")
+    return value
+
+
+def _sampled_from_spec(robot, law, spec):
+    """The law sampled at ``rate`` Hz with ``delay`` samples, fed by an ``estimator`` of the robot's
+    sensors (``kalman``: steady state, the default with sensors; ``extended_kalman``; ``none``: the
+    true state at the samples) designed for a torque disturbance ``torque_noise``."""
+    present = SAMPLING_FIELDS & set(spec)
+    if not present:
+        return law
+    if "rate" not in spec:
+        raise _spec_error(f"controller.rate: required with {', '.join(sorted(present))} (the sample rate in Hz, e.g. 1000)")
+    rate = _spec_number(spec, "rate", None, 0.0, True, "a sample rate in Hz")
+    delay = spec.get("delay", 0)
+    if isinstance(delay, bool) or not isinstance(delay, int) or delay < 0:
+        raise _spec_error(f"controller.delay: must be a whole number of samples >= 0 (got {delay!r:.40})")
+    noise = _spec_number(spec, "torque_noise", 1.0, 0.0, False, "a torque standard deviation in N m")
+    seed = spec.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise _spec_error(f"controller.seed: must be a whole number >= 0 (got {seed!r:.40})")
+    sensors = getattr(robot, "sensors", None) or []
+    estimator = spec.get("estimator", "kalman" if sensors else "none")
+    if estimator not in ESTIMATORS:
+        raise _spec_error(f"controller.estimator: unknown {estimator!r:.40}; use one of {', '.join(ESTIMATORS)}")
+    if estimator == "none":
+        from ..sensors import SensorSet
+
+        return Sampled(law, rate, delay=delay, sensors=SensorSet(robot, sensors) if sensors else None,
+                       torque_noise=noise if "torque_noise" in spec else 0.0, seed=seed)
+    if not sensors:
+        raise _spec_error(f"controller.estimator: {estimator} needs sensors; add a sensors: section to the model file "
+                          "or give estimator: none")
+    try:
+        return lqg(robot, law, None, rate=rate, delay=delay, torque_noise=noise, extended=estimator == "extended_kalman",
+                   seed=seed)
+    except ValueError as exc:
+        raise _spec_error(f"controller.estimator: {exc}") from None
 
 
 from .tracking import PlanTracking  # noqa: E402,F401  (after the classes it builds on)
+from .estimation import KalmanFilter, kalman, observability  # noqa: E402,F401
+from .sampled import Sampled, lqg  # noqa: E402,F401
 
 SHAPING = ("Shaper", "robustness", "shaper")
-#: the lab bench, imported on first use: sensors, estimators, sampled control
-LAB = {"Sensors": "sensors", "Encoder": "sensors", "StrainGauge": "sensors", "JointTorque": "sensors",
-       "ToolPosition": "sensors", "Accelerometer": "sensors", "Gyroscope": "sensors",
-       "KalmanFilter": "estimation", "ExtendedKalmanFilter": "estimation", "simulate_sampled": "sampled", "lqg": "sampled"}
 
 
 def __getattr__(name):
-    """The input shapers (:mod:`.shaping`) and the lab bench (:mod:`.sensors`, :mod:`.estimation`,
-    :mod:`.sampled`), imported on first use: they need SciPy's solvers and the analyses, which a
-    simulation under a built-in controller does not (its start-up time)."""
+    """The input shapers (:mod:`.shaping`), imported on first use: they need SciPy's solvers and
+    the analyses, which a simulation under a built-in controller does not (its start-up time)."""
     if name in SHAPING:
         from . import shaping
 
         return getattr(shaping, name)
-    if name in LAB:
-        import importlib
-
-        return getattr(importlib.import_module(f".{LAB[name]}", __name__), name)
     raise AttributeError(name)
 
 
-__all__ = ["Controller", "PID", "ComputedTorque", "Decoupling", "PlanTracking", "closed_loop_linearization", "lqr_gain",
-           "from_spec", "trajectory_from_spec", "model_terms", "Shaper", "shaper", "robustness", *LAB]
+__all__ = ["Sampled", "lqg", "kalman", "KalmanFilter", "observability", "Controller", "PID", "ComputedTorque", "Decoupling", "PlanTracking", "closed_loop_linearization", "lqr_gain",
+           "from_spec", "trajectory_from_spec", "model_terms", "Shaper", "shaper", "robustness"]

@@ -1,225 +1,238 @@
-"""State estimation from the sensors: the arm linearised at a pose, sampled with a zero-order
-hold, a steady-state Kalman filter designed on it, an extended Kalman filter that relinearises
-along the motion, and the check that the chosen sensors see every coordinate.
+"""State estimation from sensor readings: discrete Kalman filters designed from the model.
 
-The state is ``x = [q, qd]`` (all coordinates: joints and beams), the input the joint torques.
-Linearised at rest at ``x* = [q*, 0]`` (the beams at their static sag under gravity, the joints
-where asked) with the torques ``u*`` that hold it:
+The plant is ``x = (q, qd)`` under joint torques held over each sample (zero-order hold). Its
+linearization at a pose (``linearize_plant``: central differences of the forward dynamics) is
+discretized exactly (:func:`discretize`, the matrix exponential), and the readings
+``y = h(q, qd, qdd)`` of a :class:`flexman.sensors.SensorSet` are linearized through
+``qdd = f(q, qd, tau)``. Process noise is a white torque disturbance on the joints, held over a
+sample like the input (covariance ``Bd diag(torque_noise^2) Bd^T``); the readings' noise is
+their standard deviation plus the encoders' quantisation (quantum^2 / 12).
 
-    dx' = A dx + B du,    dy = C dx + D du,
-
-A and B from the forward dynamics' partial derivatives (``robot.forward_dynamics_derivatives``),
-C and D from the sensors' (``Sensors.jacobians``, with qdd = FD(x, u) for sensors that read
-accelerations). Sampled every ``dt`` with the torque held (zero-order hold):
-``Ad = e^{A dt}``, ``Bd = int_0^dt e^{A s} ds B``. Process noise: torque disturbances of standard
-deviation ``torque_noise`` held over each sample (covariance ``Bd W Bd^T``); measurement noise
-the sensors' (``Sensors.noise_covariance``).
-
-The steady-state filter's covariance solves the discrete Riccati equation; its gain in the
-predictor form, ``L = Ad P C^T (C P C^T + R)^-1``, is what python-control's ``dlqe`` returns.
+:class:`KalmanFilter` runs in the *current* form: at sample k the prediction ``xbar_k`` is
+corrected with the reading, ``xhat_k = xbar_k + M (y_k - h(xbar_k))``, and
+``xbar_{k+1}`` is one sample of the nonlinear model (RK4) from ``xhat_k`` under the applied
+torque. The steady-state gain ``M = P C^T (C P C^T + R)^-1`` comes from the discrete Riccati
+equation; ``Ad M`` is the predictor gain that python-control's ``dlqe`` returns. With
+``extended=True`` the filter relinearizes the model and the readings at every sample (EKF).
+:func:`observability` is the PBH test: the modes of ``Ad`` the readings cannot see.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..model import inputs
+__all__ = ["linearize_plant", "discretize", "KalmanFilter", "kalman", "observability", "rk4_sample"]
 
 
-def operating_point(robot, q=None):
-    """(x*, u*): the joints at ``q`` (n_joints values, or all nq; default zero), the beams at
-    their static deflection under gravity (when given only the joints), at rest; u* holds it."""
-    nq, nj = robot.nq, robot.n_joints
-    if q is None:
-        q = np.zeros(nj)
-    q = inputs.finite(inputs.real(inputs.array(q, "q"), "q"), "q").astype(float)
-    if q.shape == (nj,) and robot.nf:
-        from ..analysis.quasi_static import quasi_static_deflection
-
-        full = np.zeros(nq)
-        full[robot.joint_index] = q
-        full[robot.flex_index] = quasi_static_deflection(robot, q)
-        q = full
-    elif q.shape == (nj,):
-        q = q.copy()
-    elif q.shape != (nq,):
-        raise ValueError(f"q: give the {nj} joint values or all {nq} coordinates, got shape {q.shape}")
-    zero = np.zeros(nq)
-    u = robot.inverse_dynamics(q, zero, zero)[:nj]
-    return np.concatenate([q, zero]), u
+def _forward(model, q, qd, tau):
+    return np.asarray(model.forward_dynamics(q, qd, tau), dtype=float)
 
 
-def linearize(robot, sensors, q=None):
-    """(A, B, C, D, x*, u*, y*): the continuous model about the operating point (see the module)."""
-    nq = robot.nq
-    x0, u0 = operating_point(robot, q)
-    q0, qd0 = x0[:nq], x0[nq:]
-    f = robot.forward_dynamics_derivatives(q0, qd0, u0)
-    A = np.block([[np.zeros((nq, nq)), np.eye(nq)], [f.dq, f.dqd]])
-    B = np.vstack([np.zeros((nq, robot.n_joints)), f.dtau])
-    qdd0 = robot.forward_dynamics(q0, qd0, u0)
-    Hq, Hqd, Hqdd = sensors.jacobians(q0, qd0, qdd0)
-    C = np.hstack([Hq + Hqdd @ f.dq, Hqd + Hqdd @ f.dqd])
-    D = Hqdd @ f.dtau
-    return A, B, C, D, x0, u0, sensors.h(q0, qd0, qdd0)
+def linearize_plant(model, q, qd=None, tau=None, eps=1e-6):
+    """(A, B) of ``x' = (qd, f(q, qd, tau))`` at (q, qd, tau) by central differences (batched).
+    ``tau`` defaults to the joint rows of the bias forces at rest (the torque that holds the pose)."""
+    q = np.asarray(q, dtype=float)
+    nq, nj = model.nq, model.n_joints
+    qd = np.zeros(nq) if qd is None else np.asarray(qd, dtype=float)
+    if tau is None:
+        tau = np.asarray(model.bias_forces(q, np.zeros(nq)), dtype=float)[:nj]
+    n, nx = 2 * nq, 2 * nq + nj
+    base = np.concatenate([q, qd, tau])
+    X = np.repeat(base[None], 2 * nx, axis=0)
+    X[:nx] += eps * np.eye(nx)
+    X[nx:] -= eps * np.eye(nx)
+    F = _forward(model, X[:, :nq], X[:, nq:n], X[:, n:])
+    D = ((F[:nx] - F[nx:]) / (2.0 * eps)).T  # (nq, 2 nq + nj)
+    A = np.zeros((n, n))
+    A[:nq, nq:] = np.eye(nq)
+    A[nq:] = D[:, :n]
+    B = np.zeros((n, nj))
+    B[nq:] = D[:, n:]
+    return A, B
 
 
-def zero_order_hold(A, B, dt):
-    """(Ad, Bd) of x' = A x + B u with u held over each step dt (the matrix exponential of the
-    augmented system)."""
+def discretize(A, B, T):
+    """(Ad, Bd) of ``x' = A x + B u`` under a zero-order hold of period T (exact)."""
     from scipy.linalg import expm
 
     n, m = B.shape
-    E = expm(np.block([[A, B], [np.zeros((m, n + m))]]) * dt)
-    return E[:n, :n], E[:n, n:]
+    E = np.zeros((n + m, n + m))
+    E[:n, :n], E[:n, n:] = A, B
+    Phi = expm(E * T)
+    return Phi[:n, :n], Phi[:n, n:]
 
 
-def unobservable(Ad, C, names, tol=1e-9):
-    """The modes of (Ad, C) the outputs cannot see (PBH test: rank [lambda I - Ad; C] < n), each
-    as (|lambda| and angle, the coordinate its eigenvector moves most)."""
+def rk4_sample(model, x, tau, T, steps):
+    """The state (..., 2 nq) after T seconds under the constant torque ``tau``: ``steps`` RK4
+    steps of the forward dynamics (the plant's own integrator in the Python loop)."""
+    nq = model.nq
+    h = T / steps
+
+    def f(x):
+        return np.concatenate([x[..., nq:], _forward(model, x[..., :nq], x[..., nq:], tau)], axis=-1)
+
+    for _ in range(steps):
+        k1 = f(x)
+        k2 = f(x + 0.5 * h * k1)
+        k3 = f(x + 0.5 * h * k2)
+        k4 = f(x + h * k3)
+        x = x + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+    return x
+
+
+def _output_matrices(sensors, model, q, qd, tau):
+    """(C, D): the readings' Jacobians in x = (q, qd) and in tau through qdd = f(q, qd, tau)."""
+    nq, nj = model.nq, model.n_joints
+    qdd = _forward(model, q, qd, tau)
+    Hq, Hqd, Hqdd = sensors.jacobians(q, qd, qdd)
+    if not np.any(Hqdd):
+        return np.hstack([Hq, Hqd]), np.zeros((sensors.m, nj))
+    A, B = linearize_plant(model, q, qd, tau)
+    return np.hstack([Hq, Hqd]) + Hqdd @ A[nq:], Hqdd @ B[nq:]
+
+
+def observability(Ad, C, names, T, tol=1e-8):
+    """The modes of ``Ad`` that ``C`` cannot see (PBH test: ``C v = 0`` for an eigenvector v):
+    a list of (frequency in Hz, the coordinates that dominate the mode)."""
     lam, V = np.linalg.eig(Ad)
-    n = Ad.shape[0]
+    nq = len(names)
     out = []
-    scale = max(1.0, np.abs(Ad).max(), np.abs(C).max())
-    for k, l in enumerate(lam):
-        M = np.vstack([l * np.eye(n) - Ad, C])
-        s = np.linalg.svd(M, compute_uv=False)
-        if s[-1] <= tol * scale:
-            out.append((l, names[int(np.argmax(np.abs(V[:, k])))]))
+    scale = max(np.linalg.norm(C, 2), 1e-300)
+    for k in range(len(lam)):
+        v = V[:, k] / np.linalg.norm(V[:, k])
+        if np.linalg.norm(C @ v) <= tol * scale:
+            w = np.abs(v[:nq]) if np.any(np.abs(v[:nq]) > 1e-12) else np.abs(v[nq:])
+            top = [names[i] for i in np.argsort(-w)[:2] if w[i] > 0.3 * w.max()]
+            freq = abs(np.angle(lam[k])) / (2.0 * np.pi * T)
+            if not any(abs(f - freq) < 1e-9 * max(1.0, freq) and t == top for f, t in out):
+                out.append((freq, top))
     return out
 
 
-def _state_names(robot):
-    return list(robot.coordinate_names) + [f"{n}_rate" for n in robot.coordinate_names]
+def _unobservable_text(missing):
+    parts = [f"{'the rigid motion' if f < 1e-9 else f'the mode at {f:.4g} Hz'} of {', '.join(top)}" for f, top in missing]
+    return "; ".join(parts)
 
 
 class KalmanFilter:
-    """The steady-state Kalman filter of ``robot`` read by ``sensors`` every ``dt`` seconds,
-    designed at the pose ``q`` with torque disturbances of standard deviation ``torque_noise``
-    (one value or one per joint, N m). ``P`` is the prior (predicted) covariance, ``L`` the
-    predictor gain (python-control's ``dlqe``), ``K = P C^T (C P C^T + R)^-1`` the update gain.
+    """A discrete Kalman filter of a robot's state x = (q, qd) from a :class:`~flexman.sensors.SensorSet`
+    read every ``period`` seconds (see the module doc). ``gain`` (2 nq, m) is the steady-state
+    current-form gain, ``P`` the prior (predicted) covariance and ``P_post`` the corrected one;
+    ``Ad, Bd, C, D, Q, R`` the design's model. The state of a run: ``reset(q0, qd0, P0)``,
+    then ``correct(y, tau_prev)`` at each sample and ``predict(tau)`` over it."""
 
-    :meth:`correct` takes a reading ``y`` and returns the current estimate of ``x = [q, qd]``,
-    :meth:`predict` the torque ``u`` held over the sample that follows; :meth:`reset` starts it
-    again."""
-
-    def __init__(self, robot, sensors, dt, q=None, torque_noise=1.0):
-        dt = inputs.positive(dt, "dt")
-        w = np.broadcast_to(np.asarray(torque_noise, dtype=float), (robot.n_joints,))
-        if not np.all(np.isfinite(w)) or np.any(w <= 0):
-            raise ValueError("torque_noise: standard deviations of the torque disturbance must be finite and > 0")
-        self.robot, self.sensors, self.dt = robot, sensors, dt
-        A, B, C, D, self.x0, self.u0, self.y0 = linearize(robot, sensors, q)
-        self.Ad, self.Bd = zero_order_hold(A, B, dt)
-        self.C, self.D = C, D
-        self.W, self.R = np.diag(w ** 2), sensors.noise_covariance()
-        blind = unobservable(self.Ad, C, _state_names(robot))
-        if blind:
-            seen = sorted({name for _, name in blind})
-            raise ValueError(f"sensors: {', '.join(sensors.names)} cannot observe {', '.join(seen)} "
-                             f"({len(blind)} mode(s) of the sampled model); add a sensor that sees them "
-                             "(a strain gauge on each flexible link, an encoder on each joint)")
-        if not np.any(self.R.diagonal() > 0):
-            raise ValueError("sensors: every sensor is noise-free and unquantised; give their noise (a Kalman "
-                             "filter weighs the readings by it)")
+    def __init__(self, robot, sensors, period, q, torque_noise, extended=False, model=None, steps=1):
         from scipy.linalg import solve_discrete_are
 
-        Q = self.Bd @ self.W @ self.Bd.T
-        self.P = solve_discrete_are(self.Ad.T, self.C.T, Q, self.R)
+        self.robot, self.sensors, self.period, self.extended, self.steps = robot, sensors, float(period), extended, steps
+        self.model = model or robot
+        nq, nj = robot.nq, robot.n_joints
+        self.pose = np.asarray(q, dtype=float)
+        self.tau0 = np.asarray(self.model.bias_forces(self.pose, np.zeros(nq)), dtype=float)[:nj]
+        self.A, self.B = linearize_plant(self.model, self.pose, tau=self.tau0)
+        self.Ad, self.Bd = discretize(self.A, self.B, self.period)
+        self.C, self.D = _output_matrices(sensors, self.model, self.pose, np.zeros(nq), self.tau0)
+        sigma = np.broadcast_to(np.asarray(torque_noise, dtype=float), (nj,))
+        self.W = np.diag(sigma ** 2)
+        self.Q = self.Bd @ self.W @ self.Bd.T
+        self.R = sensors.covariance
+        missing = observability(self.Ad, self.C, list(robot.coordinate_names), self.period)
+        if missing:
+            raise ValueError(f"sensors: the chosen sensors cannot observe {_unobservable_text(missing)}; add a sensor "
+                             "that sees this motion (an encoder on that joint, a strain gauge on that beam and bending plane)")
+        if not np.all(np.diag(self.R) > 0):
+            raise ValueError("sensors: every reading needs noise > 0 (or an encoder's quantisation) for a Kalman filter; "
+                             "give each sensor its noise standard deviation")
+        self.P = solve_discrete_are(self.Ad.T, self.C.T, self.Q, self.R)
         S = self.C @ self.P @ self.C.T + self.R
-        self.K = np.linalg.solve(S, self.C @ self.P).T  # P C^T S^-1 (S symmetric)
-        self.L = self.Ad @ self.K
-        self.Q = Q
-        self.reset()
+        self.gain = np.linalg.solve(S, self.C @ self.P).T
+        self.P_post = self.P - self.gain @ self.C @ self.P
+        self.P_post = 0.5 * (self.P_post + self.P_post.T)
+        self.reset(self.pose, np.zeros(nq))
 
-    def reset(self, x=None):
-        """Start from ``x`` (default: the operating point) with the steady-state prior."""
-        self.prior = self.x0.copy() if x is None else np.asarray(x, dtype=float).copy()
-        self.estimate = self.prior.copy()
-        self.acting = np.array(self.u0, dtype=float)  # the torque held over the last sample
+    @property
+    def predictor_gain(self):
+        """``Ad M``: the gain of the predictor form (python-control's ``dlqe``)."""
+        return self.Ad @ self.gain
 
-    def correct(self, y):
-        """The estimate of x after the reading ``y`` taken at this sample."""
-        dx = self.prior - self.x0
-        innovation = np.asarray(y, dtype=float) - self.y0 - self.C @ dx - self.D @ (self.acting - self.u0)
-        self.estimate = self.prior + self.K @ innovation
-        return self.estimate
+    def reset(self, q0, qd0, P0=None):
+        """Start a run from the predicted state (q0, qd0) with covariance P0 (default: the steady prior)."""
+        self.x = np.concatenate([np.asarray(q0, float), np.asarray(qd0, float)])
+        self.Pk = self.P.copy() if P0 is None else np.array(P0, dtype=float)
+        self.Pk_post = self.P_post.copy()
 
-    def predict(self, u):
-        """The prior of the next sample, with the torque ``u`` held until then."""
-        self.acting = np.asarray(u, dtype=float)
-        self.prior = self.x0 + self.Ad @ (self.estimate - self.x0) + self.Bd @ (self.acting - self.u0)
-        return self.prior
+    def correct(self, y, tau):
+        """The corrected estimate x̂ from the reading y (``tau``: the torque applied just before, for
+        readings that depend on the acceleration)."""
+        nq = self.robot.nq
+        q, qd = self.x[:nq], self.x[nq:]
+        qdd = _forward(self.model, q, qd, tau) if np.any(self.D) or self._needs_qdd else np.zeros(nq)
+        innovation = np.asarray(y, float) - self.sensors.h(q, qd, qdd)
+        if self.extended:
+            C, _ = _output_matrices(self.sensors, self.model, q, qd, tau)
+            S = C @ self.Pk @ C.T + self.R
+            K = np.linalg.solve(S, C @ self.Pk).T
+            self.Pk_post = self.Pk - K @ C @ self.Pk
+            self.Pk_post = 0.5 * (self.Pk_post + self.Pk_post.T)
+        else:
+            K = self.gain
+        self.x = self.x + K @ innovation
+        return self.x.copy()
 
-    def update(self, y, u):
-        """:meth:`correct` with ``y``, then :meth:`predict` with ``u``; returns the estimate."""
-        estimate = self.correct(y)
-        self.predict(u)
-        return estimate
+    @property
+    def _needs_qdd(self):
+        return any(s.type in ("accelerometer", "torque") for s in self.sensors.sensors)
+
+    def predict(self, tau):
+        """The prediction one sample ahead under the applied torque (nonlinear model; the EKF also
+        propagates its covariance through the model linearized there)."""
+        if self.extended:
+            F, G = self._transition(self.x, tau)
+            self.Pk = F @ self.Pk_post @ F.T + G @ self.W @ G.T
+        self.x = rk4_sample(self.model, self.x, tau, self.period, self.steps)
+        return self.x.copy()
+
+    def _transition(self, x, tau, eps=1e-6):
+        """(dPhi/dx, dPhi/dtau) of one sample of the model, by central differences (batched)."""
+        n, nj = len(x), len(tau)
+        nz = n + nj
+        Z = np.repeat(np.concatenate([x, tau])[None], 2 * nz, axis=0)
+        Z[:nz] += eps * np.eye(nz)
+        Z[nz:] -= eps * np.eye(nz)
+        out = rk4_sample(self.model, Z[:, :n], Z[:, n:], self.period, self.steps)
+        J = ((out[:nz] - out[nz:]) / (2.0 * eps)).T
+        return J[:, :n], J[:, n:]
 
     def covariance(self):
-        """The covariance of the current (updated) estimate, (I - K C) P."""
-        return (np.eye(len(self.x0)) - self.K @ self.C) @ self.P
+        """The covariance of the current corrected estimate (steady state, or the EKF's own)."""
+        return self.Pk_post if self.extended else self.P_post
 
 
-class ExtendedKalmanFilter(KalmanFilter):
-    """A Kalman filter that relinearises along the motion: the prediction integrates the
-    nonlinear model over the sample (RK4, ``substeps`` per sample) and propagates the covariance
-    with the model linearised at the estimate; the update uses the sensors' Jacobians there."""
+def kalman(robot, sensors, rate, q=None, torque_noise=1.0, extended=False, model=None, steps=1):
+    """A :class:`KalmanFilter` of ``robot`` from ``sensors`` (a SensorSet, a list of sensors, or
+    None: the robot's own) read at ``rate`` Hz, designed at the pose ``q`` (default: zero) with a
+    torque disturbance of standard deviation ``torque_noise`` (N m, one or per joint).
+    ``steps``: RK4 steps per sample of the filter's prediction."""
+    from ..sensors import SensorSet, sensor_set
 
-    def __init__(self, robot, sensors, dt, q=None, torque_noise=1.0, substeps=4, backend=None):
-        super().__init__(robot, sensors, dt, q, torque_noise)
-        self.substeps = int(substeps)
-        self.Pk = self.P.copy()
-        self.model = robot  # the dynamics and their partials: compiled (with derivatives) unless numeric
-        if backend != "numeric":
-            try:
-                self.model = robot.compiled(derivatives=True)
-            except (RuntimeError, ValueError, ImportError):
-                self.model = robot
-
-    def reset(self, x=None):
-        super().reset(x)
-        self.Pk = getattr(self, "P", None)
-        self.P_estimate = self.Pk
-
-    def _model(self, x, u):
-        nq = self.robot.nq
-        f = self.model.forward_dynamics_derivatives(x[:nq], x[nq:], u)
-        A = np.block([[np.zeros((nq, nq)), np.eye(nq)], [f.dq, f.dqd]])
-        B = np.vstack([np.zeros((nq, self.robot.n_joints)), f.dtau])
-        return A, B
-
-    def _propagate(self, x, u):
-        nq, h = self.robot.nq, self.dt / self.substeps
-        f = lambda x: np.concatenate([x[nq:], self.model.forward_dynamics(x[:nq], x[nq:], u)])
-        for _ in range(self.substeps):
-            k1 = f(x)
-            k2 = f(x + 0.5 * h * k1)
-            k3 = f(x + 0.5 * h * k2)
-            k4 = f(x + h * k3)
-            x = x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-        return x
-
-    def correct(self, y):
-        nq = self.robot.nq
-        x, u = self.prior, self.acting
-        q, qd = x[:nq], x[nq:]
-        qdd = self.model.forward_dynamics(q, qd, u)
-        Hq, Hqd, Hqdd = self.sensors.jacobians(q, qd, qdd)
-        A, _ = self._model(x, u)
-        C = np.hstack([Hq + Hqdd @ A[nq:, :nq], Hqd + Hqdd @ A[nq:, nq:]])
-        S = C @ self.Pk @ C.T + self.R
-        K = np.linalg.solve(S, C @ self.Pk).T
-        self.estimate = x + K @ (np.asarray(y, dtype=float) - self.sensors.h(q, qd, qdd))
-        self.P_estimate = (np.eye(len(x)) - K @ C) @ self.Pk
-        return self.estimate
-
-    def predict(self, u):
-        self.acting = np.asarray(u, dtype=float)
-        Ad, Bd = zero_order_hold(*self._model(self.estimate, self.acting), self.dt)
-        self.Pk = Ad @ self.P_estimate @ Ad.T + Bd @ self.W @ Bd.T
-        self.prior = self._propagate(self.estimate, self.acting)
-        return self.prior
-
-    def covariance(self):
-        return self.P_estimate
+    rate = float(rate)
+    if not (np.isfinite(rate) and rate > 0):
+        raise ValueError(f"rate: the filter's sample rate must be a number > 0 Hz (got {rate:g})")
+    noise = np.asarray(torque_noise, dtype=float)
+    if not np.all(np.isfinite(noise)) or np.any(noise < 0):
+        raise ValueError("torque_noise: a standard deviation must be a finite number >= 0 (N m)")
+    if not isinstance(sensors, SensorSet):
+        sensors = sensor_set(robot, sensors, 0)
+        sensors.model = model or robot
+    if not sensors.sensors:
+        raise ValueError("sensors: a Kalman filter needs sensors; give a list or a model file's sensors: section")
+    for s in sensors.sensors:
+        if s.latency:
+            raise ValueError(f"sensors: {s.name} reports {s.latency:g} s late; this filter takes readings without "
+                             "latency (leave latency out for the estimator's sensors)")
+        if s.rate is not None and abs(s.rate - rate) > 1e-9 * rate:
+            raise ValueError(f"sensors: {s.name} samples at {s.rate:g} Hz but the filter runs at {rate:g} Hz; give the "
+                             "sensor the filter's rate or leave its rate out")
+    q = np.zeros(robot.nq) if q is None else np.asarray(q, dtype=float)
+    if q.shape != (robot.nq,) or not np.all(np.isfinite(q)):
+        raise ValueError(f"q: the design pose needs nq = {robot.nq} finite values")
+    return KalmanFilter(robot, sensors, 1.0 / rate, q, noise, extended=extended, model=model, steps=steps)

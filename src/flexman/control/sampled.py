@@ -1,138 +1,133 @@
-"""A controller that runs at a sample rate on what the sensors read, as on a lab bench.
+"""Sampled control: a controller law run at a sample rate from sensor readings, its torque held
+over each sample (zero-order hold) and applied ``delay`` whole samples after the readings it was
+computed from. :func:`flexman.simulate` integrates the plant between samples
+(:mod:`flexman.simulate.sampled`).
 
-Every ``1/rate`` seconds the sensors are read (bias, seeded noise, encoder counts), an estimator
-(:class:`~flexman.control.estimation.KalmanFilter` or its extended form) turns the readings into
-an estimate of ``x = [q, qd]``, and the law computes a torque from that estimate. The torque
-reaches the drives ``delay`` samples later (the computation time of a real controller) and is
-held until the next one arrives (zero-order hold). Between samples the plant is integrated by
-RK4 with the steps its highest mode allows; ``torque_noise`` adds a disturbance torque (seeded,
-one value per sample and joint, held over the sample) to what the drives apply.
-
-The law is any built-in controller (its ``torque(t, q, qd)`` is evaluated on the estimate: the
-decoupling + LQR law fed by a Kalman filter is the LQG controller of :func:`lqg`) or a function
-``law(t, q_hat, qd_hat) -> tau``.
+At sample k (time ``t_k = k T``) the loop hands :meth:`Sampled.sample` the true state; the
+sensors read it (noise, bias, quantisation), the estimator (a :class:`~.estimation.KalmanFilter`)
+turns the readings into an estimate, and the law evaluates its torque at the estimate carried
+``delay`` samples ahead by the estimator's model under the torques already committed (so the
+torque applied at ``t_{k+delay}`` is computed for that time). Without an estimator the law reads
+the true state at the sample (sampled state feedback). A torque disturbance of standard
+deviation ``torque_noise`` (the Kalman filter's process noise) can be added to the plant, held
+over each sample, from its own seeded stream.
 """
 from __future__ import annotations
 
-import math
-import time
-from collections import deque
-
 import numpy as np
 
-from ..model import inputs
+from .estimation import kalman, rk4_sample
+
+__all__ = ["Sampled", "lqg", "design_pose"]
 
 
-def _law(controller):
-    if hasattr(controller, "torque"):
-        if getattr(controller, "n_states", 0):
-            raise ValueError(f"controller: {type(controller).__name__} has states of its own (a PID's integrals); "
-                             "sampled control takes a static law (computed torque, decoupling + LQR) or a function")
-        return lambda t, q, qd: controller.torque(t, q, qd)
-    if callable(controller):
-        return controller
-    raise ValueError("controller: give a built-in controller or a function law(t, q_hat, qd_hat) -> tau")
+class Sampled:
+    """``law`` (a :class:`~flexman.control.Controller` or ``law(t, q, qd) -> tau``) sampled at
+    ``rate`` Hz with ``delay`` whole samples of computation delay, reading ``sensors`` (a
+    :class:`~flexman.sensors.SensorSet`) through ``estimator`` (or the true state when None)."""
+
+    def __init__(self, law, rate, delay=0, sensors=None, estimator=None, torque_noise=0.0, seed=0):
+        rate = float(rate) if not isinstance(rate, bool) and isinstance(rate, (int, float, np.number)) else np.nan
+        if not (np.isfinite(rate) and rate > 0):
+            raise ValueError("rate: the controller's sample rate must be a number > 0 Hz (e.g. 1000)")
+        if isinstance(delay, bool) or not isinstance(delay, (int, np.integer)) or delay < 0:
+            raise ValueError(f"delay: give the computation delay as a whole number of samples >= 0 (got {delay!r:.40})")
+        if estimator is not None and sensors is None:
+            sensors = estimator.sensors
+        if estimator is not None and abs(estimator.period * rate - 1.0) > 1e-9:
+            raise ValueError(f"estimator: designed for {1 / estimator.period:g} Hz, the controller runs at {rate:g} Hz; "
+                             "design it at the controller's rate")
+        noise = np.asarray(torque_noise, dtype=float)
+        if not np.all(np.isfinite(noise)) or np.any(noise < 0):
+            raise ValueError("torque_noise: a standard deviation must be a finite number >= 0 (N m)")
+        self.law, self.rate, self.period, self.delay = law, rate, 1.0 / rate, int(delay)
+        self.sensors, self.estimator, self.torque_noise, self.seed = sensors, estimator, noise, int(seed)
+        self.robot = getattr(law, "robot", None) or getattr(estimator, "robot", None)
+        self.tau_max = getattr(law, "tau_max", None)
+
+    def using(self, model):
+        """The law, the estimator and torque sensors evaluating with the simulation's model (the
+        compiled one) when it is their robot's (as :meth:`Controller.using`)."""
+        if hasattr(self.law, "using"):
+            self.law = self.law.using(model)
+        mine, theirs = (getattr(r, "robot", r) for r in (self.robot, model))
+        if mine is theirs or (hasattr(mine, "content_key") and hasattr(theirs, "content_key")
+                              and mine.content_key() == theirs.content_key()):
+            if self.estimator is not None:
+                self.estimator.model = model
+            if self.sensors is not None:
+                self.sensors.model = model
+        return self
+
+    def _law(self, t, q, qd):
+        law = self.law
+        if hasattr(law, "torque"):
+            return np.asarray(law.torque(t, q, qd, self.z), dtype=float)
+        return np.asarray(law(t, q, qd), dtype=float)
+
+    def start(self, q0, qd0, nj, seed=None):
+        """Reset for a run from (q0, qd0): the estimator starts at the true initial state, the
+        law's own states at their initial values, the held torques at zero."""
+        self.run_seed = self.seed if seed is None else int(seed)
+        self.z = np.asarray(self.law.initial_state(), float) if hasattr(self.law, "initial_state") else np.zeros(0)
+        self.pending = [np.zeros(nj) for _ in range(self.delay)]
+        self.tau_prev = np.zeros(nj)
+        self.disturbance = np.random.default_rng([self.run_seed, 2 ** 31 - 1])
+        if self.sensors is not None:
+            self.sensors.reseed(self.run_seed)
+        if self.estimator is not None:
+            self.estimator.reset(q0, qd0)
+
+    def sample(self, t, q, qd, qdd):
+        """(torque to hold over [t, t + T), readings y, true readings, estimate x̂) at one sample."""
+        y = y_true = None
+        if self.sensors is not None:
+            y_true = self.sensors.h(q, qd, qdd)
+            y = self.sensors.read(y_true)
+        if self.estimator is not None:
+            xhat = self.estimator.correct(y, self.tau_prev)
+        else:
+            xhat = np.concatenate([q, qd])
+        nq = len(q)
+        x_law, t_law = xhat, t + self.delay * self.period
+        if self.delay and self.estimator is not None:  # carry the estimate to the time the torque acts
+            for tau in self.pending:
+                x_law = rk4_sample(self.estimator.model, x_law, tau, self.period, self.estimator.steps)
+        tau_new = self._law(t_law, x_law[:nq], x_law[nq:])
+        if len(self.z):  # the law's own states (a PID's integral) by Euler over the sample
+            self.z = self.z + self.period * np.asarray(self.law.state_derivative(t_law, x_law[:nq], x_law[nq:], self.z))
+        if self.delay:
+            self.pending.append(tau_new)
+            tau = self.pending.pop(0)
+        else:
+            tau = tau_new
+        if self.estimator is not None:
+            self.estimator.predict(tau)
+        self.tau_prev = tau
+        applied = tau
+        if np.any(self.torque_noise):
+            applied = tau + self.disturbance.standard_normal(len(tau)) * self.torque_noise
+        return tau, applied, y, y_true, xhat
 
 
-def simulate_sampled(robot, t_final, controller, sensors, rate, estimator=None, delay=0, q0=None, qd0=None,
-                     torque_noise=0.0, seed=0, backend=None):
-    """Run the sampled loop (see the module) for ``t_final`` seconds from ``q0``, ``qd0`` (the
-    estimator starts from its own state: ``estimator.reset(x)`` to give it one); returns a
-    :class:`~flexman.simulate.Result` at the sample times whose ``measurements`` hold the
-    readings (``"y"``), their noise-free values (``"y_true"``) and names, and ``estimate`` the
-    estimator's [q, qd] at each sample (the true state when there is no estimator)."""
-    from ..simulate import Result
-    from ..simulate.stability import largest_stable_step
-
-    t_final = inputs.positive(t_final, "t_final")
-    rate = inputs.positive(rate, "rate")
-    if isinstance(delay, bool) or not isinstance(delay, (int, np.integer)) or delay < 0:
-        raise ValueError(f"delay: a whole number of samples >= 0, got {delay!r}")
-    period = 1.0 / rate
-    n = int(round(t_final * rate))
-    if n < 1:
-        raise ValueError(f"rate: {rate:g} Hz gives no sample in t_final = {t_final:g} s; raise the rate or the duration")
-    if delay >= n:
-        raise ValueError(f"delay: {delay} samples ({delay * period:g} s) is as long as the run ({n} samples); "
-                         "give fewer samples of delay or a longer run")
-    law = _law(controller)
-    nq, nj = robot.nq, robot.n_joints
-    model = robot
-    if backend != "numeric":
-        try:
-            model = robot.compiled()
-        except (RuntimeError, ValueError, ImportError):
-            model = robot
-    rng = np.random.default_rng(seed)
-    w = np.broadcast_to(np.asarray(torque_noise, dtype=float), (nj,))
-    if not np.all(np.isfinite(w)) or np.any(w < 0):
-        raise ValueError("torque_noise: standard deviations must be finite and >= 0")
-    x = np.zeros(2 * nq)
-    if q0 is not None:
-        x[:nq] = inputs.finite(inputs.state(robot, q0, "q0"), "q0")
-    if qd0 is not None:
-        x[nq:] = inputs.finite(inputs.state(robot, qd0, "qd0"), "qd0")
-    h_max = largest_stable_step(robot) if robot.nf else np.inf
-    sub = max(1, math.ceil(period / (0.8 * h_max))) if np.isfinite(h_max) else 1
-    h = period / sub
-    hold = np.zeros(nj)
-    if estimator is not None:  # before the first computed torque arrives the drives hold the operating torque
-        hold = np.array(estimator.u0, dtype=float)
-    queue = deque([hold.copy() for _ in range(delay)])
-    T, Xs, U, Y, Ytrue, Xhat = [], [], [], [], [], []
-    f = lambda x, u: np.concatenate([x[nq:], model.forward_dynamics(x[:nq], x[nq:], u)])
-    start = time.perf_counter()
-    applied = hold
-    for k in range(n + 1):
-        t = k * period
-        q, qd = x[:nq], x[nq:]
-        qdd = model.forward_dynamics(q, qd, applied)
-        Ytrue.append(sensors.h(q, qd, qdd))
-        y = sensors.read(q, qd, qdd, rng)
-        Y.append(y)
-        estimate = estimator.correct(y) if estimator is not None else x.copy()
-        Xhat.append(estimate)
-        T.append(t)
-        Xs.append(x.copy())
-        if k == n:
-            U.append(applied.copy())
-            break
-        command = np.asarray(law(t, estimate[:nq], estimate[nq:]), dtype=float)
-        queue.append(command)
-        applied = queue.popleft()
-        U.append(applied.copy())
-        if estimator is not None:
-            estimator.predict(applied)
-        drive = applied + (rng.standard_normal(nj) * w if np.any(w) else 0.0)
-        for _ in range(sub):
-            k1 = f(x, drive)
-            k2 = f(x + 0.5 * h * k1, drive)
-            k3 = f(x + 0.5 * h * k2, drive)
-            k4 = f(x + h * k3, drive)
-            x = x + h / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
-        if not np.all(np.isfinite(x)):
-            raise FloatingPointError(f"simulate_sampled: the state became non-finite at t = {t + period:g} s "
-                                     "(the loop is unstable: check the gains, the rate and the delay)")
-    X = np.array(Xs)
-    q, qd = X[:, :nq], X[:, nq:]
-    energy = robot.kinetic_energy(q, qd) + robot.potential_energy(q)
-    stats = {"rate": rate, "delay": delay, "substeps": sub, "steps": n * sub, "wall_time": time.perf_counter() - start,
-             "loop": "python (sampled)", "success": True, "message": "sampled loop finished"}
-    return Result(np.array(T), q, qd, np.array(U), energy, robot=robot, method="rk4", stats=stats,
-                  controller=controller if hasattr(controller, "torque") else None,
-                  measurements={"t": np.array(T), "names": list(sensors.names), "y": np.array(Y),
-                                "y_true": np.array(Ytrue)},
-                  estimate=np.array(Xhat))
+def design_pose(robot, law):
+    """The pose a law's estimator is designed at: a decoupling law's LQR pose (its trajectory at
+    ``lqr_at``), else the end of its trajectory, flexible coordinates zero; zero without one."""
+    q = np.zeros(robot.nq)
+    traj = getattr(law, "traj", None)
+    if traj is not None:
+        at = getattr(law, "lqr_at", None)
+        t = float(at) if at is not None else float(getattr(traj, "t_end", 0.0) or 0.0)
+        q[robot.joint_index] = traj(t)[0]
+    return q
 
 
-def lqg(robot, traj, sensors, rate, torque_noise, q=None, extended=False, **decoupling):
-    """(law, estimator): the decoupling + LQR law (``decoupling``: its gains, ``lqr_weights``...;
-    see :class:`~flexman.control.Decoupling`) fed by a Kalman filter of ``sensors`` at ``rate``
-    (designed at the pose ``q``, default the reference's end), for :func:`simulate_sampled`."""
-    from . import Decoupling
-    from .estimation import ExtendedKalmanFilter, KalmanFilter
-
-    law = Decoupling(robot, traj, **decoupling)
-    pose = np.asarray(traj(traj.t_end if hasattr(traj, "t_end") else 0.0)[0]) if q is None else q
-    kind = ExtendedKalmanFilter if extended else KalmanFilter
-    return law, kind(robot, sensors, 1.0 / inputs.positive(rate, "rate"), pose, torque_noise)
+def lqg(robot, law, sensors=None, rate=1000.0, delay=0, torque_noise=1.0, q=None, extended=False, seed=0,
+        disturbance=True, model=None):
+    """Output feedback: ``law`` (e.g. the decoupling + LQR law) fed by a Kalman filter of the
+    ``sensors`` (default: the robot's own) at ``rate`` Hz with ``delay`` samples of delay. The
+    filter is designed at ``q`` (default :func:`design_pose`) for a torque disturbance of
+    ``torque_noise`` N m, which the simulation adds to the plant when ``disturbance`` is true."""
+    est = kalman(robot, sensors, rate, q=design_pose(robot, law) if q is None else q, torque_noise=torque_noise,
+                 extended=extended, model=model)
+    return Sampled(law, rate, delay=delay, estimator=est, torque_noise=torque_noise if disturbance else 0.0, seed=seed)

@@ -24,6 +24,7 @@ from .checks import check_model
 from .errors import ModelError
 from .gauges import check_gauges
 from .parse import EXPONENT_NUMBER, plain_copy
+from .sensors import sensor_to_dict, sensors_from_list
 from .robot import (DH_CONVENTIONS, JOINT_TYPES, SHAPE_KINDS, Beam, Drive, Link, Placement, RigidBody, Robot,
                     bound_text, MimicRobot, bounds, inertia_matrix, meets_bound)
 from . import floating as fl
@@ -33,7 +34,7 @@ __all__ = ["robot_from_dict", "robot_to_dict", "check_fields", "join", "describe
            "BEAM_FIELDS", "MODE_FIELDS"]
 
 TOP_FIELDS = ("name", "description", "source", "gravity", "dh", "links", "payload", "controller", "manoeuvre",
-              "statics", "frames", "plan", "end_effector")
+              "statics", "frames", "plan", "end_effector", "sensors")
 FRAME_FIELDS = ("link", "xyz", "rpy")
 PLAN_FIELDS = ("start", "goal", "duration", "objective", "knots", "torque_limit", "rate_limit", "shaper")
 PLAN_OBJECTIVES = ("effort", "time", "deflection", "tip_path", "smooth")
@@ -384,6 +385,7 @@ def _robot_from_dict(data) -> Robot:
         robot.manoeuvre = spec
     robot.statics = _statics(data["statics"], robot) if data.get("statics") is not None else None
     robot.plan_settings = _plan_settings(data["plan"], robot) if data.get("plan") is not None else None
+    robot.sensors = sensors_from_list(data["sensors"], robot) if data.get("sensors") is not None else []
     robot.description = _text(data.get("description", ""), "description")
     robot.source = _text(data.get("source", ""), "source", allow_list=True)
     return robot
@@ -676,4 +678,6 @@ def robot_to_dict(robot: Robot) -> dict:
         out["statics"] = copy.deepcopy(robot.statics)
     if getattr(robot, "plan_settings", None):
         out["plan"] = copy.deepcopy(robot.plan_settings)
+    if getattr(robot, "sensors", None):
+        out["sensors"] = [sensor_to_dict(s) for s in robot.sensors]
     return out

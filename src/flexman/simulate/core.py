@@ -14,7 +14,7 @@ from ..model.checks import require_invertible
 from .backend import evaluator, fixed_step_work
 from .compiled_loop import first_torque, plan
 from .result import Result
-from .run import check_start, controller_parts, energy, prepare, run_loop
+from .run import backend_name, check_start, controller_parts, energy, prepare, run_loop
 from .integrators import RHO_INF, alpha_parameters
 from .stability import check_step, loop_step_check, plant_step_check
 
@@ -87,6 +87,8 @@ def simulate(robot, t_final, dt=1e-3, method="auto", rtol=1e-8, atol=1e-10, q0=N
 
         return simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, qd0, progress,
                                    max_step, backend, loop, rho_inf)
+    if getattr(controller, "sample", None) is not None and hasattr(controller, "period"):
+        return _simulate_sampled(robot, t_final, dt, method, q0, qd0, controller, torque, backend)
     method, q0, qd0, t_grid, applied, _ = prepare(robot, t_final, dt, method, q0, qd0, torque, controller)
     nq, nj = robot.nq, robot.n_joints
     asked = method
@@ -128,4 +130,50 @@ def simulate(robot, t_final, dt=1e-3, method="auto", rtol=1e-8, atol=1e-10, q0=N
     q, qd = X[:, :nq], X[:, nq:2 * nq]
     return Result(t=np.asarray(t_out), q=q, qd=qd, tau=taus, energy=energy(robot, model, q, qd),
                   robot=robot, method=method, stats=stats, controller_state=X[:, 2 * nq:],
-                  controller=controller, diverged=stats["diverged"], t_diverged=stats["t_fault"])
+                  controller=controller, diverged=stats["diverged"], t_diverged=stats["t_fault"],
+                  measurements=_measurements(robot, model, t_out, q, qd, taus))
+
+
+def _measurements(robot, model, t, q, qd, taus):
+    """What the robot's own sensors (its model file's ``sensors:``) read during a run, or None."""
+    if not getattr(robot, "sensors", None) or len(t) < 2:
+        return None
+    from ..sensors import SensorSet, measure
+
+    sset = SensorSet(robot, robot.sensors, model=model)
+    return measure(sset, t, q, qd, np.asarray(model.forward_dynamics(q, qd, taus), dtype=float))
+
+
+def _simulate_sampled(robot, t_final, dt, method, q0, qd0, controller, torque, backend):
+    """A run under a sampled controller (:mod:`.sampled`): RK4 at ``dt`` between its samples."""
+    from ..sensors import Channel, Measurements
+    from .sampled import run_sampled, sample_steps
+
+    if torque is not None:
+        raise ValueError("torque: not used with a sampled controller (its torque is all that drives the joints); "
+                         "leave torque out")
+    if method not in ("auto", "rk4", "RK4"):
+        raise ValueError(f"method: a sampled controller runs with RK4 between its samples; leave method out or give 'rk4' "
+                         f"(got {method!r:.40})")
+    method, q0, qd0, t_grid, _, _ = prepare(robot, t_final, dt, "rk4", q0, qd0, None, None)
+    steps = sample_steps(controller, dt, t_final)
+    nq, nj = robot.nq, robot.n_joints
+    model = evaluator(robot, backend, work=fixed_step_work("rk4", len(t_grid) - 1))
+    controller = controller.using(model) if hasattr(controller, "using") else controller
+    check_start(model, q0)
+    t_out, X, taus, record, stats = run_sampled(model, controller, t_grid, q0, qd0, nq, nj, steps)
+    stats["method"], stats["backend"] = "rk4", backend_name(model)
+    if stats["diverged"]:
+        from .run import warn_fault
+
+        warn_fault("simulate", "rk4", stats, t_out, stacklevel=2)
+    q, qd = X[:, :nq], X[:, nq:]
+    meas = None
+    sensors = getattr(controller, "sensors", None)
+    if sensors is not None and record["y"] is not None:
+        meas = Measurements({name: Channel(record["t"], record["y"][:, i], record["true"][:, i])
+                             for i, name in enumerate(sensors.names)})
+    return Result(t=np.asarray(t_out), q=q, qd=qd, tau=taus, energy=energy(robot, model, q, qd), robot=robot,
+                  method="rk4", stats=stats, controller=controller, diverged=stats["diverged"],
+                  t_diverged=stats["t_fault"], measurements=meas,
+                  estimate={"t": record["t"], "x": record["estimate"]})

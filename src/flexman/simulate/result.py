@@ -21,7 +21,9 @@ class Result:
     singular mass matrix) at time ``t_diverged``; the samples before it are kept.
     Under prescribed joint motion (``simulate(..., prescribed=traj)``), ``tau`` holds the torques
     the motion needs, ``work`` (N,) the work they have done since t = 0 and ``prescribed`` the
-    motion itself.
+    motion itself. ``measurements``: what the sensors read (the robot's own ``sensors:``, or a
+    sampled controller's), channel name -> (t, y, true), each at its sensor's rate; ``estimate``:
+    a sampled controller's estimates of (q, qd) at its samples.
     """
 
     t: np.ndarray
@@ -39,8 +41,8 @@ class Result:
     t_diverged: float | None = None
     work: np.ndarray | None = None
     prescribed: object = None
-    measurements: dict | None = None  # a sampled run's sensor readings (flexman.control.simulate_sampled)
-    estimate: np.ndarray | None = None  # and its estimator's [q, qd] at each sample
+    measurements: object = None  # what the sensors read (flexman.sensors.Measurements), or None without sensors
+    estimate: dict | None = None  # a sampled controller's state estimates: {"t": sample times, "x": (K, 2 nq)}
 
     def __post_init__(self):
         if self.coordinate_names is None:

@@ -1,0 +1,272 @@
+"""Sensors: what encoders, strain gauges, accelerometers, gyroscopes, position trackers and joint
+torque sensors read on a robot, ``y = h(q, qd, qdd)``, their Jacobians, and noisy readings.
+
+The sensors themselves are data (:class:`flexman.model.sensors.Sensor`, from a model file's
+``sensors:`` list or the constructors here). :class:`SensorSet` evaluates a list of them:
+
+- encoder: the joint coordinate (link side), read quantised to ``2 pi / counts_per_revolution``;
+- strain gauge: the axial strain of the fibre at the section point (y, z) of a beam station,
+  ``z kappa_y - y kappa_z`` from the curvatures of :func:`flexman.analysis.strain.curvature`
+  (a gauge at c on the +y face reads ``-c v''``);
+- accelerometer: the specific force ``R^T (a - g)`` in the frame, with ``a = J qdd + Jdot qd``
+  the point's acceleration (second-order kinematics, the Jacobian of ``robot.frame(order=2)``);
+- gyroscope: the angular velocity ``R^T J_w qd`` in the frame;
+- position: the point's position in the base frame (a camera or laser tracker), ``latency``
+  seconds old;
+- torque: the joint's torque, the joint row of the inverse dynamics.
+
+Encoders and strain gauges are linear in q (their Jacobian rows are exact and computed once);
+the others are differentiated by central differences. A reading adds the bias and Gaussian
+noise of standard deviation ``noise`` from the sensor's own seeded stream (an encoder counts
+after that: its noise is the jitter across count edges).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..analysis.strain import curvature
+from ..model import ModelError
+from ..model.sensors import CHANNELS, Sensor, check_sensor, unique_names
+
+__all__ = ["SensorSet", "Measurements", "Channel", "encoder", "strain_gauge", "accelerometer", "gyroscope",
+           "position", "torque", "measure", "sensor_set"]
+
+LINEAR = ("encoder", "strain_gauge")
+
+
+def _make(robot, kind, where, name, **kw):
+    try:
+        return check_sensor(robot, Sensor(type=kind, where=where, name=name, **kw), kind)
+    except ModelError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def encoder(robot, joint, counts_per_revolution=None, noise=0.0, bias=0.0, rate=None, seed=None, name="",
+            side="link"):
+    """A joint encoder, quantised to ``counts_per_revolution`` (None: exact); ``side="motor"``: on
+    an elastic joint's motor (its motor coordinate, the motor angle reflected to the joint)."""
+    return _make(robot, "encoder", joint, name, counts_per_revolution=counts_per_revolution, noise=noise,
+                 bias=bias, rate=rate, seed=seed, side=side)
+
+
+def strain_gauge(robot, link, station, offset, noise=0.0, bias=0.0, rate=None, seed=None, name=""):
+    """A strain gauge on ``link``'s beam at ``station`` m from the root, on the fibre at ``offset``:
+    (y, z) in the section, or a number c (the +y face: strain ``-c v''``)."""
+    return _make(robot, "strain_gauge", link, name, station=station, offset=offset, noise=noise, bias=bias,
+                 rate=rate, seed=seed)
+
+
+def accelerometer(robot, frame, point=None, noise=0.0, bias=0.0, rate=None, seed=None, name=""):
+    """A three-axis accelerometer at ``point`` of ``frame`` (a link or a named frame)."""
+    return _make(robot, "accelerometer", frame, name, point=point, noise=noise, bias=bias, rate=rate, seed=seed)
+
+
+def gyroscope(robot, frame, point=None, noise=0.0, bias=0.0, rate=None, seed=None, name=""):
+    """A three-axis rate gyroscope on ``frame`` (its axes)."""
+    return _make(robot, "gyroscope", frame, name, point=point, noise=noise, bias=bias, rate=rate, seed=seed)
+
+
+def position(robot, frame, point=None, latency=0.0, noise=0.0, bias=0.0, rate=None, seed=None, name=""):
+    """A position sensor (camera, laser tracker) of ``point`` of ``frame``, in the base frame,
+    reporting the position ``latency`` seconds late."""
+    return _make(robot, "position", frame, name, point=point, latency=latency, noise=noise, bias=bias, rate=rate,
+                 seed=seed)
+
+
+def torque(robot, joint, noise=0.0, bias=0.0, rate=None, seed=None, name=""):
+    """A joint torque sensor (the torque the joint transmits)."""
+    return _make(robot, "torque", joint, name, noise=noise, bias=bias, rate=rate, seed=seed)
+
+
+def sensor_set(robot, sensors=None, seed=0):
+    """A :class:`SensorSet` of ``sensors`` (default: the robot's own, from its model file)."""
+    return SensorSet(robot, getattr(robot, "sensors", None) or [] if sensors is None else sensors, seed=seed)
+
+
+class SensorSet:
+    """A list of sensors of one robot, evaluated together: ``h(q, qd, qdd)`` stacks their channels.
+
+    ``model`` (optional) evaluates the inverse dynamics of torque sensors (a compiled model);
+    ``seed`` picks the run's noise: sensor k draws from ``default_rng([sensor.seed or k, seed])``.
+    """
+
+    def __init__(self, robot, sensors, seed=0, model=None):
+        sensors = list(sensors)
+        for k, s in enumerate(sensors):
+            if not isinstance(s, Sensor):
+                raise ValueError(f"sensors[{k}]: expected a sensor (flexman.sensors.encoder(...) and the like), "
+                                 f"got {type(s).__name__}")
+        self.robot, self.sensors, self.model = robot, sensors, model or robot
+        try:
+            unique_names(robot, sensors)
+        except ModelError as exc:
+            raise ValueError(str(exc)) from None
+        self.names = [ch for s in sensors for ch in s.channel_names]
+        sizes = [CHANNELS[s.type] for s in sensors]
+        self.slices = [slice(a, a + n) for a, n in zip(np.cumsum([0] + sizes)[:-1], sizes)]
+        self.m = sum(sizes)
+        self.noise = np.concatenate([s.noise for s in sensors]) if sensors else np.zeros(0)
+        self.bias = np.concatenate([s.bias for s in sensors]) if sensors else np.zeros(0)
+        self.quantum = np.concatenate([np.full(CHANNELS[s.type], s.quantum) for s in sensors]) if sensors else np.zeros(0)
+        self.linear_rows = {k: self._linear_row(s) for k, s in enumerate(sensors) if s.type in LINEAR}
+        self.reseed(seed)
+
+    def reseed(self, seed):
+        """Restart every sensor's random stream for the run numbered ``seed``."""
+        self.seed = int(seed)
+        self.streams = [np.random.default_rng([s.seed if s.seed is not None else k, self.seed])
+                        for k, s in enumerate(self.sensors)]
+
+    @property
+    def covariance(self) -> np.ndarray:
+        """The readings' noise covariance: noise^2 plus the quantisation's quantum^2 / 12."""
+        return np.diag(self.noise ** 2 + self.quantum ** 2 / 12.0)
+
+    def _linear_row(self, s):
+        nq = self.robot.nq
+        if s.type == "encoder":  # the joint's coordinate, or on the motor side its motor's (an elastic joint)
+            row = np.zeros(nq)
+            row[self.robot.actuated[s.index] if getattr(s, "side", "link") == "motor" else s.index] = 1.0
+            return row
+        kappa = curvature(self.robot, np.eye(nq), s.index, s.station)  # (nq, 3): the curvature of each unit q
+        y, z = s.offset
+        return z * kappa[:, 1] - y * kappa[:, 2]
+
+    def _frame(self, s):
+        return s.where if isinstance(s.where, str) else s.index
+
+    def h(self, q, qd=None, qdd=None) -> np.ndarray:
+        """What the sensors read without noise, bias or quantisation: (..., m) channels."""
+        q = np.asarray(q, dtype=float)
+        qd = np.zeros_like(q) if qd is None else np.asarray(qd, dtype=float)
+        qdd = np.zeros_like(q) if qdd is None else np.asarray(qdd, dtype=float)
+        out = np.zeros(np.broadcast_shapes(q.shape, qd.shape, qdd.shape)[:-1] + (self.m,))
+        for k, (s, sl) in enumerate(zip(self.sensors, self.slices)):
+            if k in self.linear_rows:
+                out[..., sl] = (q @ self.linear_rows[k])[..., None]
+            elif s.type == "torque":
+                out[..., sl] = self.model.inverse_dynamics(q, qd, qdd)[..., s.index, None]
+            else:
+                out[..., sl] = self._frame_reading(s, q, qd, qdd)
+        return out
+
+    def _frame_reading(self, s, q, qd, qdd):
+        robot, ref = self.robot, self._frame(s)
+        T = robot.frame(q, ref, order=2)
+        R = T[..., :3, :3]
+        if s.type == "position":
+            p = T[..., :3, 3]
+            return p if s.point is None else p + (R @ s.point)
+        J = robot.jacobian(q, ref, s.point, order=2)
+        if s.type == "gyroscope":
+            return np.einsum("...ji,...j->...i", R, (J[..., 3:, :] @ qd[..., None])[..., 0])
+        # accelerometer: J qdd + (dJ/dt) qd, dJ/dt by a central difference along qd
+        scale = np.maximum(np.linalg.norm(qd, axis=-1, keepdims=True), 1.0)
+        e = 1e-5 / scale
+        Jp, Jm = robot.jacobian(q + e * qd, ref, s.point, order=2), robot.jacobian(q - e * qd, ref, s.point, order=2)
+        jdot_qd = ((Jp - Jm)[..., :3, :] @ qd[..., None])[..., 0] / (2.0 * e)
+        a = (J[..., :3, :] @ qdd[..., None])[..., 0] + jdot_qd
+        return np.einsum("...ji,...j->...i", R, a - np.asarray(robot.gravity, dtype=float))
+
+    def jacobians(self, q, qd=None, qdd=None, eps=1e-6, eps_rate=1e-3):
+        """(dh/dq, dh/dqd, dh/dqdd), each (m, nq), at one state: exact rows for encoders and
+        strain gauges, central differences for the others (step ``eps`` in q; ``eps_rate`` in qd
+        and qdd, where every reading is at most quadratic, so the difference is exact but for
+        round-off)."""
+        q = np.asarray(q, dtype=float)
+        nq = q.shape[-1]
+        qd = np.zeros(nq) if qd is None else np.asarray(qd, dtype=float)
+        qdd = np.zeros(nq) if qdd is None else np.asarray(qdd, dtype=float)
+        out = [np.zeros((self.m, nq)) for _ in range(3)]
+        if len(self.linear_rows) < len(self.sensors):
+            base = np.stack([q, qd, qdd])
+            X = np.repeat(base[None, None], 2 * nq, axis=1).repeat(3, axis=0)  # (3 arguments, 2 nq, 3, nq)
+            for a, step in enumerate((eps, eps_rate, eps_rate)):
+                X[a, :nq, a] += step * np.eye(nq)
+                X[a, nq:, a] -= step * np.eye(nq)
+            Y = self.h(X[..., 0, :], X[..., 1, :], X[..., 2, :])  # (3, 2 nq, m)
+            for a, step in enumerate((eps, eps_rate, eps_rate)):
+                out[a] = ((Y[a, :nq] - Y[a, nq:]) / (2.0 * step)).T
+        for k, row in self.linear_rows.items():
+            sl = self.slices[k]
+            out[0][sl], out[1][sl], out[2][sl] = row, 0.0, 0.0
+        return tuple(out)
+
+    def read(self, y_true) -> np.ndarray:
+        """Readings from true values (..., m) of every channel: quantised, biased and noisy, each
+        sensor drawing from its own stream."""
+        y_true = np.asarray(y_true, dtype=float)
+        out = np.empty_like(y_true)
+        for k, sl in enumerate(self.slices):
+            out[..., sl] = self.read_one(k, y_true[..., sl])
+        return out
+
+    def read_one(self, k, v) -> np.ndarray:
+        """Sensor k's readings from its true values ``v`` (..., channels): bias and noise added,
+        then an encoder's count taken (its noise is the jitter across the count edges, so a
+        noise of about one count makes the counting error nearly white)."""
+        s = self.sensors[k]
+        v = np.asarray(v, dtype=float) + s.bias + self.streams[k].standard_normal(np.shape(v)) * s.noise
+        return np.round(v / s.quantum) * s.quantum if s.quantum else v
+
+
+@dataclass
+class Channel:
+    """One channel's samples: times ``t`` (s), readings ``y`` and the true values ``true``."""
+
+    t: np.ndarray
+    y: np.ndarray
+    true: np.ndarray
+
+
+class Measurements(Mapping):
+    """What the sensors read during a run: channel name -> :class:`Channel`, each at its sensor's
+    sample times. ``table()`` puts channels of one rate side by side."""
+
+    def __init__(self, channels: dict):
+        self.channels = dict(channels)
+
+    def __getitem__(self, name):
+        return self.channels[name]
+
+    def __iter__(self):
+        return iter(self.channels)
+
+    def __len__(self):
+        return len(self.channels)
+
+    def __repr__(self):
+        return f"Measurements({', '.join(f'{k}: {len(c.t)} samples' for k, c in self.channels.items())})"
+
+    def table(self, names=None):
+        """(t, Y): the readings of ``names`` (default: all), which must share their sample times."""
+        names = list(self.channels) if names is None else list(names)
+        t = self.channels[names[0]].t
+        for n in names:
+            if len(self.channels[n].t) != len(t) or not np.array_equal(self.channels[n].t, t):
+                raise ValueError(f"names: {n} is sampled at other times than {names[0]}; table() joins channels "
+                                 "of one rate")
+        return t, np.column_stack([self.channels[n].y for n in names])
+
+
+def _interp(t_new, t, X):
+    return np.stack([np.interp(t_new, t, X[:, i]) for i in range(X.shape[1])], axis=-1)
+
+
+def measure(sset: SensorSet, t, q, qd, qdd) -> Measurements:
+    """The readings of a run sampled at each sensor's rate (every time of ``t`` without one),
+    the state interpolated linearly between the run's samples; a position sensor reads the
+    state ``latency`` seconds earlier (the first sample before the run started)."""
+    t = np.asarray(t, dtype=float)
+    out = {}
+    for k, (s, sl) in enumerate(zip(sset.sensors, sset.slices)):
+        ts = t if s.rate is None else np.arange(0.0, t[-1] * (1 + 1e-12) + 1e-15, 1.0 / s.rate)
+        tq = np.clip(ts - s.latency, t[0], t[-1])
+        X = [_interp(tq, t, A) for A in (q, qd, qdd)]
+        true = sset.h(*X)[:, sl]
+        y = sset.read_one(k, true)
+        out.update({name: Channel(ts, y[:, i], true[:, i]) for i, name in enumerate(s.channel_names)})
+    return Measurements(out)

@@ -1,0 +1,86 @@
+"""The Python loop of a sampled controller (:class:`flexman.control.sampled.Sampled`): at every
+sample the controller reads the plant, and its torque is held while the plant is integrated
+with RK4 at the output step ``dt`` until the next sample (``dt`` divides the sample period).
+
+The controller is reached through its methods only (``period``, ``delay``, ``start``,
+``sample``), so this module needs nothing from :mod:`flexman.control`. The accelerations a
+sample's sensors see are those under the torque held just before it (the torque of this sample
+is not yet known when the sensors read).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .run import check_first_torque
+
+
+def sample_steps(controller, dt, t_final):
+    """RK4 steps per sample; one-line errors for a step that does not divide the period, or a
+    delay longer than the run."""
+    period = controller.period
+    steps = int(round(period / dt))
+    if steps < 1 or abs(steps * dt - period) > 1e-9 * period:
+        raise ValueError(f"dt: the output step {dt:g} s must divide the controller's sample period {period:g} s "
+                         f"(rate {1 / period:g} Hz); use dt = {period:g} s or a whole fraction of it")
+    if controller.delay * period >= t_final:
+        raise ValueError(f"controller.delay: {controller.delay} samples ({controller.delay * period:g} s) is not shorter "
+                         f"than the run ({t_final:g} s); give a shorter delay or a longer run")
+    return steps
+
+
+def run_sampled(model, controller, t_grid, q0, qd0, nq, nj, steps):
+    """(t, X (N, 2 nq), taus (N, nj), record, stats) of a sampled run on the output grid ``t_grid``
+    (the applied torques, disturbance included); ``record`` holds the sample times, readings,
+    their true values and the estimates."""
+    start = time.perf_counter()
+    N = len(t_grid)
+    X = np.empty((N, 2 * nq))
+    taus = np.empty((N, nj))
+    X[0] = np.concatenate([q0, qd0])
+    controller.start(q0, qd0, nj)
+    ts, ys, trues, est = [], [], [], []
+    x = X[0].copy()
+    tau_applied = np.zeros(nj)
+    k, evals, diverged, t_fault, message = 0, 0, False, None, "completed"
+
+    def f(x, tau):
+        return np.concatenate([x[nq:], np.asarray(model.forward_dynamics(x[:nq], x[nq:], tau), float)])
+
+    i = 0
+    while i < N - 1:
+        t = t_grid[i]
+        qdd = np.asarray(model.forward_dynamics(x[:nq], x[nq:], tau_applied), float)
+        _, tau_applied, y, y_true, xhat = controller.sample(t, x[:nq], x[nq:], qdd)
+        if k == 0:
+            check_first_torque(t, tau_applied)
+        ts.append(t), ys.append(y), trues.append(y_true), est.append(xhat)
+        k += 1
+        for _ in range(steps):
+            taus[i] = tau_applied
+            if i == N - 1:
+                break
+            h = t_grid[i + 1] - t_grid[i]
+            k1 = f(x, tau_applied)
+            k2 = f(x + 0.5 * h * k1, tau_applied)
+            k3 = f(x + 0.5 * h * k2, tau_applied)
+            k4 = f(x + h * k3, tau_applied)
+            x = x + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+            evals += 4
+            i += 1
+            X[i] = x
+            if not np.all(np.isfinite(x)):
+                diverged, t_fault, message = True, t_grid[i], "the state is not finite"
+                break
+        if diverged:
+            break
+    taus[i] = tau_applied
+    n_out = i + 1 - (1 if diverged else 0)
+    record = {"t": np.array(ts), "y": None if ys[0] is None else np.array(ys),
+              "true": None if trues[0] is None else np.array(trues), "estimate": np.array(est)}
+    stats = {"rhs_evaluations": evals, "wall_time": time.perf_counter() - start, "loop": "python",
+             "loop_reason": "a sampled controller runs in the Python loop", "samples": k, "success": not diverged,
+             "diverged": diverged, "t_fault": t_fault, "message": message, "steps": n_out - 1,
+             "sample_rate": 1.0 / controller.period, "delay": controller.delay}
+    return t_grid[:n_out], X[:n_out], taus[:n_out], record, stats
