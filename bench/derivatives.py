@@ -10,22 +10,15 @@ Pinocchio's recursions leave it out).
 """
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from urdf_load import robots_dir  # (bench/urdf_load.py: where example-robot-data keeps its robots)
+
 ARMS = ("ur_description/urdf/ur5_robot.urdf", "xarm_description/urdf/xarm7.urdf")
 BATCH = 1000
-
-
-def robots_dir():
-    for entry in sys.path:
-        folder = Path(entry) / "cmeel.prefix" / "share" / "example-robot-data" / "robots"
-        if folder.is_dir():
-            return folder
-    raise SystemExit("example-robot-data is not installed (pip install example-robot-data)")
 
 
 def per_call(fn, seconds=0.3):

@@ -347,13 +347,12 @@ def sweep(robot, parameters, run=None, scheduler=None, sampling="grid", samples=
     except ValueError as exc:
         raise SweepError(f"run.{exc}") from None
     if run.get("frame") is not None:
-        from .model.inputs import end_effector
+        from .model.inputs import frame_name
 
         try:
-            end_effector(robot, run["frame"] if isinstance(run["frame"], str) else str(run["frame"]))
+            run["frame"] = frame_name(robot, str(run["frame"]), "run.frame")
         except ValueError as exc:
-            raise SweepError(f"run.frame: {str(exc).removeprefix('link: ')}") from None
-        run["frame"] = str(run["frame"])
+            raise SweepError(str(exc)) from None
     data = robot_to_dict(robot)
     pts = points(parameters, sampling, samples, seed)
     for name in parameters:  # a wrong path fails here, once, not in every task

@@ -74,13 +74,12 @@ def _simulation_options(args, robot) -> dict:
         kwargs["prescribed"] = _manoeuvre(robot, kwargs)
     kwargs["backend"] = args.backend
     if getattr(args, "ee_frame", None) is not None:
-        from ..model.inputs import link_frame
+        from ..model.inputs import frame_name
 
         try:
-            link_frame(robot, args.ee_frame)
+            kwargs["ee_frame"] = frame_name(robot, args.ee_frame, "--ee-frame")
         except ValueError as exc:
-            raise UsageError(f"--ee-frame: {str(exc).removeprefix('link: ')}") from None
-        kwargs["ee_frame"] = args.ee_frame
+            raise UsageError(str(exc)) from None
     return kwargs
 
 

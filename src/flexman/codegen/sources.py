@@ -81,53 +81,29 @@ def c_forward_derivatives(eom, prefix="fm", batch=True) -> str:
     alloc = (f"double M[{nq * nq}], qdd[{nq}], x[{nq}];" if small else
              f"double *M = (double *)malloc({nq * (nq + 2)} * sizeof(double)), *qdd = M + {nq * nq}, *x = qdd + {nq};")
     text = f"""
-/* LDL^T of a symmetric positive definite n x n matrix (row-major, in place: L below the
-   diagonal, D on it), and the solution of A x = y with those factors (x holds y on entry). */
-static void fm_partials_factor(int n, double *A)
-{{
-    for (int j = 0; j < n; ++j) {{
-        double d = A[j * n + j];
-        for (int k = 0; k < j; ++k) d -= A[j * n + k] * A[j * n + k] * A[k * n + k];
-        A[j * n + j] = d;
-        for (int i = j + 1; i < n; ++i) {{
-            double s = A[i * n + j];
-            for (int k = 0; k < j; ++k) s -= A[i * n + k] * A[j * n + k] * A[k * n + k];
-            A[i * n + j] = s / d;
-        }}
-    }}
-}}
-
-static void fm_partials_solve(int n, const double *A, double *x)
-{{
-    for (int i = 0; i < n; ++i)
-        for (int k = 0; k < i; ++k) x[i] -= A[i * n + k] * x[k];
-    for (int i = 0; i < n; ++i) x[i] /= A[i * n + i];
-    for (int i = n - 1; i >= 0; --i)
-        for (int k = i + 1; k < n; ++k) x[i] -= A[k * n + i] * x[k];
-}}
-
+{emit.LDL_SOLVE}
 void {prefix}_forward_dynamics_derivatives({sig}, {outs})
 {{
     static const int act[{max(nj, 1)}] = {{{", ".join(str(c) for c in actuated) or "0"}}};
     {alloc}
     {prefix}_mass_matrix(q{arg("mass_matrix")}, M);
     {prefix}_bias_forces(q, qd{arg("bias_forces")}, qdd);
-    fm_partials_factor({nq}, M);
+    fm_ldl_factor({nq}, M);
     for (int i = 0; i < {nq}; ++i) qdd[i] = -qdd[i];
-    {emit._add_torques("qdd", "tau", nj, actuated)}
-    fm_partials_solve({nq}, M, qdd);
+    {emit.c_add_torques("qdd", "tau", nj, actuated)}
+    fm_ldl_subst({nq}, M, qdd);
     {prefix}_inverse_dynamics_derivatives(q, qd, qdd{arg("inverse_dynamics_derivatives")}, dq, dqd);
     for (int j = 0; j < {nq}; ++j) {{
         for (int i = 0; i < {nq}; ++i) x[i] = -dq[i * {nq} + j];
-        fm_partials_solve({nq}, M, x);
+        fm_ldl_subst({nq}, M, x);
         for (int i = 0; i < {nq}; ++i) dq[i * {nq} + j] = x[i];
         for (int i = 0; i < {nq}; ++i) x[i] = -dqd[i * {nq} + j];
-        fm_partials_solve({nq}, M, x);
+        fm_ldl_subst({nq}, M, x);
         for (int i = 0; i < {nq}; ++i) dqd[i * {nq} + j] = x[i];
     }}
     for (int j = 0; j < {nj}; ++j) {{
         for (int i = 0; i < {nq}; ++i) x[i] = (i == act[j]);
-        fm_partials_solve({nq}, M, x);
+        fm_ldl_subst({nq}, M, x);
         for (int i = 0; i < {nq}; ++i) dtau[i * {nj} + j] = x[i];
     }}{"" if small else chr(10) + "    free(M);"}
 }}

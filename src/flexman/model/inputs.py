@@ -117,6 +117,18 @@ def end_effector(robot, frame=None):
     return frame
 
 
+def frame_name(robot, name, field: str) -> str:
+    """``name`` when it names a link or frame of ``robot`` (a URDF's ``tool0``); else one line,
+    prefixed by ``field`` (the argument or option that gave it), listing the names."""
+    if not isinstance(name, str):
+        raise ValueError(f"{field}: give the name of a link or frame (got {type(name).__name__})")
+    try:
+        link_frame(robot, name)
+    except ValueError as exc:
+        raise ValueError(f"{field}: {str(exc).removeprefix('link: ')}") from None
+    return name
+
+
 def link_frame(robot, link) -> tuple:
     """(link index, fixed 4x4 transform or None) of a link given by number (as
     :func:`link_index`), by name, or of a named frame of the robot (``robot.frames``: index -1

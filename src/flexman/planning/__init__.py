@@ -127,13 +127,7 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, kno
     at their static deflection, zero without gravity). Failures are one-line :class:`PlanningError`.
     """
     if ee_frame is not None:
-        if not isinstance(ee_frame, str):
-            raise ValueError(f"ee_frame: give the name of a link or frame (got {type(ee_frame).__name__})")
-        try:
-            inputs.link_frame(robot, ee_frame)
-        except ValueError as exc:
-            raise ValueError(f"ee_frame: {str(exc).removeprefix('link: ')}") from None
-        robot = robot.with_end_effector(ee_frame)
+        robot = robot.with_end_effector(inputs.frame_name(robot, ee_frame, "ee_frame"))
     n = robot.n_joints
     q_start = _joint_vector(q_start, n, "q_start")
     q_goal = _joint_vector(q_goal, n, "q_goal")
@@ -200,36 +194,39 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, kno
     # jerk of the quintic profile at its ends: 60 |dq| / T^3 (a scale, floored for joints that stay)
     dq = np.abs(q_goal - q_start)
     jerk = 60.0 * np.maximum(dq, 1e-3 * max(float(dq.max()), 1e-3)) / (duration or guess_T) ** 3
-    problem = Problem(robot, functions, q_start, q_goal, horizon, int(knots), weights, torque, rate,
-                      ranges, path_fn, (pre, pre + (duration or 0.0)), guess_traj, guess_T, scale, jerk, int(max_iter),
-                      deadline=deadline, time_limit=time_limit)
-    result = _solve_within_limits(problem, robot, functions, torque, rate,
-                                  lambda sol: Plan(robot, sol, q_start, q_goal, weights, path_fn,
-                                                   (pre, pre + (duration or sol.T))))
+
+    def solve_on(intervals):  # one problem on ``intervals`` knots (a re-solve on a finer grid shares the rest)
+        problem = Problem(robot, functions, q_start, q_goal, horizon, intervals, weights, torque, rate, ranges, path_fn,
+                          (pre, pre + (duration or 0.0)), guess_traj, guess_T, scale, jerk, int(max_iter),
+                          deadline=deadline, time_limit=time_limit)
+        return _solve_within_limits(problem, robot, functions, torque, rate,
+                                    lambda sol: Plan(robot, sol, q_start, q_goal, weights, path_fn,
+                                                     (pre, pre + (duration or sol.T))))
+
+    result = solve_on(int(knots))
     if not robot.nf or path_fn is not None:  # a tip path moves before and after its window: no "plain move"
         return result
-    check = residual_check(robot, result, q_start, q_goal)
-    result.report["residual"] = check
-    refines = _REFINING.get("count", 0)
-    if not check["better"] and refines < RESIDUAL_REFINES and 2 * int(knots) <= MAX_KNOTS:
-        _REFINING["count"] = refines + 1
-        try:  # the same plan on twice the knots (checked again there)
-            result = plan(robot, q_start, q_goal, duration, limits, objective, 2 * int(knots), path, pre_post, guess,
-                          max_iter, max(deadline - time.monotonic(), 1.0), ee_frame)
-        finally:
-            _REFINING["count"] = refines
-        result.report["residual"].setdefault("refined_from_knots", int(knots))
-    final = result.report["residual"]
-    if refines == 0 and not final["better"]:  # the outermost call says it, once
-        shaped = "" if final["shaped"] is None else f" or the ZVD-shaped one's ({final['shaped'] * 1e6:.3g} um)"
-        warnings.warn(f"plan: its simulated residual vibration ({final['plan'] * 1e6:.3g} um at the tip) exceeds the "
-                      f"plain quintic profile's ({final['plain'] * 1e6:.3g} um){shaped} even on "
+    return _refined_until_quiet(robot, result, solve_on, int(knots), q_start, q_goal)
+
+
+def _refined_until_quiet(robot, result, solve_on, knots, q_start, q_goal):
+    """``result``, or the same plan solved again on twice the knots (the problem, its functions and
+    deadline shared) until its simulated residual vibration passes :func:`residual_check`, at most
+    RESIDUAL_REFINES times; one warning when the last one still does not."""
+    check = result.report["residual"] = residual_check(robot, result, q_start, q_goal)
+    refines = 0
+    while not check["better"] and refines < RESIDUAL_REFINES and 2 * knots <= MAX_KNOTS:
+        refines, knots = refines + 1, 2 * knots
+        result = solve_on(knots)
+        check = result.report["residual"] = residual_check(robot, result, q_start, q_goal)
+        check["refined_from_knots"] = knots // 2
+    if not check["better"]:
+        shaped = "" if check["shaped"] is None else f" or the ZVD-shaped one's ({check['shaped'] * 1e6:.3g} um)"
+        warnings.warn(f"plan: its simulated residual vibration ({check['plan'] * 1e6:.3g} um at the tip) exceeds the "
+                      f"plain quintic profile's ({check['plain'] * 1e6:.3g} um){shaped} even on "
                       f"{result.report['knots']} knots (report['residual']); use more knots, a longer duration, or "
-                      "the shaped profile", FlexmanRuntimeWarning, stacklevel=2)
+                      "the shaped profile", FlexmanRuntimeWarning, stacklevel=3)
     return result
-
-
-_REFINING: dict = {}  # the depth of the residual check's re-solves in progress
 
 
 def residual_vibration(robot, traj, t_end, q_goal, settle=None, dt=None):

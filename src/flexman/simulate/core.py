@@ -29,15 +29,9 @@ def _own_laws(controller, torque) -> bool:
 
 def _frame_name(robot, name):
     """``name`` when it names a link or frame of ``robot``; one line listing the names otherwise."""
-    from ..model.inputs import link_frame
+    from ..model.inputs import frame_name
 
-    if not isinstance(name, str):
-        raise ValueError(f"ee_frame: give the name of a link or frame (got {type(name).__name__})")
-    try:
-        link_frame(robot, name)
-    except ValueError as exc:
-        raise ValueError(f"ee_frame: {str(exc).removeprefix('link: ')}") from None
-    return name
+    return frame_name(robot, name, "ee_frame")
 
 
 def simulate(robot, t_final, dt=1e-3, method="auto", rtol=1e-8, atol=1e-10, q0=None, qd0=None,

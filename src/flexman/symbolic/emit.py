@@ -316,9 +316,12 @@ def c_split_source(program, fname, part=None, units=None) -> str:
 SOLVE_ABOVE = 10000  # forward dynamics programs larger than this call M and b and solve in a loop
 
 LDL_SOLVE = r"""
-/* Solve A x = y for a symmetric positive definite n x n matrix A (row-major, overwritten by its
-   LDL^T factors: L below the diagonal, D on it); x holds y on entry and the solution on exit. */
-static void fm_ldl_solve(int n, double *A, double *x)
+#ifndef FM_LDL_DEFINED
+#define FM_LDL_DEFINED
+/* LDL^T of a symmetric positive definite n x n matrix A (row-major, in place: L below the
+   diagonal, D on it); the solution of A x = y with those factors (x holds y on entry and the
+   solution on exit); and both in one call. Defined once per source (forward dynamics, partials). */
+static inline void fm_ldl_factor(int n, double *A)
 {
     for (int j = 0; j < n; ++j) {
         double d = A[j * n + j];
@@ -330,16 +333,27 @@ static void fm_ldl_solve(int n, double *A, double *x)
             A[i * n + j] = s / d;
         }
     }
+}
+
+static inline void fm_ldl_subst(int n, const double *A, double *x)
+{
     for (int i = 0; i < n; ++i)
         for (int k = 0; k < i; ++k) x[i] -= A[i * n + k] * x[k];
     for (int i = 0; i < n; ++i) x[i] /= A[i * n + i];
     for (int i = n - 1; i >= 0; --i)
         for (int k = i + 1; k < n; ++k) x[i] -= A[k * n + i] * x[k];
 }
+
+static inline void fm_ldl_solve(int n, double *A, double *x)
+{
+    fm_ldl_factor(n, A);
+    fm_ldl_subst(n, A, x);
+}
+#endif
 """
 
 
-def _add_torques(target, tau, n_joints, actuated=None) -> str:
+def c_add_torques(target, tau, n_joints, actuated=None) -> str:
     """C that adds S tau to ``target``: each joint torque on its own coordinate, or (elastic
     joints) on the coordinate ``actuated`` names for it."""
     if actuated is None or tuple(actuated) == tuple(range(n_joints)):
@@ -365,7 +379,7 @@ void {fname}({sig})
     {prefix}_mass_matrix(q{p}, M);
     {prefix}_bias_forces(q, qd{p}, qdd);
     for (int i = 0; i < {nq}; ++i) qdd[i] = -qdd[i];
-    {_add_torques("qdd", "tau", n_joints, actuated)}
+    {c_add_torques("qdd", "tau", n_joints, actuated)}
     fm_ldl_solve({nq}, M, qdd);
     free(M);
 }}

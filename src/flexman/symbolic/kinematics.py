@@ -28,12 +28,7 @@ def output_frames(robot, frames) -> list:
 
     out = []
     for name in frames or ():
-        if not isinstance(name, str):
-            raise ValueError(f"output frame: give the name of a link or frame (got {type(name).__name__})")
-        try:
-            inputs.link_frame(robot, name)
-        except ValueError as exc:
-            raise ValueError(f"output frame: {str(exc).removeprefix('link: ')}") from None
+        inputs.frame_name(robot, name, "output frame")
         if not is_identifier(name) or name == "ee":
             raise ValueError(f"output frame: {name!r} cannot prefix output names; rename it (letters, digits, _)")
         if name in out:
