@@ -109,30 +109,27 @@ def _noise(v, where, fix):
     return x
 
 
-def joint_of(robot, value, where) -> int:
-    """The joint coordinate index of a joint given by its link's name or its number."""
-    links = list(robot.joint_links)
+def _index_of(links, value, where, noun) -> int:
+    """The index in ``links`` of an item given by its link's name or its number (``noun``: what a
+    number counts, "joint" or "link"); one line naming the choices otherwise."""
+    names = [lk.name for lk in links]
     if isinstance(value, str):
-        names = [lk.name for lk in links]
         if value in names:
             return names.index(value)
-        raise ModelError(f"{where}: no joint is named {value!r:.40}; give a link name ({', '.join(n for n in names if n) or 'none named'}) "
-                         f"or a joint number 0 to {len(links) - 1}")
-    if isinstance(value, (bool, float)) or not isinstance(value, (int, np.integer)) or not -len(links) <= int(value) < len(links):
-        raise ModelError(f"{where}: joint {value!r:.40} does not exist; give a link name or a joint number 0 to {len(links) - 1}")
-    return int(value) % len(links)
+        raise ModelError(f"{where}: no {noun} is named {value!r:.40}; give a link name ({', '.join(n for n in names if n) or 'none named'}) "
+                         f"or a {noun} number 0 to {len(names) - 1}")
+    if isinstance(value, (bool, float)) or not isinstance(value, (int, np.integer)) or not -len(names) <= int(value) < len(names):
+        raise ModelError(f"{where}: {noun} {value!r:.40} does not exist; give a link name or a {noun} number 0 to {len(names) - 1}")
+    return int(value) % len(names)
+
+
+def joint_of(robot, value, where) -> int:
+    """The joint coordinate index of a joint given by its link's name or its number."""
+    return _index_of(list(robot.joint_links), value, where, "joint")
 
 
 def _link_of(robot, value, where) -> int:
-    names = [lk.name for lk in robot.links]
-    if isinstance(value, str):
-        if value in names:
-            return names.index(value)
-        raise ModelError(f"{where}: no link is named {value!r:.40}; give a link name ({', '.join(n for n in names if n) or 'none named'}) "
-                         f"or a link number 0 to {len(names) - 1}")
-    if isinstance(value, (bool, float)) or not isinstance(value, (int, np.integer)) or not -len(names) <= int(value) < len(names):
-        raise ModelError(f"{where}: link {value!r:.40} does not exist; give a link name or a link number 0 to {len(names) - 1}")
-    return int(value) % len(names)
+    return _index_of(robot.links, value, where, "link")
 
 
 def _frame_of(robot, value, where) -> int:
