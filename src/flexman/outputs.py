@@ -132,15 +132,46 @@ class staged:
         return self
 
     def __exit__(self, kind, exc, tb):
+        held = _held_signals()
         try:
+            held.hold()
             if kind is None:
                 for tmp, final in self.pending:
                     os.replace(tmp, final)
         finally:
             for tmp, _ in self.pending:  # after an error (or a failed rename): no partial files left
                 tmp.unlink(missing_ok=True)
+            held.release()
             self.signals.__exit__(kind, exc, tb)
+            held.deliver()
         return False
+
+
+class _held_signals:
+    """Hold Ctrl-C and termination signals while the staged files are renamed, so that a signal
+    cannot publish some of them and not the others; :meth:`deliver` re-raises the first held one
+    once the handlers a caller had are back (the files are then complete)."""
+
+    SIGNALS = (signal.SIGINT,) + CLEANUP_SIGNALS
+
+    def __init__(self):
+        self.received = []
+        self.handlers = {}
+
+    def hold(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                if signal.getsignal(sig) is not None:  # None: a handler set outside Python, left alone
+                    self.handlers[sig] = signal.signal(sig, lambda signum, frame: self.received.append(signum))
+
+    def release(self):
+        for sig, previous in self.handlers.items():
+            signal.signal(sig, previous)
+        self.handlers = {}
+
+    def deliver(self):
+        if self.received:
+            signal.raise_signal(self.received[0])
 
 
 def write_text(path, text: str) -> Path:
