@@ -287,6 +287,18 @@ def _xacro_bomb(folder):
     return path
 
 
+def _xacro_expression(expression):
+    """One property whose value is ``expression``, used in a joint's origin."""
+    def make(folder):
+        path = folder / "expr.urdf.xacro"
+        path.write_text('<robot name="b" xmlns:xacro="http://www.ros.org/wiki/xacro">'
+                        f'<xacro:property name="v" value="${{{expression}}}"/><link name="base"/><link name="l"/>'
+                        '<joint name="j" type="revolute"><origin xyz="0 0 ${v*0}"/><parent link="base"/>'
+                        '<child link="l"/><axis xyz="0 0 1"/></joint></robot>')
+        return path
+    return make
+
+
 def _plan(**kw):
     import flexman as fm
 
@@ -368,6 +380,10 @@ DOORS = {
     # xacro: a macro bomb stops at the call limit
     "xacro bomb": (_cli("info", "{bomb}", files={"bomb": _xacro_bomb}),
                    r"the expansion makes more than 10,000 macro calls"),
+    # xacro: one expression whose value is astronomically large (CPU or memory)
+    **{f"xacro expression {e}": (_cli("info", "{x}", files={"x": _xacro_expression(e)}),
+                                 r"expr.urdf.xacro: an expression's value would exceed 1,000,000 items or digits")
+       for e in ("10**10**10", "'x' * 10**10", "[0] * 10**9", "1 &lt;&lt; 10**9", "(7**1000000) * (7**1000000)")},
 }
 
 

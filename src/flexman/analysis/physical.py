@@ -91,12 +91,14 @@ def _body_set(body, field, value):
     if field == "mass":
         body.mass = value
     elif field in ("cx", "cy", "cz"):
-        body.com = body.com.copy()
-        body.com["xyz".index(field[1])] = value
+        com = body.com.copy()
+        com["xyz".index(field[1])] = value
+        body.com = com
     else:
         r, c = _INERTIA[field]
-        body.inertia = body.inertia.copy()
-        body.inertia[r, c] = body.inertia[c, r] = value
+        inertia = body.inertia.copy()
+        inertia[r, c] = inertia[c, r] = value
+        body.inertia = inertia
 
 
 def value(robot, name) -> float:
@@ -134,8 +136,9 @@ def with_values(robot, changes: dict):
         owner, field, i = split(name)
         v = float(v)
         if owner == "robot":
-            out.gravity = out.gravity.copy()
-            out.gravity["xyz".index(field[1])] = v
+            gravity = out.gravity.copy()
+            gravity["xyz".index(field[1])] = v
+            out.gravity = gravity
         elif owner == "payload":
             if out.payload is None:
                 from ..model import RigidBody

@@ -33,6 +33,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..model import tracking
 from . import cbuild
 
 FORMAT = 8  # bump when the generated code or the manifest changes meaning (8: mass matrix by composite bodies)
@@ -130,6 +131,7 @@ def compiled_model(robot, formulation="newton_euler", flags=None, extension=None
             key, values = model_key(robot, formulation, flags, False, derivatives)
             entry = _loaded.get(key) or _load_or_build(key, robot, formulation, flags, False, progress, derivatives)
         _loaded[key] = entry
+        tracking.model_loaded()
     layout, names, funcs, module = entry
     if names != list(values):  # cannot happen with equal keys; guards the key's definition
         raise RuntimeError(f"model cache entry {key}: parameter names differ from the robot's")

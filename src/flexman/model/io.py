@@ -26,6 +26,7 @@ from .errors import ModelError
 from .limits import MAX_DOCUMENT_BYTES
 from .parse import parse
 from .robot import Robot
+from .tracking import TrackedDict, TrackedList
 from .serialize import describe_value, join, robot_from_dict, robot_to_dict
 
 __all__ = ["FORMATS", "load", "save", "dumps", "dumps_toml", "read_data", "load_overlay"]
@@ -217,6 +218,8 @@ def _yaml_str(dumper, text):
 
 
 _YamlDumper.add_representer(str, _yaml_str)
+_YamlDumper.add_representer(TrackedList, yaml.SafeDumper.represent_list)  # a robot's lists and dicts
+_YamlDumper.add_representer(TrackedDict, yaml.SafeDumper.represent_dict)
 
 
 def _json_text(value, indent: str = "") -> str:

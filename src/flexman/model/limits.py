@@ -10,6 +10,7 @@ from __future__ import annotations
 # ----- model files (the document itself) ---------------------------------------------------
 MAX_DOCUMENT_BYTES = 1_000_000   # a 200-link model file is under 100 kB
 MAX_XACRO_CALLS = 10_000         # macro calls while a xacro file expands (a robot's: tens to hundreds)
+MAX_XACRO_VALUE = 1_000_000      # items of a text or list, or digits of an integer, one xacro expression may make
 MAX_URDF_BYTES = 50_000_000      # a URDF (a xacro file's expansion): real ones are kB to a few MB
 MAX_DEPTH = 32                   # nesting of mappings and lists (a model file uses 5)
 MAX_NODES = 100_000              # values after expanding YAML aliases (alias bombs stop here)

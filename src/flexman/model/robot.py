@@ -18,6 +18,7 @@ from . import engine
 from . import limits as lim
 from . import tree
 from .errors import ModelError
+from .tracking import BUILT, EDITS, Tracked
 
 JOINT_TYPES = ("revolute", "prismatic")
 DH_CONVENTIONS = ("standard", "modified")
@@ -145,7 +146,7 @@ def inertia_problem(mat, where: str) -> str | None:
 
 
 @dataclass
-class RigidBody:
+class RigidBody(Tracked):
     """Mass, centre of mass and inertia about the centre of mass, in a given frame."""
 
     mass: float = 0.0
@@ -194,7 +195,7 @@ class RigidBody:
 
 
 @dataclass
-class Beam:
+class Beam(Tracked):
     """A uniform Euler-Bernoulli beam: the flexible part of a link.
 
     Revolute link: the beam lies along the link frame's x axis and bends along local y
@@ -295,7 +296,7 @@ class Beam:
 
 
 @dataclass
-class Placement:
+class Placement(Tracked):
     """A joint placed like a URDF joint instead of by a DH row.
 
     The link's own frame is reached from the previous link's frame by the fixed transform
@@ -316,7 +317,7 @@ class Placement:
 
 
 @dataclass
-class Drive:
+class Drive(Tracked):
     """The drive of a joint: a motor of rotor inertia ``rotor_inertia`` (kg m^2) turning
     ``gear_ratio`` times faster than the joint, with viscous and Coulomb friction on the motor
     side. Everything is seen from the joint (link side): the rotor's inertia ``B = n^2 J``, the
@@ -385,7 +386,7 @@ class Drive:
 
 
 @dataclass
-class Link:
+class Link(Tracked):
     """One DH row (or one URDF-style placement) with its joint, rigid body, optional hub
     and optional flexible beam.
 
@@ -505,7 +506,7 @@ _RECENT: OrderedDict = OrderedDict()
 
 
 @dataclass
-class Robot:
+class Robot(Tracked):
     """A manipulator: a serial chain or a tree of links (``Link.parent``, :mod:`.tree`), kept in
     depth-first order. The dynamics methods accept leading batch dimensions."""
 
@@ -703,19 +704,22 @@ class Robot:
         """``build(self)``, cached under ``what`` for the robot's current :meth:`content_key`:
         the constants that the algorithms derive from a robot (its numeric model, the rigid-arm
         recursion's constants...) are built once and rebuilt when the robot changes."""
-        key = self.content_key()
         cache = self.__dict__.get("_derived")
         if cache is None:
             cache = self.__dict__["_derived"] = {}
         hit = cache.get(what)
+        if hit is not None and hit[2] == EDITS[0]:  # no model object edited since the entry was checked
+            return hit[1]
+        key = self.content_key()
         if hit is not None and hit[0] == key:
+            cache[what] = (key, hit[1], EDITS[0])
             return hit[1]
         try:
             found = _RECENT.get((what, key), _RECENT)
         except TypeError:  # an unhashable key part
             found = _RECENT
         value = build(self) if found is _RECENT else found
-        cache[what] = (key, value)
+        cache[what] = (key, value, EDITS[0])
         return value
 
     def with_derived(self, what: str, value) -> "Robot":
@@ -725,8 +729,10 @@ class Robot:
 
         out = copy.copy(self)
         cache = dict(self.__dict__.get("_derived") or {})
-        cache[what] = (self.content_key(), value)
+        cache[what] = (self.content_key(), value, EDITS[0])
         out.__dict__["_derived"] = cache
+        out.__dict__["backend"] = "numeric"  # the substitute is what counts, not a compiled model
+        out.__dict__.pop("_fast", None)
         return out
 
     def with_end_effector(self, name) -> "Robot":
@@ -736,6 +742,7 @@ class Robot:
 
         out = copy.copy(self)
         out.__dict__.pop("_derived", None)
+        out.__dict__.pop("_fast", None)
         out.end_effector = check_end_effector(name, self.links, self.frames)
         return out
 
@@ -746,9 +753,10 @@ class Robot:
         loaded robots does not keep one model each (only for constants ``derived`` built: a
         substituted one, :meth:`with_derived`, must not reach other robots of that content)."""
         dropped = self.__dict__.pop("_derived", None) or {}
+        self.__dict__.pop("_fast", None)
         if not keep_recent:
             return
-        for what, (key, value) in dropped.items():
+        for what, (key, value, _) in dropped.items():
             try:
                 _RECENT[(what, key)] = value
             except TypeError:  # an unhashable key part: nothing to keep
@@ -762,17 +770,64 @@ class Robot:
     def _dynamics():
         return engine.require("dynamics")
 
+    # The four below run in the robot's compiled model when it has one (see _fast_model) and
+    # their inputs are float64 arrays; else (complex or symbolic input, external wrenches) by
+    # the numeric recursions. Both give the same numbers to round-off.
     def mass_matrix(self, q):
+        fast = self._fast_model()
+        if fast is not None and _real_arrays(q):
+            return fast.mass_matrix(q)
         return self._dynamics().mass_matrix(self, q)
 
     def bias_forces(self, q, qd):
+        fast = self._fast_model()
+        if fast is not None and _real_arrays(q, qd):
+            return fast.bias_forces(q, qd)
         return self._dynamics().bias_forces(self, q, qd)
 
     def inverse_dynamics(self, q, qd, qdd, f_ext=None):
+        fast = self._fast_model()
+        if fast is not None and f_ext is None and _real_arrays(q, qd, qdd):
+            return fast.inverse_dynamics(q, qd, qdd)
         return self._dynamics().inverse_dynamics(self, q, qd, qdd, f_ext=f_ext)
 
     def forward_dynamics(self, q, qd, tau, f_ext=None):
+        fast = self._fast_model()
+        if fast is not None and f_ext is None and _real_arrays(q, qd, tau):
+            return fast.forward_dynamics(q, qd, tau)
         return self._dynamics().forward_dynamics(self, q, qd, tau, f_ext=f_ext)
+
+    #: which code the dynamics methods run (``robot.backend = ...``; None: ``FLEXMAN_BACKEND``, read
+    #: when the robot is checked after an edit, else "auto"): "auto" the compiled model when it is
+    #: built already (this process or the disk cache), "compiled" builds it, "numeric" the
+    #: recursions only
+    backend = None
+
+    def _fast_model(self):
+        """The compiled model the dynamics methods use, or None. Valid while no model object was
+        edited (:mod:`.tracking`): one comparison per call; after an edit anywhere, the content
+        key says whether this robot changed, and the cache is asked again only if it did (or a
+        model was built since)."""
+        hit = self.__dict__.get("_fast")
+        if hit is not None and hit[0] == EDITS[0]:
+            return hit[4]
+        return self._recheck_fast_model(hit)
+
+    def _recheck_fast_model(self, hit):
+        setting = _backend_setting()
+        backend = self.backend or setting
+        if backend not in ("auto", "compiled", "numeric"):
+            raise ValueError(f"backend: unknown {backend!r}; use 'auto', 'compiled' or 'numeric'")
+        key, model, built = None, None, BUILT[0]
+        if backend != "numeric":
+            key = self.content_key()
+            if hit is not None and hit[2] == (key, backend) and (hit[4] is not None or hit[3] == built):
+                model = hit[4]
+            else:
+                cache = engine.require("codegen").modelcache
+                model = cache.compiled_model(self) if backend == "compiled" else cache.existing_model(self)
+        self.__dict__["_fast"] = (EDITS[0], setting, (key, backend), built, model)
+        return model
 
     def inverse_dynamics_derivatives(self, q, qd, qdd, backend=None):
         """Partials of the generalized forces: ``(dq, dqd, dqdd)``, each (..., nq, nq) with
@@ -891,6 +946,23 @@ def resolve_frames(frames, links, order) -> dict:
         within(T[:3, 3], where, lim.MAX_LENGTH, " m")
         out[name] = (i, T)
     return out
+
+
+def _backend_setting() -> str:
+    import os
+
+    return os.environ.get("FLEXMAN_BACKEND", "").strip().lower() or "auto"
+
+
+def _real_arrays(*arrays) -> bool:
+    """Whether every input is a float64 array: what compiled code takes as it is."""
+    for a in arrays:
+        if a.__class__ is not np.ndarray or a.dtype is not _FLOAT64:
+            return False
+    return True
+
+
+_FLOAT64 = np.dtype(np.float64)
 
 
 # ----- content keys (Robot.content_key) ---------------------------------------------------------

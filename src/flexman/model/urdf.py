@@ -18,6 +18,7 @@ names the URDF element.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from pathlib import Path
 
@@ -496,20 +497,27 @@ def read_xacro(path, args=None, check: bool = True, floating: bool = False) -> R
             raise _XacroTooLarge(f"{path}: the expansion makes more than {size_limits.MAX_XACRO_CALLS:,} macro calls "
                                  "(README, Limits); a robot needs tens to hundreds - is a macro calling itself?")
         return expand(node, macros, symbols)
+    evaluate = xacro.safe_eval
     try:
         xacro.handle_macro_call = counted  # xacro looks the function up in its module at each call
+        xacro.safe_eval = lambda expr, globals, locals=None: _bounded_eval(xacro, path, expr, globals)
         with contextlib.redirect_stdout(noise), contextlib.redirect_stderr(noise):
             text = xacro.process_file(str(path), mappings=mappings).toxml()
     except _XacroTooLarge as exc:
         raise ModelError(str(exc)) from None
     except Exception as exc:  # xacro raises its own, XML and name errors, and exits on some
+        inner = exc
+        while inner is not None and not isinstance(inner, _XacroTooLarge):  # xacro wraps what it evaluated
+            inner = getattr(inner, "exc", None) or inner.__cause__ or inner.__context__
+        if inner is not None:
+            raise ModelError(str(inner)) from None
         why = " ".join(str(exc).split()) or type(exc).__name__
         raise ModelError(f"{path}: xacro could not expand the file: {why}") from None
     except SystemExit:
         why = " ".join(noise.getvalue().split())[:300] or "xacro stopped"
         raise ModelError(f"{path}: xacro could not expand the file: {why}") from None
     finally:
-        xacro.handle_macro_call = expand
+        xacro.handle_macro_call, xacro.safe_eval = expand, evaluate
     if len(text) > size_limits.MAX_URDF_BYTES:
         raise ModelError(f"{path}: the expansion is {len(text) / 1e6:.3g} MB of URDF; the limit is "
                          f"{size_limits.MAX_URDF_BYTES / 1e6:g} MB (README, Limits)")
@@ -517,7 +525,64 @@ def read_xacro(path, args=None, check: bool = True, floating: bool = False) -> R
 
 
 class _XacroTooLarge(Exception):
-    """Raised inside xacro's expansion when it makes too many macro calls."""
+    """Raised inside xacro's expansion when it makes too many macro calls or too large a value."""
+
+
+def _bounded_eval(xacro, path, expr, symbols):
+    """xacro's ``safe_eval`` with every power, product and shift checked before it is computed, so
+    that one expression (``${10**10**10}``, ``${'x' * 10**10}``) cannot hang or exhaust memory:
+    the expression's syntax tree routes them through :func:`_bounded_operation`."""
+    import ast
+
+    tree = ast.parse(expr.strip(), "<expression>", "eval")
+    names = [node.id for node in ast.walk(tree) if isinstance(node, ast.Name)]
+    names += [node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)]
+    if any(n.startswith("__") for n in names):  # xacro's own rule
+        raise xacro.XacroException("Use of invalid name(s): ", ", ".join(n for n in names if n.startswith("__")))
+
+    class Guard(ast.NodeTransformer):
+        def visit_BinOp(self, node):
+            self.generic_visit(node)
+            if not isinstance(node.op, (ast.Pow, ast.Mult, ast.LShift)):
+                return node
+            call = ast.Call(func=ast.Name("flexman_bounded_operation", ast.Load()),
+                            args=[ast.Constant(type(node.op).__name__), node.left, node.right], keywords=[])
+            return ast.copy_location(call, node)
+
+    code = compile(ast.fix_missing_locations(Guard().visit(tree)), "<expression>", "eval")
+    symbols.update(__builtins__={})  # as xacro: no built-ins
+
+    class Names:  # xacro's table (its lazy properties evaluated on lookup), and the guard
+        def __getitem__(self, name):
+            if name == "flexman_bounded_operation":
+                return lambda op, a, b: _bounded_operation(path, op, a, b)
+            return symbols[name]
+
+    return eval(code, symbols, Names())
+
+
+def _bounded_operation(path, op, a, b):
+    """``a ** b``, ``a * b`` or ``a << b``, refused when the result would exceed MAX_XACRO_VALUE
+    items (a text or list) or digits (an integer)."""
+    import operator
+
+    limit = size_limits.MAX_XACRO_VALUE
+    ints = isinstance(a, int) and isinstance(b, int)
+    if op == "Pow" and ints and b > 0 and abs(a) > 1 and b * math.log10(abs(a)) > limit:
+        too_large = True
+    elif op == "LShift" and ints and b * math.log10(2) > limit:
+        too_large = True
+    elif op == "Mult" and ints and (a.bit_length() + b.bit_length()) * math.log10(2) > limit:
+        too_large = True
+    elif op == "Mult" and isinstance(a, (str, list, tuple)) != isinstance(b, (str, list, tuple)):
+        seq, n = (a, b) if isinstance(a, (str, list, tuple)) else (b, a)
+        too_large = isinstance(n, int) and len(seq) * max(n, 0) > limit
+    else:
+        too_large = False
+    if too_large:
+        raise _XacroTooLarge(f"{path}: an expression's value would exceed {limit:,} items or digits (README, Limits); "
+                             "a robot's expressions compute numbers and short names")
+    return {"Pow": operator.pow, "Mult": operator.mul, "LShift": operator.lshift}[op](a, b)
 
 
 # ----- overlay: chosen links become beams ---------------------------------------------------------
