@@ -395,3 +395,25 @@ def test_tunable_parameters_out_of_their_bounds_are_refused_at_run_time(exported
                           start_values=start_values(robot, {name: value}),
                           logger=lambda *args: said.append(args[-1].decode()))
     assert any(line.startswith(f"{name} = ") and rule in line for line in said), said
+
+
+@pytest.mark.parametrize("values", [{"XX1": 10.0}, {"m1": 2.0, "XX1": 0.0, "YY1": 0.0, "ZZ1": 0.0}])
+def test_inconsistent_inertial_parameters_are_refused_before_they_are_used(exported, values):
+    """Issue 34: each value within its own bound, together not a body (principal moments against the
+    triangle inequality; a mass with no inertia about the frame origin though it sits off the axis
+    is fine, a mass of 2 with zero inertia while the model's first moments are zero is a point mass
+    at the origin: consistent) - the FMU refuses the first set, names the body and runs nothing."""
+    robot, path, _ = exported["flx_three_link"]
+    names = robot.compiled().param_names
+    said = []
+    consistent = "m1" in values
+    run = lambda: fmpy.simulate_fmu(str(path), fmi_type="CoSimulation", stop_time=0.01, output_interval=DT,
+                                    start_values=start_values(robot, values),
+                                    logger=lambda *args: said.append(args[-1].decode()))
+    assert set(values) <= set(names)
+    if consistent:
+        assert np.all(np.isfinite(run()["ee_x"]))
+        return
+    with pytest.raises(Exception, match="fmi2ExitInitializationMode|fmi2DoStep"):
+        run()
+    assert any(line.startswith("link 1: the inertial parameters set are not physically consistent") for line in said), said

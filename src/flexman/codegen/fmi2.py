@@ -158,6 +158,7 @@ typedef struct {
     double time;
     int type;              /* fmi2ModelExchange or fmi2CoSimulation */
     int dirty;             /* derivatives and outputs must be recomputed */
+    int check_bodies;      /* parameters were set: check the bodies' inertial parameters before use */
     int logging;
     char name[128];
     fmi2CallbackLogger logger;
@@ -233,10 +234,81 @@ static int all_finite(const double *x, int n)
     return 1;
 }
 
+/* The least eigenvalue of a symmetric 4x4 matrix (cyclic Jacobi rotations) and the largest magnitude. */
+static void extreme_eigenvalues(double a[4][4], double *least, double *largest)
+{
+    for (int sweep = 0; sweep < 60; ++sweep) {
+        double off = 0.0;
+        for (int p = 0; p < 4; ++p)
+            for (int q = p + 1; q < 4; ++q) off += a[p][q] * a[p][q];
+        if (off < 1e-300) break;
+        for (int p = 0; p < 4; ++p)
+            for (int q = p + 1; q < 4; ++q) {
+                if (a[p][q] == 0.0) continue;
+                double theta = (a[q][q] - a[p][p]) / (2.0 * a[p][q]);
+                double t = (theta >= 0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1.0));
+                double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
+                for (int k = 0; k < 4; ++k) {  /* A <- A G (columns p, q), then G^T A (rows p, q) */
+                    double akp = a[k][p], akq = a[k][q];
+                    a[k][p] = c * akp - s * akq;
+                    a[k][q] = s * akp + c * akq;
+                }
+                for (int k = 0; k < 4; ++k) {
+                    double apk = a[p][k], aqk = a[q][k];
+                    a[p][k] = c * apk - s * aqk;
+                    a[q][k] = s * apk + c * aqk;
+                }
+            }
+    }
+    *least = a[0][0];
+    *largest = fabs(a[0][0]);
+    for (int k = 1; k < 4; ++k) {
+        if (a[k][k] < *least) *least = a[k][k];
+        if (fabs(a[k][k]) > *largest) *largest = fabs(a[k][k]);
+    }
+}
+
+/* The body whose inertial parameters (values in v) are not physically consistent, or -1: its
+   pseudo-inertia [[tr(I)/2 E - I, h], [h^T, m]] (I about the frame origin, h = m c) must be positive
+   semi-definite (mass >= 0, principal moments meeting the triangle inequality, the centre of mass
+   inside the body's inertia ellipsoid). */
+static int inconsistent_body(const double *v)
+{
+    for (int b = 0; b < NB; ++b) {
+        double x[10];
+        for (int k = 0; k < 10; ++k) x[k] = BODY_VR[b][k] >= 0 ? v[BODY_VR[b][k]] : 0.0;
+        const double m = x[0], XX = x[4], XY = x[5], XZ = x[6], YY = x[7], YZ = x[8], ZZ = x[9];
+        const double half = 0.5 * (XX + YY + ZZ);
+        double J[4][4] = {{half - XX, -XY, -XZ, x[1]}, {-XY, half - YY, -YZ, x[2]}, {-XZ, -YZ, half - ZZ, x[3]},
+                          {x[1], x[2], x[3], m}};
+        double least, largest;
+        extreme_eigenvalues(J, &least, &largest);
+        if (least < -1e-9 * largest) return b;
+    }
+    return -1;
+}
+
 /* derivatives and outputs from the current time, states, inputs and parameters */
+static fmi2Status bodies_checked(Instance *m)
+{
+    if (!m->check_bodies) return fmi2OK;
+    const int b = inconsistent_body(m->v);
+    if (b >= 0) {
+        char text[320];
+        snprintf(text, sizeof text, "%s: the inertial parameters set are not physically consistent (mass >= 0, "
+                 "principal moments meeting the triangle inequality I1 + I2 >= I3, the centre of mass inside the "
+                 "inertia ellipsoid); set consistent values", BODY_NAME[b]);
+        say(m, fmi2Error, "logStatusError", text);
+        return fmi2Error;
+    }
+    m->check_bodies = 0;
+    return fmi2OK;
+}
+
 static fmi2Status update(Instance *m)
 {
     if (!m->dirty) return fmi2OK;
+    if (bodies_checked(m) != fmi2OK) return fmi2Error;
     double tau[NJ + 1];
     int fault = rates(m, m->time, m->v, m->v + VR_DX, VR_TAU_OUT >= 0 ? m->v + VR_TAU_OUT : tau);
     fm_position(m->v, m->v + VR_P, m->v + VR_Y);
@@ -342,7 +414,9 @@ fmi2Status fmi2GetReal(fmi2Component c, const fmi2ValueReference vr[], size_t nv
     return status;
 }
 
-/* Every value is checked before any is stored: finite, and not below its bound (V_LOW) */
+/* Every value is checked before any is stored: finite, and not below its bound (V_LOW). Each body's
+   inertial parameters are checked together where they are next used (update): an importer sets them
+   one at a time, through values that need not be consistent on their way. */
 fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference vr[], size_t nvr, const fmi2Real value[])
 {
     Instance *m = (Instance *)c;
@@ -365,7 +439,7 @@ fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference vr[], size_t nv
         }
     }
     for (size_t k = 0; k < nvr; ++k) m->v[vr[k]] = value[k];
-    if (nvr) m->dirty = 1;
+    if (nvr) m->dirty = m->check_bodies = 1;  /* the bodies are checked when the values are next used */
     return fmi2OK;
 }
 
@@ -508,6 +582,7 @@ fmi2Status fmi2DoStep(fmi2Component c, fmi2Real currentCommunicationPoint, fmi2R
 {
     (void)noSetFMUStatePriorToCurrentPoint;
     Instance *m = (Instance *)c;
+    if (bodies_checked(m) != fmi2OK) return fmi2Error;
     const double H = communicationStepSize, h_max = m->v[VR_STEP];
     if (!(h_max > 0.0) || !isfinite(h_max)) return unsupported(c, "step_size must be a positive number");
     if (!(H >= 0.0)) return unsupported(c, "the communication step size must not be negative");

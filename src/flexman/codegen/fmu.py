@@ -280,6 +280,13 @@ def model_source(eom, position, variables, guid, kinds, units, law=None) -> str:
             lines.append("#define G_LQR G_LQR_DATA")
         else:
             lines.append("#define G_LQR NULL")
+    bodies = _inertial_groups(variables, vr)
+    rows = ", ".join("{" + ", ".join(str(k) for k in row) + "}" for row in bodies.values()) or "{-1}"
+    labels = ", ".join(f'"{name}"' for name in bodies) or '""'
+    lines += [f"#define NB {len(bodies)}  /* bodies with tunable inertial parameters */",
+              f"static const int BODY_VR[{max(len(bodies), 1)}][10] = {{{rows}}};  /* m MX MY MZ XX XY XZ YY YZ ZZ; "
+              "-1: zero */",
+              f"static const char *const BODY_NAME[{max(len(bodies), 1)}] = {{{labels}}};"]
     start = ", ".join(repr(float(v.start)) if v.start is not None else "0.0" for v in variables)
     rules = [rule(v.name) if v.causality == "parameter" else None for v in variables]
     low = ", ".join("-INFINITY" if r is None else repr(float(r[0])) for r in rules)
@@ -294,6 +301,23 @@ def model_source(eom, position, variables, guid, kinds, units, law=None) -> str:
         lines.append("/* ---- the compiled loop's controller laws (flexman.codegen.loop) ---- */" + LOOP_SOURCE)
     lines.append(fmi2.WRAPPER)
     return "\n".join(lines)
+
+
+INERTIAL = ("m", "MX", "MY", "MZ", "XX", "XY", "XZ", "YY", "YZ", "ZZ")
+
+
+def _inertial_groups(variables, vr) -> dict:
+    """{body label: value references of its ten inertial parameters (-1 where the parameter is not
+    tunable: zero in the model)} for the bodies with tunable ones, which fmi2SetReal checks for
+    physical consistency together."""
+    groups = {}
+    for v in variables:
+        match = re.fullmatch(r"(m|MX|MY|MZ|XX|XY|XZ|YY|YZ|ZZ)(h?)(\d+)", v.name)
+        if v.causality == "parameter" and match:
+            stem, hub, link = match.groups()
+            row = groups.setdefault(f"link {link}{' hub' if hub else ''}", [-1] * 10)
+            row[INERTIAL.index(stem)] = vr[v.name]
+    return groups
 
 
 def platform_folder() -> tuple:
