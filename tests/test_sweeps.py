@@ -245,3 +245,38 @@ def test_a_script_without_the_main_guard_gets_one_line_not_a_traceback_per_worke
     script.write_text(GUARDED)
     res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
     assert res.returncode == 0 and res.stdout.strip() == "guard found", res.stderr
+
+
+def test_python_dash_m_flexman_sweep_passes_the_main_guard(tmp_path):
+    """`python -m flexman sweep` was refused by the main-guard check (flexman/__main__.py ran the
+    command at its top level, which spawned workers would run again); here the run is too large
+    for every point, so the answer is that refusal, after the guard and before any worker."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("parameters:\n  links.0.mass: [1.0, 2.0]\nrun:\n  t_final: 1.0e4\n  dt: 1.0e-6\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    res = subprocess.run([sys.executable, "-m", "flexman", "sweep", "flx_flexible_pendulum", str(spec), "--out",
+                          str(tmp_path / "s.parquet")], capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 2 and res.stderr.startswith("flexman: error: run.dt: "), res.stderr
+
+
+def test_the_build_is_weighed_once_for_the_whole_sweep(monkeypatch, capsys):
+    """A sweep too short to pay for a build runs interpreted, said in one line by the sweep (not
+    once per point by each worker: the notice's timings differ from point to point)."""
+    from flexman.codegen import background, modelcache
+    from flexman.simulate import backend
+
+    monkeypatch.setattr(modelcache, "existing_model", lambda *a, **k: None)
+    monkeypatch.setattr(background, "start", lambda *a, **k: False)
+    monkeypatch.setattr(backend, "_said", set())
+    data = robot_to_dict(fm.examples.load("flx_flexible_pendulum"))
+    pts = sweeps.points({"links.0.mass": [1.0, 2.0, 3.0]}, "grid", None)
+    run = sweeps._decide_backend(data, pts, [0, 1, 2], {"t_final": 0.002, "dt": 0.001})
+    assert run["backend"] == "numeric"
+    for k in range(3):  # the same structure again, with other timings: no second line
+        backend.evaluator(sweeps._point_robot(data, pts[k]), "auto", work=2)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("flexman: running the interpreted model: compiling"), lines

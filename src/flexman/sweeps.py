@@ -168,17 +168,42 @@ def _list_key(node, key, path, where) -> int:
     raise SweepError(f"parameters.{path}: '{where}' is not an index of a list of {len(node)}")
 
 
-def run_point(model_data, point, run, figures=FIGURES, settle_fraction=0.02):
-    """Simulate one variant and return its row {parameter paths..., figures..., error}."""
+def _point_robot(model_data, point):
+    """The robot of one variant: the model's data with the point's values applied."""
     from .model.serialize import robot_from_dict
 
+    data = copy.deepcopy(model_data)
+    for path, value in point.items():
+        apply(data, path, value)
+    return robot_from_dict(data)
+
+
+def _decide_backend(model_data, pts, todo, run):
+    """``run`` for the workers after weighing one build against the whole sweep (backend "auto"):
+    the compiled model is built here once, before the workers start (they find it in the disk
+    cache: every variant of the same structure runs on that library); when the sweep is too short
+    to pay for it, the workers run interpreted, said once here rather than once per point."""
+    from .simulate.backend import default_backend, evaluator, fixed_step_work
+
+    backend = str(run.get("backend") or default_backend()).lower()
+    if backend != "auto" or not todo:
+        return run
+    try:
+        robot = _point_robot(model_data, pts[todo[0]])
+    except Exception:  # the point's own run reports it
+        return run
+    steps = int(np.ceil(float(run.get("t_final", 1.0)) / float(run.get("dt", 1e-3))))
+    work = fixed_step_work(run.get("method", "rk4"), steps)
+    model = evaluator(robot, "auto", work=None if work is None else work * len(todo))
+    return run if model is not robot else {**run, "backend": "numeric"}
+
+
+def run_point(model_data, point, run, figures=FIGURES, settle_fraction=0.02):
+    """Simulate one variant and return its row {parameter paths..., figures..., error}."""
     row = {name: (json.dumps(v) if isinstance(v, list) else v) for name, v in point.items()}
     start = time.perf_counter()
     try:
-        data = copy.deepcopy(model_data)
-        for path, value in point.items():
-            apply(data, path, value)
-        robot = robot_from_dict(data)
+        robot = _point_robot(model_data, point)
         row.update(_figures(robot, run, figures, settle_fraction))
         row["error"] = ""
     except Exception as exc:  # a point that fails is a result too: the table says why
@@ -375,6 +400,7 @@ def sweep(robot, parameters, run=None, scheduler=None, sampling="grid", samples=
     done = {int(p.stem.split("_")[1]) for p in parts.glob("point_*.json")}
     todo = [k for k in range(len(pts)) if k not in done]
     if todo:
+        run = _decide_backend(data, pts, todo, run)
         _run_tasks(data, pts, todo, run, tuple(figures), settle_fraction, parts, scheduler, n_workers, progress)
     table = _collect(pts, parts, out)
     return SweepResult(out, table, len(todo), len(pts) - len(todo))

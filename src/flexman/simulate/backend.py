@@ -127,8 +127,8 @@ def evaluator(robot, backend=None, formulation="newton_euler", quiet=False, work
 
                 if background.start(robot, formulation, estimated_build_seconds(robot)):
                     why += "; compiling it in the background for the next run (FLEXMAN_BACKGROUND_COMPILE=0: never)"
-                if not quiet:
-                    notice(f"running the interpreted model: {why}")
+                if not quiet:  # once per model: the timings in the text vary from run to run
+                    notice(f"running the interpreted model: {why}", key=("interpreted", robot.name, robot.nq))
                 return robot
         return compiled_model(robot, formulation, progress=say)
     except (NotCompilable, RuntimeError, OSError, ImportError) as exc:
