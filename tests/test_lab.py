@@ -218,7 +218,9 @@ def test_model_file_lqg_equals_the_python_one(arm, law):
     a = fm.simulate(robot, 0.3, dt=1e-3, controller=ctl)
     b = fm.simulate(arm, 0.3, dt=1e-3, controller=fm.control.lqg(arm, law, lab_sensors(arm), rate=1000.0, delay=1,
                                                                       torque_noise=0.5, seed=1))
-    assert np.allclose(a.q, b.q, atol=1e-12)
+    # the same run to round-off, amplified by 300 closed-loop samples (one of the two may find the
+    # model compiled in the background meanwhile); another gain, seed or delay differs by 1e-4 or more
+    assert np.allclose(a.q, b.q, rtol=0, atol=1e-8)
 
 
 @pytest.mark.parametrize("changes, message", [

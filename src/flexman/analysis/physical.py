@@ -164,8 +164,9 @@ def with_values(robot, changes: dict):
             setattr(out.links[i], field, v)
         elif field in ("px", "py", "pz"):
             pl = out.links[i].placement
-            pl.xyz = pl.xyz.copy()
-            pl.xyz["xyz".index(field[1])] = v
+            xyz = pl.xyz.copy()
+            xyz["xyz".index(field[1])] = v
+            pl.xyz = xyz
         else:
             _body_set(out.links[i].body, field, v)
     return out

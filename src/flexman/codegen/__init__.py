@@ -137,7 +137,7 @@ class CompiledModel:
             return _into(out, self._funcs[what](*[arrays[g] if g != "p" or p_each is not None else self.params
                                                   for g in groups])[0])
         shapes = {a.shape[:-1] for a in arrays.values()}
-        batch = shapes.pop() if len(shapes) == 1 else np.broadcast_shapes(*(a.shape[:-1] for a in arrays.values()))
+        batch = shapes.pop() if len(shapes) == 1 else inputs.batch_shape(arrays)
         n = 1
         for k in batch:
             n *= k

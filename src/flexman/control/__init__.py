@@ -79,7 +79,7 @@ def model_terms(robot):
     from ..simulate.backend import default_backend
 
     if default_backend() == "numeric":
-        return robot
+        return robot.numeric()
     from ..codegen.modelcache import existing_model
 
     return existing_model(robot) or robot

@@ -85,12 +85,18 @@ def states(robot, **named) -> list:
     """Several coordinate arrays at once, checked to share a batch shape (broadcasting).
     ``tau`` is read per joint, everything else per coordinate."""
     out = [joint_values(robot, v, k) if k == "tau" else state(robot, v, k) for k, v in named.items()]
-    try:
-        np.broadcast_shapes(*(a.shape[:-1] for a in out))
-    except ValueError:
-        shapes = ", ".join(f"{k} {a.shape}" for k, a in zip(named, out))
-        raise ValueError(f"batch shapes do not match: {shapes}; give one state or equal batches") from None
+    batch_shape(dict(zip(named, out)))
     return out
+
+
+def batch_shape(arrays: dict) -> tuple:
+    """The common batch shape of ``{name: array (..., n)}`` (broadcast), or a one-line error naming
+    every shape."""
+    try:
+        return np.broadcast_shapes(*(a.shape[:-1] for a in arrays.values()))
+    except ValueError:
+        shapes = ", ".join(f"{k} {a.shape}" for k, a in arrays.items())
+        raise ValueError(f"batch shapes do not match: {shapes}; give one state or equal batches") from None
 
 
 def link_index(robot, link) -> int:

@@ -775,27 +775,39 @@ class Robot(Tracked):
     # the numeric recursions. Both give the same numbers to round-off.
     def mass_matrix(self, q):
         fast = self._fast_model()
-        if fast is not None and _real_arrays(q):
-            return fast.mass_matrix(q)
+        if fast is not None and (real := _real_inputs(q)) is not None:
+            return fast.mass_matrix(*real)
         return self._dynamics().mass_matrix(self, q)
 
     def bias_forces(self, q, qd):
         fast = self._fast_model()
-        if fast is not None and _real_arrays(q, qd):
-            return fast.bias_forces(q, qd)
+        if fast is not None and (real := _real_inputs(q, qd)) is not None:
+            return fast.bias_forces(*real)
         return self._dynamics().bias_forces(self, q, qd)
 
     def inverse_dynamics(self, q, qd, qdd, f_ext=None):
         fast = self._fast_model()
-        if fast is not None and f_ext is None and _real_arrays(q, qd, qdd):
-            return fast.inverse_dynamics(q, qd, qdd)
+        if fast is not None and f_ext is None and (real := _real_inputs(q, qd, qdd)) is not None:
+            return fast.inverse_dynamics(*real)
         return self._dynamics().inverse_dynamics(self, q, qd, qdd, f_ext=f_ext)
 
     def forward_dynamics(self, q, qd, tau, f_ext=None):
         fast = self._fast_model()
-        if fast is not None and f_ext is None and _real_arrays(q, qd, tau):
-            return fast.forward_dynamics(q, qd, tau)
+        if fast is not None and f_ext is None and (real := _real_inputs(q, qd, tau)) is not None:
+            return fast.forward_dynamics(*real)
         return self._dynamics().forward_dynamics(self, q, qd, tau, f_ext=f_ext)
+
+    def numeric(self) -> "Robot":
+        """The robot (a shallow copy sharing its links and derived constants) whose dynamics
+        methods run the recursions only: what ``backend="numeric"`` simulates."""
+        import copy
+
+        if self.backend == "numeric":
+            return self
+        out = copy.copy(self)
+        out.__dict__.pop("_fast", None)
+        out.__dict__["backend"] = "numeric"  # a new object, same content: not an edit
+        return out
 
     #: which code the dynamics methods run (``robot.backend = ...``; None: ``FLEXMAN_BACKEND``, read
     #: when the robot is checked after an edit, else "auto"): "auto" the compiled model when it is
@@ -954,12 +966,26 @@ def _backend_setting() -> str:
     return os.environ.get("FLEXMAN_BACKEND", "").strip().lower() or "auto"
 
 
-def _real_arrays(*arrays) -> bool:
-    """Whether every input is a float64 array: what compiled code takes as it is."""
+def _real_inputs(*arrays):
+    """The inputs as compiled code takes them (float64 arrays), or None where one is not real
+    numbers (complex, symbolic, text...: the recursions take it, or say what is wrong)."""
     for a in arrays:
         if a.__class__ is not np.ndarray or a.dtype is not _FLOAT64:
-            return False
-    return True
+            break
+    else:
+        return arrays  # the common case: no conversion
+    out = []
+    for a in arrays:
+        if isinstance(a, (bool, np.bool_, str, bytes)):
+            return None
+        try:
+            a = np.asarray(a)
+        except (TypeError, ValueError):
+            return None
+        if a.dtype.kind not in "fiu":  # complex, object (symbols), booleans, text
+            return None
+        out.append(a.astype(np.float64, copy=False))
+    return out
 
 
 _FLOAT64 = np.dtype(np.float64)

@@ -108,8 +108,10 @@ def evaluator(robot, backend=None, formulation="newton_euler", quiet=False, work
     backend = default_backend() if backend is None else str(backend).lower()
     if backend not in BACKENDS:
         raise ValueError(f"backend: unknown '{backend}'; use one of {', '.join(BACKENDS)}")
-    if backend == "numeric" or not isinstance(robot, Robot):
+    if not isinstance(robot, Robot):
         return robot
+    if backend == "numeric":
+        return robot.numeric()  # its methods too: never a compiled model found in the cache
     from ..codegen import cbuild
     from ..codegen.modelcache import NotCompilable, check_compilable, compiled_model, existing_model
 
