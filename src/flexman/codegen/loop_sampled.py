@@ -160,11 +160,14 @@ int fm_sampled_run(const fm_plant *pl, const fm_control *c, const fm_sampler *s,
             memcpy(xhat, x, sizeof(double) * nx);
         /* the law at the estimate carried over the delay under the torques already committed */
         double t_law = tk + s->delay * s->period;
+        int predicted = 0;  /* the first sample of the carry is the filter's prediction (same torque, same sample) */
         memcpy(xlaw, xhat, sizeof(double) * nx);
         if (s->delay && s->gain)
-            for (int d = 0; d < s->delay; ++d)
+            for (int d = 0; d < s->delay; ++d) {
                 fm_sampled_rk4(pl, xlaw, pend + ((head + d) % s->delay) * nj, s->period / s->est_steps,
                                s->est_steps, rk);
+                if (d == 0 && s->est_period == s->period) { memcpy(xbar, xlaw, sizeof(double) * nx); predicted = 1; }
+            }
         if (c->kind == FM_CTRL_COMPUTED_TORQUE || c->kind == FM_CTRL_DECOUPLING)  /* the law's M and b */
             fm_eom(pl, pl->p_law ? pl->p_law : pl->p, xlaw, xlaw + nq, M, b);
         if ((status = fm_control_law(pl, c, t_law, xlaw, xlaw + nq, z, M, b, tau_new, dz, work))) {
@@ -179,7 +182,7 @@ int fm_sampled_run(const fm_plant *pl, const fm_control *c, const fm_sampler *s,
             head = (head + 1) % s->delay;
         } else
             memcpy(tau, tau_new, sizeof(double) * nj);
-        if (s->gain) fm_sampled_rk4(pl, xbar, tau, s->est_period / s->est_steps, s->est_steps, rk);
+        if (s->gain && !predicted) fm_sampled_rk4(pl, xbar, tau, s->est_period / s->est_steps, s->est_steps, rk);
         memcpy(tau_prev, tau, sizeof(double) * nj);
         for (int j = 0; j < nj; ++j)
             applied[j] = s->dist_sd ? tau[j] + s->dist_draws[k * nj + j] * s->dist_sd[j] : tau[j];
