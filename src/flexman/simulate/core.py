@@ -56,8 +56,9 @@ def simulate(robot, t_final, dt=1e-3, method="auto", rtol=1e-8, atol=1e-10, q0=N
     ``res.tau`` holds the joint torques the motion needs (:mod:`flexman.simulate.prescribed`).
     ``loop``: ``"auto"`` (default) runs the whole RK4 loop in C when the controller, trajectory
     and torque are built-in ones and the model is compiled, else in Python; ``"python"`` or
-    ``"compiled"`` insist (see :mod:`flexman.simulate.compiled_loop`). ``res.stats["loop"]`` says
-    which ran (and ``"loop_reason"`` why not compiled).
+    ``"compiled"`` insist (see :mod:`flexman.simulate.compiled_loop`; a sampled controller's run:
+    :mod:`flexman.simulate.compiled_sampled`). ``res.stats["loop"]`` says which ran (and
+    ``"loop_reason"`` why not compiled).
     ``ee_frame``: the end effector of the result's figures, plots and report (a link's or a named
     frame's name, e.g. a URDF's ``tool0``); None: the robot's own (``robot.end_effector``, else the
     last link). ``res.robot`` is then the robot with that end effector.
