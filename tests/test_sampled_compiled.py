@@ -158,7 +158,8 @@ def test_python_laws_and_frame_sensors_keep_the_python_loop(compiled_backend, ar
 
     res = fm.simulate(rigid, 0.02, dt=1e-3, controller=Sampled(python_law, 1000.0), backend="compiled", progress=False)
     assert res.stats["loop"] == "python" and "written in Python" in res.stats["loop_reason"]
-    with pytest.raises(LoopUnavailable, match=r"^loop='compiled': the sampled law: the controller \(function\) is written in Python$"):
+    message = r"^loop='compiled': the sampled law: the controller \(function\) is written in Python$"
+    with pytest.raises(LoopUnavailable, match=message):
         fm.simulate(rigid, 0.02, dt=1e-3, controller=Sampled(python_law, 1000.0), backend="compiled", loop="compiled")
 
     ekf = fm.control.lqg(arm, law, lab_sensors(arm), rate=1000.0, extended=True)
@@ -169,6 +170,12 @@ def test_python_laws_and_frame_sensors_keep_the_python_loop(compiled_backend, ar
     res = fm.simulate(arm, 0.005, dt=1e-3, controller=accel, backend="compiled", progress=False)
     assert res.stats["loop"] == "python" and "accelerometer needs the robot's kinematics" in res.stats["loop_reason"]
     assert res.measurements["accelerometer_fore_x"].y.shape == (5,)
+
+    patched = Sampled(law, 1000.0, sensors=fm.sensors.SensorSet(arm, lab_sensors(arm)))
+    patched.sensors.read = lambda y: y  # readings without noise: an instance's own method is Python
+    res = fm.simulate(arm, 0.005, dt=1e-3, controller=patched, backend="compiled", progress=False)
+    assert res.stats["loop"] == "python" and "sensor set's readings are written in Python" in res.stats["loop_reason"]
+    same(res.measurements["encoder_base"].y, res.measurements["encoder_base"].true, 0.0)
 
 
 def test_sampled_loop_defaults_to_compiled_and_numeric_forces_python(compiled_backend, rigid):

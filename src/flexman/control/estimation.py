@@ -184,7 +184,8 @@ class KalmanFilter:
         ``gain``, the prediction's ``period`` and RK4 ``steps``, its ``model`` and ``sensors``, the
         current prediction ``x`` and ``needs_qdd`` (whether the correction evaluates qdd)."""
         kind = type(self)
-        if any(getattr(kind, name) is not getattr(KalmanFilter, name) or name in vars(self) for name in ("correct", "predict")):
+        if any(getattr(kind, name) is not getattr(KalmanFilter, name) or name in vars(self)
+               for name in ("correct", "predict")):
             return None
         return {"extended": self.extended, "gain": self.gain, "period": self.period, "steps": self.steps,
                 "model": self.model, "sensors": self.sensors, "x": self.x,

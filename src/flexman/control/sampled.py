@@ -83,7 +83,8 @@ class Sampled:
         or None when its sampling is overridden: the ``law``, ``period``, ``delay``, ``sensors``,
         ``estimator`` and ``torque_noise``; after :meth:`start` also the law's states ``z``."""
         kind = type(self)
-        if any(getattr(kind, name) is not getattr(Sampled, name) or name in vars(self) for name in ("sample", "start", "_law")):
+        if any(getattr(kind, name) is not getattr(Sampled, name) or name in vars(self)
+               for name in ("sample", "start", "_law")):
             return None
         return {"law": self.law, "period": self.period, "delay": self.delay, "sensors": self.sensors,
                 "estimator": self.estimator, "torque_noise": self.torque_noise, "z": getattr(self, "z", None)}

@@ -211,7 +211,8 @@ class SensorSet:
         row of the inverse dynamics, -1 otherwise), ``bias``, ``noise``, ``quantum``; and the
         ``model`` torque sensors evaluate."""
         kind = type(self)
-        if any(getattr(kind, name) is not getattr(SensorSet, name) or name in vars(self) for name in ("h", "read", "read_one", "reseed")):
+        if any(getattr(kind, name) is not getattr(SensorSet, name) or name in vars(self)
+               for name in ("h", "read", "read_one", "reseed")):
             return None
         nq = self.robot.nq
         H, coordinate, types = np.zeros((self.m, nq)), np.full(self.m, -1), [None] * self.m

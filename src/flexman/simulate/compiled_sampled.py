@@ -81,7 +81,8 @@ def _describe(model, controller, nj, t_grid):
         if filt is None:
             return f"the estimator ({type(estimator).__name__}) is written in Python"
         if filt["extended"]:
-            return "the extended Kalman filter relinearizes at every sample in Python (the steady-state filter runs compiled)"
+            return ("the extended Kalman filter relinearizes at every sample in Python (the steady-state filter "
+                    "runs compiled)")
         if filt["model"] is not model:
             return "the estimator's model is another than the one simulated"
         if filt["sensors"] is not sensors:
@@ -99,7 +100,8 @@ class SampledLoop:
     def _sampler(self, spec, n_samples, nj, keep):
         """The ``loop_sampled.Sampler`` of a started controller (its arrays go into ``keep``)."""
         controller_draws, disturbance = spec["draws"]
-        s = loop_sampled.Sampler(m=0, delay=spec["delay"], period=spec["period"], est_steps=1, est_period=spec["period"])
+        s = loop_sampled.Sampler(m=0, delay=spec["delay"], period=spec["period"], est_steps=1,
+                                 est_period=spec["period"])
         if self.readings is not None:
             r = self.readings
             row = np.ascontiguousarray(r["coordinate"], dtype=np.intc)
