@@ -183,3 +183,9 @@ def test_sampled_loop_defaults_to_compiled_and_numeric_forces_python(compiled_ba
     assert fm.simulate(rigid, 0.01, controller=Sampled(pid, 1000.0), progress=False).stats["loop"] == "compiled"
     res = fm.simulate(rigid, 0.01, controller=Sampled(pid, 1000.0), backend="numeric", progress=False)
     assert res.stats["loop"] == "python" and "interpreted" in res.stats["loop_reason"]
+
+
+def test_a_non_finite_first_torque_is_bad_input_in_the_compiled_loop(compiled_backend, rigid):
+    pid = PID(rigid, tr.rest_to_rest([0.0, 0.0], [np.nan, 0.0], 1.0), kp=1.0, ki=0.0, kd=1.0)
+    with pytest.raises(ValueError, match=r"^torque at t = 0 s"):
+        fm.simulate(rigid, 0.1, controller=Sampled(pid, 100.0), backend="compiled", loop="compiled", progress=False)
