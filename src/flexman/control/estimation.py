@@ -178,6 +178,19 @@ class KalmanFilter:
         self.x = self.x + K @ innovation
         return self.x.copy()
 
+    def loop_spec(self):
+        """The filter as data for the compiled sampled loop (:mod:`flexman.simulate.compiled_sampled`),
+        or None when its correction or prediction is overridden: ``extended``, the steady-state
+        ``gain``, the prediction's ``period`` and RK4 ``steps``, its ``model`` and ``sensors``, the
+        current prediction ``x`` and ``needs_qdd`` (whether the correction evaluates qdd)."""
+        kind = type(self)
+        if any(getattr(kind, name) is not getattr(KalmanFilter, name) or name in vars(self)
+               for name in ("correct", "predict")):
+            return None
+        return {"extended": self.extended, "gain": self.gain, "period": self.period, "steps": self.steps,
+                "model": self.model, "sensors": self.sensors, "x": self.x,
+                "needs_qdd": bool(np.any(self.D) or self._needs_qdd)}
+
     @property
     def _needs_qdd(self):
         return any(s.type in ("accelerometer", "torque") for s in self.sensors.sensors)

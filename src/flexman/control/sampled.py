@@ -78,6 +78,25 @@ class Sampled:
         if self.estimator is not None:
             self.estimator.reset(q0, qd0)
 
+    def loop_spec(self):
+        """This controller as data for the compiled sampled loop (:mod:`flexman.simulate.compiled_sampled`),
+        or None when its sampling is overridden: the ``law``, ``period``, ``delay``, ``sensors``,
+        ``estimator`` and ``torque_noise``; after :meth:`start` also the law's states ``z``."""
+        kind = type(self)
+        if any(getattr(kind, name) is not getattr(Sampled, name) or name in vars(self)
+               for name in ("sample", "start", "_law")):
+            return None
+        return {"law": self.law, "period": self.period, "delay": self.delay, "sensors": self.sensors,
+                "estimator": self.estimator, "torque_noise": self.torque_noise, "z": getattr(self, "z", None)}
+
+    def draws(self, n, nj):
+        """(sensor draws (n, m) or None, torque disturbance draws (n, nj) or None): the standard
+        normal draws ``n`` calls of :meth:`sample` make after :meth:`start`, taken from the same
+        streams (for a loop that samples in C)."""
+        sensors = None if self.sensors is None else self.sensors.draws(n)
+        torque = self.disturbance.standard_normal((n, nj)) if np.any(self.torque_noise) else None
+        return sensors, torque
+
     def sample(self, t, q, qd, qdd):
         """(torque to hold over [t, t + T), readings y, true readings, estimate x̂) at one sample."""
         y = y_true = None

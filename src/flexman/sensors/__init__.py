@@ -204,6 +204,33 @@ class SensorSet:
             out[..., sl] = self.read_one(k, y_true[..., sl])
         return out
 
+    def loop_spec(self):
+        """The readings as data for the compiled sampled loop (:mod:`flexman.simulate.compiled_sampled`),
+        or None when this set's evaluation is overridden: per channel its sensor's ``types``, its
+        row ``H`` in q (encoders, strain gauges; zero otherwise), ``coordinate`` (a torque sensor's
+        row of the inverse dynamics, -1 otherwise), ``bias``, ``noise``, ``quantum``; and the
+        ``model`` torque sensors evaluate."""
+        kind = type(self)
+        if any(getattr(kind, name) is not getattr(SensorSet, name) or name in vars(self)
+               for name in ("h", "read", "read_one", "reseed")):
+            return None
+        nq = self.robot.nq
+        H, coordinate, types = np.zeros((self.m, nq)), np.full(self.m, -1), [None] * self.m
+        for k, (s, sl) in enumerate(zip(self.sensors, self.slices)):
+            types[sl] = [s.type] * (sl.stop - sl.start)
+            if k in self.linear_rows:
+                H[sl] = self.linear_rows[k]
+            elif s.type == "torque":
+                coordinate[sl] = s.index
+        return {"types": types, "H": H, "coordinate": coordinate, "bias": self.bias, "noise": self.noise,
+                "quantum": self.quantum, "model": self.model}
+
+    def draws(self, n) -> np.ndarray:
+        """The standard normal draws (n, m) that ``n`` calls of :meth:`read` make in turn, taken
+        from the sensors' streams as those calls would take them (for a loop that reads in C)."""
+        parts = [self.streams[k].standard_normal((n, sl.stop - sl.start)) for k, sl in enumerate(self.slices)]
+        return np.concatenate(parts, axis=1) if parts else np.zeros((n, 0))
+
     def read_one(self, k, v) -> np.ndarray:
         """Sensor k's readings from its true values ``v`` (..., channels): bias and noise added,
         then an encoder's count taken (its noise is the jitter across the count edges, so a

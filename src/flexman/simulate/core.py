@@ -56,8 +56,9 @@ def simulate(robot, t_final, dt=1e-3, method="auto", rtol=1e-8, atol=1e-10, q0=N
     ``res.tau`` holds the joint torques the motion needs (:mod:`flexman.simulate.prescribed`).
     ``loop``: ``"auto"`` (default) runs the whole RK4 loop in C when the controller, trajectory
     and torque are built-in ones and the model is compiled, else in Python; ``"python"`` or
-    ``"compiled"`` insist (see :mod:`flexman.simulate.compiled_loop`). ``res.stats["loop"]`` says
-    which ran (and ``"loop_reason"`` why not compiled).
+    ``"compiled"`` insist (see :mod:`flexman.simulate.compiled_loop`; a sampled controller's run:
+    :mod:`flexman.simulate.compiled_sampled`). ``res.stats["loop"]`` says which ran (and
+    ``"loop_reason"`` why not compiled).
     ``ee_frame``: the end effector of the result's figures, plots and report (a link's or a named
     frame's name, e.g. a URDF's ``tool0``); None: the robot's own (``robot.end_effector``, else the
     last link). ``res.robot`` is then the robot with that end effector.
@@ -82,7 +83,7 @@ def simulate(robot, t_final, dt=1e-3, method="auto", rtol=1e-8, atol=1e-10, q0=N
         return simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, qd0, progress,
                                    max_step, backend, loop, rho_inf)
     if getattr(controller, "sample", None) is not None and hasattr(controller, "period"):
-        return _simulate_sampled(robot, t_final, dt, method, q0, qd0, controller, torque, backend)
+        return _simulate_sampled(robot, t_final, dt, method, q0, qd0, controller, torque, backend, loop)
     method, q0, qd0, t_grid, applied, _ = prepare(robot, t_final, dt, method, q0, qd0, torque, controller)
     nq, nj = robot.nq, robot.n_joints
     asked = method
@@ -138,9 +139,11 @@ def _measurements(robot, model, t, q, qd, taus):
     return measure(sset, t, q, qd, np.asarray(model.forward_dynamics(q, qd, taus), dtype=float))
 
 
-def _simulate_sampled(robot, t_final, dt, method, q0, qd0, controller, torque, backend):
-    """A run under a sampled controller (:mod:`.sampled`): RK4 at ``dt`` between its samples."""
+def _simulate_sampled(robot, t_final, dt, method, q0, qd0, controller, torque, backend, loop="auto"):
+    """A run under a sampled controller: RK4 at ``dt`` between its samples, in the compiled loop
+    when it can take the run (:mod:`.compiled_sampled`), else in the Python loop (:mod:`.sampled`)."""
     from ..sensors import Channel, Measurements
+    from .compiled_sampled import plan_sampled
     from .sampled import run_sampled, sample_steps
 
     if torque is not None:
@@ -155,7 +158,12 @@ def _simulate_sampled(robot, t_final, dt, method, q0, qd0, controller, torque, b
     model = evaluator(robot, backend, work=fixed_step_work("rk4", len(t_grid) - 1))
     controller = controller.using(model) if hasattr(controller, "using") else controller
     check_start(model, q0)
-    t_out, X, taus, record, stats = run_sampled(model, controller, t_grid, q0, qd0, nq, nj, steps)
+    compiled, why = plan_sampled(model, controller, nj, t_grid, loop)
+    if compiled is not None:
+        t_out, X, taus, record, stats = compiled.run(controller, t_grid, q0, qd0, nq, nj, steps)
+    else:
+        t_out, X, taus, record, stats = run_sampled(model, controller, t_grid, q0, qd0, nq, nj, steps)
+        stats["loop_reason"] = why
     stats["method"], stats["backend"] = "rk4", backend_name(model)
     if stats["diverged"]:
         from .run import warn_fault

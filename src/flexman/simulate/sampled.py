@@ -80,7 +80,7 @@ def run_sampled(model, controller, t_grid, q0, qd0, nq, nj, steps):
     record = {"t": np.array(ts), "y": None if ys[0] is None else np.array(ys),
               "true": None if trues[0] is None else np.array(trues), "estimate": np.array(est)}
     stats = {"rhs_evaluations": evals, "wall_time": time.perf_counter() - start, "loop": "python",
-             "loop_reason": "a sampled controller runs in the Python loop", "samples": k, "success": not diverged,
+             "samples": k, "success": not diverged,
              "diverged": diverged, "t_fault": t_fault, "message": message, "steps": n_out - 1,
              "sample_rate": 1.0 / controller.period, "delay": controller.delay}
     return t_grid[:n_out], X[:n_out], taus[:n_out], record, stats

@@ -1,0 +1,191 @@
+"""Sampled control in the compiled C loop (flexman.codegen.loop_sampled, flexman.simulate.compiled_sampled):
+a whole sampled run in C equals the Python loop it replaces to 1e-10 (states, torques, readings,
+their true values, estimates), for the showcase's LQG (encoders, strain gauges, steady-state
+Kalman filter, decoupling + LQR) with and without delay, a joint torque sensor in the filter,
+sampled PID and computed torque with a torque disturbance and an output grid whose last step is
+short, and a run that diverges; what C does not evaluate keeps the Python loop and says why."""
+from __future__ import annotations
+
+import shutil
+import warnings
+
+import numpy as np
+import pytest
+
+import flexman as fm
+from flexman import trajectory as tr
+from flexman.control import PID, ComputedTorque, Decoupling, Sampled
+from flexman.control.sampled import design_pose
+from flexman.simulate.compiled_loop import LoopUnavailable
+
+pytestmark = pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc")), reason="no C compiler")
+S = fm.sensors
+COUNT = 2 * np.pi / 2 ** 16  # one count of a 16-bit encoder
+
+
+def same(a, b, tol=1e-10):
+    """Equal to ``tol`` relative to the larger of 1 and the largest value (shapes equal)."""
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape
+    scale = max(1.0, float(np.max(np.abs(b), initial=0.0)))
+    assert float(np.max(np.abs(a - b), initial=0.0)) <= tol * scale, float(np.max(np.abs(a - b)))
+
+
+def both_loops(robot, t_final, make, dt=1e-3, **kwargs):
+    """The run in each loop, each with a fresh controller from ``make()`` (same seeds)."""
+    runs = {}
+    for loop in ("compiled", "python"):
+        runs[loop] = fm.simulate(robot, t_final, dt=dt, controller=make(), backend="compiled", loop=loop,
+                                 progress=False, **kwargs)
+        assert runs[loop].stats["loop"] == loop
+    return runs["compiled"], runs["python"]
+
+
+def assert_same_sampled_run(a, b):
+    assert len(a.t) == len(b.t) and a.diverged == b.diverged and a.stats["samples"] == b.stats["samples"]
+    assert a.stats["t_fault"] == b.stats["t_fault"]
+    for name in ("t", "q", "qd", "tau"):
+        same(getattr(a, name), getattr(b, name))
+    same(a.estimate["t"], b.estimate["t"], 0.0)
+    same(a.estimate["x"], b.estimate["x"])
+    assert (a.measurements is None) == (b.measurements is None)
+    if b.measurements is not None:
+        assert list(a.measurements) == list(b.measurements)
+        for name, ch in b.measurements.items():
+            same(a.measurements[name].t, ch.t, 0.0)
+            same(a.measurements[name].y, ch.y)
+            same(a.measurements[name].true, ch.true)
+
+
+@pytest.fixture(scope="module")
+def arm():
+    return fm.examples.load("flx_three_link_lqr")
+
+
+@pytest.fixture(scope="module")
+def law(arm):
+    """The showcase's decoupling + LQR law on a short move, its LQR on from the end of the move."""
+    Q, R = arm.controller["lqr_weights"]
+    move = tr.rest_to_rest([0.0, 0.0, 0.0], [0.2, 0.1, -0.1], 0.5)
+    return Decoupling(arm, move, gp=100.0, gv=20.0, lqr_at=0.5, lqr_weights=(np.array(Q), R))
+
+
+def lab_sensors(arm, torque_sensor=False):
+    """16-bit encoders with a count of jitter, a gauge at each tube's root (2 microstrain), and
+    optionally a torque sensor on the second joint (0.05 N m)."""
+    out = ([S.encoder(arm, j, 2 ** 16, noise=COUNT) for j in range(3)]
+           + [S.strain_gauge(arm, link, 0.0, 0.05, noise=2e-6, bias=1e-6) for link in ("upper", "fore")])
+    return out + ([S.torque(arm, 1, noise=0.05)] if torque_sensor else [])
+
+
+@pytest.mark.parametrize("delay, torque_sensor", [(0, False), (1, False), (1, True)],
+                         ids=["lqg", "lqg-delay", "lqg-torque-sensor"])
+def test_lqg_compiled_equals_python(compiled_backend, arm, law, delay, torque_sensor):
+    sensors = lab_sensors(arm, torque_sensor)
+
+    def make():
+        return fm.control.lqg(arm, law, sensors, rate=1000.0, delay=delay, torque_noise=0.5, seed=3)
+
+    a, b = both_loops(arm, 0.7, make)
+    assert_same_sampled_run(a, b)
+    assert not a.diverged and a.stats["samples"] == 700 and np.ptp(a.q[:, 0]) > 0.15  # the arm moved
+    # the filter follows the beams: estimate of the flexible coordinates within a few % of their range
+    flex = arm.flex_index
+    truth = np.concatenate([a.q, a.qd], axis=1)[:-1][:, flex]
+    assert np.abs(a.estimate["x"][:, flex] - truth).max() < 0.1 * np.ptp(truth)
+
+
+def test_filter_prediction_steps_and_a_separate_sensor_seed(compiled_backend, arm, law):
+    """A filter predicting with 4 RK4 steps per sample, a sensor with its own seed, two samples of delay."""
+    sensors = lab_sensors(arm)
+    sensors[3] = S.strain_gauge(arm, "upper", 1.0, [0.0, 0.05], noise=3e-6, seed=17)
+
+    def make():
+        kf = fm.control.kalman(arm, sensors, 500.0, q=design_pose(arm, law), torque_noise=0.2, steps=4)
+        return Sampled(law, 500.0, delay=2, estimator=kf, torque_noise=0.2, seed=5)
+
+    a, b = both_loops(arm, 0.3, make)
+    assert_same_sampled_run(a, b)
+    assert a.stats["samples"] == 150
+
+
+@pytest.fixture(scope="module")
+def rigid():
+    return fm.examples.load("dynaman_2r")
+
+
+MOVE_2R = tr.rest_to_rest([0.0, 0.0], [0.5, -0.3], 0.2)
+
+
+@pytest.mark.parametrize("make_law", [
+    lambda r: PID(r, MOVE_2R, kp=[400.0, 200.0], ki=[50.0, 20.0], kd=[40.0, 20.0], off_at=0.25, tau_max=[60.0, 20.0]),
+    lambda r: ComputedTorque(r, MOVE_2R, kp=100.0, kd=20.0),
+], ids=["pid", "computed-torque"])
+def test_sampled_laws_compiled_equal_python(compiled_backend, rigid, make_law):
+    """Sampled at 500 Hz with 1 ms output steps, one sample of delay, the true state to the law,
+    encoders and a joint torque sensor recorded, a torque disturbance; 0.3005 s: the last output
+    step is half a step."""
+    sensors = [S.encoder(rigid, 0, 4096, noise=1e-4), S.torque(rigid, 1, noise=0.1, bias=0.02)]
+
+    def make():
+        return Sampled(make_law(rigid), 500.0, delay=1, sensors=fm.sensors.SensorSet(rigid, sensors),
+                       torque_noise=[0.5, 0.2], seed=2)
+
+    a, b = both_loops(rigid, 0.3005, make)
+    assert_same_sampled_run(a, b)
+    assert a.t[-1] == 0.3005 and a.stats["samples"] == 151 and np.ptp(a.q[:, 0]) > 0.3
+
+
+def test_divergence_compiled_equals_python(compiled_backend, rigid):
+    """A PID of gain 1e300 on a moving reference overflows the state after its second sample: both loops
+    stop at the same time with the same samples before it, and warn."""
+    def make():
+        return Sampled(PID(rigid, MOVE_2R, kp=1e300, ki=0.0, kd=0.0), 100.0)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        a, b = both_loops(rigid, 0.1, make)
+    assert sum("stopped at t = 0.011 s" in str(w.message) for w in caught) == 2
+    assert a.diverged and b.diverged and len(a.t) == 11 and np.all(np.isfinite(a.q))
+    assert_same_sampled_run(a, b)
+
+
+def test_python_laws_and_frame_sensors_keep_the_python_loop(compiled_backend, arm, law, rigid):
+    """A law written in Python, an extended Kalman filter and an accelerometer run in the Python
+    loop, saying why; loop='compiled' refuses them in one line."""
+    def python_law(t, q, qd):
+        return -50.0 * q[:2] - 5.0 * qd[:2]
+
+    res = fm.simulate(rigid, 0.02, dt=1e-3, controller=Sampled(python_law, 1000.0), backend="compiled", progress=False)
+    assert res.stats["loop"] == "python" and "written in Python" in res.stats["loop_reason"]
+    message = r"^loop='compiled': the sampled law: the controller \(function\) is written in Python$"
+    with pytest.raises(LoopUnavailable, match=message):
+        fm.simulate(rigid, 0.02, dt=1e-3, controller=Sampled(python_law, 1000.0), backend="compiled", loop="compiled")
+
+    ekf = fm.control.lqg(arm, law, lab_sensors(arm), rate=1000.0, extended=True)
+    res = fm.simulate(arm, 0.005, dt=1e-3, controller=ekf, backend="compiled", progress=False)
+    assert res.stats["loop"] == "python" and "extended Kalman filter" in res.stats["loop_reason"]
+
+    accel = Sampled(law, 1000.0, sensors=fm.sensors.SensorSet(arm, [S.accelerometer(arm, "fore", noise=0.01)]))
+    res = fm.simulate(arm, 0.005, dt=1e-3, controller=accel, backend="compiled", progress=False)
+    assert res.stats["loop"] == "python" and "accelerometer needs the robot's kinematics" in res.stats["loop_reason"]
+    assert res.measurements["accelerometer_fore_x"].y.shape == (5,)
+
+    patched = Sampled(law, 1000.0, sensors=fm.sensors.SensorSet(arm, lab_sensors(arm)))
+    patched.sensors.read = lambda y: y  # readings without noise: an instance's own method is Python
+    res = fm.simulate(arm, 0.005, dt=1e-3, controller=patched, backend="compiled", progress=False)
+    assert res.stats["loop"] == "python" and "sensor set's readings are written in Python" in res.stats["loop_reason"]
+    same(res.measurements["encoder_base"].y, res.measurements["encoder_base"].true, 0.0)
+
+
+def test_sampled_loop_defaults_to_compiled_and_numeric_forces_python(compiled_backend, rigid):
+    pid = PID(rigid, MOVE_2R, kp=400.0, ki=0.0, kd=40.0)
+    assert fm.simulate(rigid, 0.01, controller=Sampled(pid, 1000.0), progress=False).stats["loop"] == "compiled"
+    res = fm.simulate(rigid, 0.01, controller=Sampled(pid, 1000.0), backend="numeric", progress=False)
+    assert res.stats["loop"] == "python" and "interpreted" in res.stats["loop_reason"]
+
+
+def test_a_non_finite_first_torque_is_bad_input_in_the_compiled_loop(compiled_backend, rigid):
+    pid = PID(rigid, tr.rest_to_rest([0.0, 0.0], [np.nan, 0.0], 1.0), kp=1.0, ki=0.0, kd=1.0)
+    with pytest.raises(ValueError, match=r"^torque at t = 0 s"):
+        fm.simulate(rigid, 0.1, controller=Sampled(pid, 100.0), backend="compiled", loop="compiled", progress=False)
