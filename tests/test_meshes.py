@@ -149,3 +149,35 @@ def test_without_trimesh_the_report_draws_sticks_after_one_line(monkeypatch, tmp
     assert len(err) == 1 and "pip install 'flexman[mesh]'" in err[0], err
     anim = animation_data(robot, [0.0], [[0.3]])
     assert "meshes" not in anim and anim["frames"][0]["rigid"]
+
+
+@pytest.mark.skipif(ROBOTS is None, reason="example-robot-data is not installed")
+def test_the_notebook_preview_draws_the_meshes_where_pinocchio_puts_the_links():
+    """Issue 35: the notebook's picture of the robot (``plot_arm``, shown by ``robot._repr_html_``)
+    draws the URDF's meshes, posed at q: rigid links on Pinocchio's frames, the flexible forearm's
+    mesh bent with its beam coordinates."""
+    import pinocchio as pin
+    from mpl_toolkits.mplot3d.art3d import Poly3DCollection
+
+    from flexman.viz.snapshot import plot_arm
+
+    robot = fm.load(UR5, overlay=FOREARM_OVERLAY)
+    model = pin.buildModelFromUrdf(str(UR5))
+    data = model.createData()
+    q = np.zeros(robot.nq)
+    q[:6] = np.random.default_rng(8).uniform(-1.5, 1.5, 6)
+    pin.framesForwardKinematics(model, data, pin_q(model, q[:6]))
+    posed = meshes.posed_meshes(robot, q)
+    parts = meshes.load_visuals(robot, 3000)
+    assert len(posed) == len(parts) == 7 and sum(len(t) for t, _ in posed) <= 3000
+    for (triangles, _), (vis, local, faces, _) in zip(posed, parts):
+        oMf = data.oMf[model.getFrameId(vis.name)]
+        in_urdf = np.linalg.solve(vis.origin[:3, :3], (local - vis.origin[:3, 3]).T).T
+        assert np.abs(triangles - (in_urdf @ oMf.rotation.T + oMf.translation)[faces]).max() < 1e-12
+    q[robot.flex_index] = 0.004  # deflected: the forearm's mesh and those beyond it move by millimetres
+    bent = meshes.posed_meshes(robot, q)
+    moved = [np.abs(b - a).max() for (a, _), (b, _) in zip(posed, bent)]
+    assert max(moved[:3]) == 0.0 and all(1e-4 < m < 0.05 for m in moved[3:]), moved
+    fig = plot_arm(robot, q)
+    drawn = [c for c in fig.axes[0].collections if isinstance(c, Poly3DCollection)]
+    assert len(drawn) == 7

@@ -100,17 +100,16 @@ def cluster(vertices, faces, cells: int):
 
 
 def decimate(vertices, faces, max_faces: int):
-    """The mesh with at most ``max_faces`` triangles (itself when it has no more): the finest
-    clustering grid (halving the cell count from 512) that brings it under."""
+    """The mesh with at most ``max_faces`` triangles (itself when it has no more): a clustering grid
+    that brings it under, found from 512 cells by the square law of a surface's triangle count."""
     if len(faces) <= max_faces:
         return vertices, faces
     cells = 512
-    while cells >= 2:
+    v, f = cluster(vertices, faces, cells)
+    while len(f) > max_faces and cells > 2:  # a surface's triangles grow as cells^2: aim there, a little under
+        cells = max(2, int(cells * min(0.9, 0.95 * np.sqrt(max_faces / len(f)))))
         v, f = cluster(vertices, faces, cells)
-        if len(f) <= max_faces:
-            return v, f
-        cells = int(cells / 1.41)
-    return cluster(vertices, faces, 2)
+    return v, f
 
 
 def mode_fields(beam, points) -> np.ndarray:
@@ -162,6 +161,30 @@ def load_visuals(robot, max_triangles: int = MAX_TRIANGLES) -> list:
         v, f = decimate(v, f, share)
         if len(f):
             out.append((vis, v, f, rgb))
+    return out
+
+
+def posed_meshes(robot, q, magnify: float = 1.0, max_triangles: int = 3000) -> list:
+    """[(triangles (T, 3, 3) in the world, rgb)] of the robot's visuals at one configuration ``q``
+    (flexible coordinates x ``magnify``): what the report's view draws at that instant, for static
+    pictures (the notebook's preview); [] when nothing can be drawn."""
+    from .arm import link_records
+
+    parts = load_visuals(robot, max_triangles)
+    if not parts:
+        return []
+    _, _, model, recs = link_records(robot, np.asarray(q, dtype=float)[None], magnify)
+    out = []
+    for vis, v, f, rgb in parts:
+        points, W = v, np.eye(4)
+        if vis.link >= 0:
+            beam = model.links[vis.link].beam
+            bending = beam is not None and not beam.sliding
+            W = np.broadcast_to(recs[vis.link]["Wh" if bending else "W"], (1, 4, 4))[0]
+            if bending:
+                points = bent(beam, np.asarray(recs[vis.link]["p"])[0], v)
+        world = points @ W[:3, :3].T + W[:3, 3]
+        out.append((world[f], tuple(rgb) if rgb is not None else DEFAULT_COLOUR))
     return out
 
 

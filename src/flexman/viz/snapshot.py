@@ -8,6 +8,7 @@ import numpy as np
 from . import series
 from .animation import auto_magnification
 from .arm import arm_lines
+from .meshes import posed_meshes
 from .plots import save_figure
 
 INSTANTS = 7  # arm drawings in the 3D panel, evenly spread over the run
@@ -77,7 +78,15 @@ def plot_arm(robot, q=None, path=None, magnify=1.0, size=(5, 4.5)):
     q = np.zeros(robot.nq) if q is None else np.asarray(q, dtype=float)
     fig = Figure(figsize=size)
     ax = fig.add_subplot(projection="3d")
-    _draw_arm(ax, robot, q, magnify, "#444444", 1.0)
+    parts = posed_meshes(robot, q, magnify)
+    if parts:  # the robot's own meshes (a URDF's visuals), shaded by the light from the viewer's side
+        from mpl_toolkits.mplot3d.art3d import Poly3DCollection
+
+        for triangles, rgb in parts:
+            ax.add_collection3d(Poly3DCollection(triangles, facecolors=_shaded(triangles, rgb), edgecolors="none"))
+        points = np.concatenate([triangles.reshape(-1, 3) for triangles, _ in parts])
+        ax.auto_scale_xyz(points[:, 0], points[:, 1], points[:, 2], had_data=True)
+    _draw_arm(ax, robot, q, magnify, "#444444", 0.6 if parts else 1.0)
     joints = arm_lines(robot, q, magnify).joints
     ax.scatter(joints[:, 0], joints[:, 1], joints[:, 2], color="#1f77b4", s=14)
     ax.set_title(f"{robot.name}" + (" (q = 0)" if not np.any(q) else ""), fontsize=10)
@@ -90,6 +99,15 @@ def plot_arm(robot, q=None, path=None, magnify=1.0, size=(5, 4.5)):
     if path is not None:
         save_figure(fig, path, dpi=80)
     return fig
+
+
+def _shaded(triangles, rgb, light=(0.4, -0.6, 0.7)):
+    """Each triangle's colour: ``rgb`` darkened by the angle between its normal and the light."""
+    normals = np.cross(triangles[:, 1] - triangles[:, 0], triangles[:, 2] - triangles[:, 0])
+    normals /= np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-300)
+    light = np.asarray(light) / np.linalg.norm(light)
+    brightness = 0.45 + 0.55 * np.abs(normals @ light)
+    return np.clip(np.outer(brightness, np.asarray(rgb[:3], dtype=float)), 0.0, 1.0)
 
 
 def _equal_limits(ax):
