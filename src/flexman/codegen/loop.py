@@ -873,7 +873,10 @@ def library():
     """The loop library (compiled once per source and compiler, cached on disk like every
     generated library; ``cbuild.build_shared``), loaded with its entry points typed."""
     if not _library:
-        lib = cbuild.load(cbuild.build_shared(SOURCE))
+        from . import loop_radau
+
+        lib = cbuild.load(cbuild.build_shared(SOURCE + loop_radau.SOURCE))
+        loop_radau.declare(lib)
         vp, P, L, I = ctypes.c_void_p, _P, ctypes.c_long, ctypes.c_int
         lib.fm_rk4_run.restype = I
         lib.fm_rk4_run.argtypes = [vp, vp, I, P, L, P, I, L, P, P, ctypes.POINTER(L), P]
