@@ -155,3 +155,48 @@ def test_python_loop_is_refused_in_one_line():
         warnings.simplefilter("error")
         with pytest.raises(ValueError, match=r"runs in the compiled loop only, and this run cannot \(loop='python' was asked for\)"):
             fm.simulate(robot, 0.1, method="radau5", progress=False, loop="python")
+
+
+# ----- batches -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("method, dt", [("generalized_alpha", 0.02), ("radau5", 0.01)])
+def test_batch_implicit_equals_single_runs(pid_arm, method, dt):
+    """Three runs, each its own start state and parameters (stiffness, beam mass, hub mass), as one
+    C call over the batch against fm.simulate of each: to 1e-10 (the same arithmetic per run)."""
+    from test_batch import initial_states, three_link_variants
+
+    robot, others = three_link_variants()
+    robots = [robot] + others
+    q0, qd0 = initial_states(robot, 3)
+    law = fm.control.from_spec(robot, robot.controller)
+    batch = fm.simulate_batch(robot, 0.4, dt=dt, q0=q0, qd0=qd0, robots=robots, controller=law, method=method,
+                              rtol=1e-7, atol=1e-9, output_every=2)
+    assert batch.stats["loop"] == "compiled" and batch.stats["method"] == method and batch.stats["success"]
+    for k, r in enumerate(robots):
+        one = fm.simulate(r, 0.4, dt=dt, q0=q0[k], qd0=qd0[k], controller=fm.control.from_spec(r, r.controller),
+                          method=method, rtol=1e-7, atol=1e-9, progress=False)
+        assert one.stats["loop"] == "compiled"
+        if method == "radau5":
+            assert batch.stats["steps_per_run"][k] == one.stats["steps"]
+        for name in ("q", "qd", "tau"):
+            want, got = getattr(one, name)[::2], getattr(batch, name)[k]
+            assert np.abs(got - want).max() <= 1e-10 * max(np.abs(want).max(), 1.0), (k, name)
+
+
+def test_batch_auto_goes_implicit_where_rk4_is_unstable(pid_arm):
+    robot, law, ref = pid_arm
+    q0 = np.zeros((2, robot.nq))
+    q0[1, 0] = 0.05
+    calm = fm.simulate_batch(robot, 0.05, dt=1e-3, q0=q0, controller=law, method="auto")
+    assert calm.stats["method"] == "rk4" and "stable" in calm.stats["method_reason"]
+    stiff = fm.simulate_batch(robot, 0.3, dt=0.02, q0=q0, controller=law, method="auto")
+    assert stiff.stats["method"] == "generalized_alpha" and stiff.stats["success"]
+    assert np.abs(stiff.q[0, :, :3] - ref.q[::400, :3]).max() < 2e-2  # joints; the beam modes are not resolved
+
+
+def test_batch_implicit_needs_the_compiled_loop():
+    robot = fm.examples.load("dynaman_2r")
+    with pytest.raises(ValueError, match=r"method: 'radau5' in simulate_batch runs in the compiled loop only") as info:
+        fm.simulate_batch(robot, 0.1, method="radau5", torque=lambda t, q, qd: 0 * q, backend="compiled")
+    assert "\n" not in str(info.value)
+    with pytest.raises(ValueError, match=r"rtol: expected a finite number > 0"):
+        fm.simulate_batch(robot, 0.1, method="radau5", rtol=0.0)

@@ -171,26 +171,35 @@ class CompiledLoop:
                          "finite differences" if not analytic.value else "analytic where the law allows")
         return t_out, X, taus, stats
 
-    def batch(self, X0, t_grid, every, n_samples, params=None, threads=None):
-        """(X (B, n_samples, nx), TAU (B, n_samples, nj), status per run): B runs from the rows of
-        X0 on one grid, every ``every``-th time sampled; ``params``: one parameter vector per run
-        (the plants'; a model-based controller keeps the model's own as its nominal model). A run
-        that faults keeps NaN after its last good sample. The runs are shared among ``threads``
-        (default: one per CPU; the C loop runs without Python's lock)."""
+    def batch(self, X0, t_grid, every, n_samples, params=None, threads=None, method="rk4", rho_inf=RHO_INF,
+              rtol=1e-6, atol=1e-8, max_step=np.inf):
+        """(X (B, n_samples, nx), TAU (B, n_samples, nj), status per run, counts (B, 7) or None): B
+        runs from the rows of X0 on one grid, every ``every``-th time sampled; ``params``: one
+        parameter vector per run (the plants'; a model-based controller keeps the model's own as its
+        nominal model). ``method``: rk4, or generalized_alpha / radau5 (their ``rho_inf``, ``rtol``,
+        ``atol``, ``max_step``; counts: fm_radau_run's per run). A run that faults keeps NaN after its
+        last good sample. The runs are shared among ``threads`` (default: one per CPU; the C loop runs
+        without Python's lock)."""
         X0, t_grid = _array(X0), _array(t_grid)
         B, nx = X0.shape
         nj = self.model.n_joints
         X, TAU = np.full((B, n_samples, nx), np.nan), np.full((B, n_samples, nj), np.nan)
         P = None if params is None or not self.plant.has_p else _array(params)
         status, n_out, t_fault = np.zeros(B, np.intc), np.zeros(B, np.int_), np.zeros(B)
+        counts = np.zeros((B, len(COUNTS)), np.int_) if method in IMPLICIT else None
 
         def runs(lo, hi):
-            self.lib.fm_rk4_batch(ctypes.byref(self.plant), ctypes.byref(self.control), int(self.prescribed),
-                                  _ptr(t_grid), len(t_grid), hi - lo, _ptr(X0[lo:hi]),
-                                  None if P is None else _ptr(P[lo:hi]), 0 if P is None else P.shape[1], nx,
-                                  int(every), n_samples, _ptr(X[lo:hi]), _ptr(TAU[lo:hi]),
-                                  status[lo:hi].ctypes.data_as(ctypes.POINTER(ctypes.c_int)),
-                                  n_out[lo:hi].ctypes.data_as(ctypes.POINTER(ctypes.c_long)), _ptr(t_fault[lo:hi]))
+            common = (ctypes.byref(self.plant), ctypes.byref(self.control), int(self.prescribed), _ptr(t_grid),
+                      len(t_grid), hi - lo, _ptr(X0[lo:hi]), None if P is None else _ptr(P[lo:hi]),
+                      0 if P is None else P.shape[1], nx, int(every), n_samples)
+            out = (_ptr(X[lo:hi]), _ptr(TAU[lo:hi]), status[lo:hi].ctypes.data_as(ctypes.POINTER(ctypes.c_int)),
+                   n_out[lo:hi].ctypes.data_as(ctypes.POINTER(ctypes.c_long)), _ptr(t_fault[lo:hi]))
+            if counts is None:
+                self.lib.fm_rk4_batch(*common, *out)
+            else:
+                self.lib.fm_implicit_batch(*common, BATCH_METHODS[method], float(rho_inf), float(rtol), float(atol),
+                                           float(max_step), *out,
+                                           counts[lo:hi].ctypes.data_as(ctypes.POINTER(ctypes.c_long)))
 
         n_threads = max(1, min(B, threads or os.cpu_count() or 1))
         cuts = np.linspace(0, B, n_threads + 1).astype(int)
@@ -201,7 +210,7 @@ class CompiledLoop:
 
             with ThreadPoolExecutor(max_workers=n_threads) as pool:
                 list(pool.map(runs, cuts[:-1], cuts[1:]))
-        return X, TAU, status
+        return X, TAU, status, counts
 
 
 def _radau_stats(counts):
