@@ -188,9 +188,10 @@ def test_batch_auto_goes_implicit_where_rk4_is_unstable(pid_arm):
     q0[1, 0] = 0.05
     calm = fm.simulate_batch(robot, 0.05, dt=1e-3, q0=q0, controller=law, method="auto")
     assert calm.stats["method"] == "rk4" and "stable" in calm.stats["method_reason"]
-    stiff = fm.simulate_batch(robot, 0.3, dt=0.02, q0=q0, controller=law, method="auto")
+    # (25 ms: another step than test_implicit's, whose once-per-process notice it reads)
+    stiff = fm.simulate_batch(robot, 0.3, dt=0.025, q0=q0, controller=law, method="auto")
     assert stiff.stats["method"] == "generalized_alpha" and stiff.stats["success"]
-    assert np.abs(stiff.q[0, :, :3] - ref.q[::400, :3]).max() < 2e-2  # joints; the beam modes are not resolved
+    assert np.abs(stiff.q[0, :, :3] - ref.q[::500, :3]).max() < 2e-2  # joints; the beam modes are not resolved
 
 
 def test_batch_implicit_needs_the_compiled_loop():
