@@ -6,8 +6,8 @@ forearm at its static sag under gravity).
 
 Prints, for each integrator, the wall time of the integration, the real-time factor and the
 error against an RK4 reference at a tenth of RK4's stable step: the default (method="auto"),
-RK4 at its stable step, generalized-alpha (compiled loop) and SciPy's Radau and BDF on the
-compiled model. Run: .venv/bin/python bench/stiff.py [--quick]
+RK4 at its stable step, generalized-alpha and Radau IIA (radau5: compiled loop, step-size
+control) and SciPy's Radau and BDF on the compiled model. Run: .venv/bin/python bench/stiff.py [--quick]
 """
 from __future__ import annotations
 
@@ -75,6 +75,8 @@ def main(argv):
                            ("generalized-alpha, dt = 1 ms", dict(dt=1e-3, method="generalized_alpha")),
                            ("generalized-alpha, dt = 0.5 ms", dict(dt=5e-4, method="generalized_alpha")),
                            ("RK4 at 0.9 x its stable step", dict(dt=1e-3 / np.ceil(1e-3 / (0.9 * h)), method="rk4")),
+                           ("radau5 (compiled loop), rtol 1e-6", dict(dt=1e-3, method="radau5", rtol=1e-6, atol=1e-8)),
+                           ("radau5 (compiled loop), rtol 1e-8", dict(dt=1e-3, method="radau5", rtol=1e-8, atol=1e-10)),
                            ] + ([] if "--quick" in argv else [
                            ("SciPy Radau (compiled model)", dict(dt=1e-3, method="Radau", rtol=1e-6, atol=1e-8)),
                            ("SciPy BDF (compiled model)", dict(dt=1e-3, method="BDF", rtol=1e-6, atol=1e-8))]):
@@ -85,6 +87,10 @@ def main(argv):
         joint_err = np.abs(q[:, robot.joint_index] - qr).max()
         flex_err = np.abs(q[:, robot.flex_index] - qf).max() / np.abs(qf).max()
         rows.append((label, res.stats.get("method", options.get("method")), wall, T_FINAL / wall, joint_err, flex_err))
+        if options.get("method") == "radau5":
+            print(f"{label}: {res.stats['steps']} steps, {res.stats['rejected_steps']} rejected, "
+                  f"{res.stats['newton_iterations']} Newton iterations, {res.stats['jacobians']} Jacobians "
+                  f"({res.stats['jacobian']}), {res.stats['lu_decompositions']} LU pairs")
     print(f"reference: RK4 at {h_ref:.3g} s ({len(ref.t) - 1} steps, {wall_ref:.2f} s)")
     print(f"{'run':34s} {'ran':18s} {'wall s':>8s} {'x real time':>12s} {'joint err rad':>14s} {'beam err / peak':>16s}")
     for label, ran, wall, rtf, je, fe in rows:

@@ -10,7 +10,7 @@ def cmd_export(args) -> int:
     """Write MODEL as an FMU (model exchange and/or co-simulation) and say what it holds."""
     if args.fmu is None:
         raise UsageError("export: give --fmu PATH (the FMU file to write, e.g. arm.fmu)")
-    from ..codegen.fmu import check_path, check_size
+    from ..codegen.fmu import check_path, check_size, co_simulation_method
     from ..symbolic import derive
 
     check_path(args.fmu, "--fmu", force=args.force)  # before the work: a bad path fails first
@@ -37,21 +37,23 @@ def cmd_export(args) -> int:
         import numpy as np
 
         q0 = np.concatenate([q0, np.zeros(robot.nq - q0.size)])  # flexible coordinates at rest
+    method = co_simulation_method(robot, args.method, args.step_size or 1e-3)
     start = time.perf_counter()
     # the polynomial normal form of M costs seconds and the FMU's dynamics do not use it
     eom = derive(robot, formulation=args.formulation, parameters="symbolic", external=False, reduce_mass_matrix=False)
     path = eom.fmu(args.fmu, kind=args.kind, controller=controller, step_size=args.step_size or 1e-3, q0=q0,
-                   force=args.force, output_frames=frames)
+                   force=args.force, output_frames=frames, method=method, rho_inf=args.rho_inf)
     info = {"fmu": str(path), "model": robot.name, "kind": args.kind, "controller": type(controller).__name__ if controller is not None else None,
             "coordinates": list(robot.coordinate_names), "parameters": list(eom.param_values),
-            "output_frames": frames,
+            "output_frames": frames, "method": method,
             "seconds": round(time.perf_counter() - start, 2)}
     if args.json:
         print_json(info)
         return 0
     kinds = {"me": "model exchange", "cs": "co-simulation", "both": "model exchange and co-simulation"}[args.kind]
     print(f"wrote {path} (FMI 2.0, {kinds}; {robot.nq} coordinates, {len(info['parameters'])} parameters"
-          f"{f', {type(controller).__name__} controller' if controller is not None else ''}) in {info['seconds']:.1f} s")
+          f"{f', {type(controller).__name__} controller' if controller is not None else ''}; co-simulation by "
+          f"{method}) in {info['seconds']:.1f} s")
     return 0
 
 
@@ -60,7 +62,7 @@ def register(sub) -> None:
                    "(Simulink, OpenModelica, Dymola, FMPy)")
     p.add_argument("--fmu", metavar="PATH", help="the FMU file to write (name.fmu)")
     p.add_argument("--kind", choices=("me", "cs", "both"), default="both",
-                   help="model exchange (the tool integrates), co-simulation (RK4 inside) or both (default)")
+                   help="model exchange (the tool integrates), co-simulation (RK4 or generalized-alpha inside) or both (default)")
     p.add_argument("--controller", action="store_true",
                    help="include the model file's controller (PID, computed torque, decoupling); its set-points "
                         "become inputs")
@@ -68,7 +70,12 @@ def register(sub) -> None:
                    help="also output this link's or named frame's placement (e.g. tool0: tool0_x, ..., tool0_r33); "
                         "repeatable")
     p.add_argument("--step-size", type=float, metavar="H",
-                   help="co-simulation: the internal RK4 step in s (default 1e-3; an FMU parameter)")
+                   help="co-simulation: the longest internal step in s (default 1e-3; an FMU parameter)")
+    p.add_argument("--method", choices=("auto", "rk4", "generalized_alpha"), default="auto",
+                   help="co-simulation: the integrator inside (default auto: RK4 where it is stable at the step size "
+                        "for the arm's highest mode, else generalized-alpha, implicit)")
+    p.add_argument("--rho-inf", type=float, default=0.8, metavar="RHO",
+                   help="generalized-alpha's damping of unresolved modes, in [0, 1] (default 0.8)")
     p.add_argument("--q0", type=float, nargs="+", metavar="Q", help="start values of the joint (or all) coordinates")
     p.add_argument("--formulation", choices=FORMULATIONS, default="newton_euler",
                    help="formulation traced (flexible arms and symbolic parameters use Book's recursion)")

@@ -153,6 +153,11 @@ WRAPPER = r"""
 #include <stdlib.h>
 #include <string.h>
 
+#ifndef METHOD
+#define METHOD 0           /* co-simulation: 0 classic RK4, 1 generalized-alpha (RHO_INF) */
+#endif
+#define LOOP (CONTROL || METHOD == 1)  /* the compiled loop's right-hand side */
+
 typedef struct {
     double v[NV];          /* every real variable, indexed by its value reference */
     double time;
@@ -163,11 +168,17 @@ typedef struct {
     char name[128];
     fmi2CallbackLogger logger;
     fmi2ComponentEnvironment env;
-#if CONTROL
+#if LOOP
     fm_plant plant;        /* the compiled loop's structs (flexman.codegen.loop), pointing into v */
     fm_control control;
     double gains[N_GAINS > 0 ? N_GAINS : 1][NJ * NJ];
     double *work;
+#endif
+#if METHOD == 1
+    double vn[NX];         /* generalized-alpha: the rates of the last step (its own state) */
+    int have_v;            /* 0: the next step starts from the rates at its start */
+    double *scratch;
+    int piv[NX];
 #endif
 } Instance;
 
@@ -177,7 +188,7 @@ static void say(Instance *m, fmi2Status status, const char *category, const char
         m->logger(m->env, m->name, status, category, "%s", message);
 }
 
-#if CONTROL
+#if LOOP
 /* Point the loop's structs at the instance's variables: the model's M and b, its parameters,
    the torque inputs (applied beside the law), the set-point inputs (q_ref, qd_ref, qdd_ref). */
 static void connect_law(Instance *m)
@@ -203,6 +214,9 @@ static void connect_law(Instance *m)
     for (int g = 0; g < 5; ++g) *slots[g] = GAIN_SLOT[g] >= 0 ? m->gains[GAIN_SLOT[g]] : NULL;
 }
 
+#endif
+
+#if CONTROL
 /* The gain matrices: diagonal, from the per-joint gain parameters (they may have been set). */
 static void load_gains(Instance *m)
 {
@@ -215,8 +229,10 @@ static void load_gains(Instance *m)
    0, or the compiled loop's fault code (singular mass matrix, torque not finite). */
 static int rates(Instance *m, double t, const double *x, double *dx, double *tau)
 {
+#if LOOP
 #if CONTROL
     load_gains(m);
+#endif
     return fm_closed_loop_rhs(&m->plant, &m->control, t, x, dx, tau, m->work);
 #else
     (void)t;
@@ -366,18 +382,25 @@ fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, fmi2Str
     m->logger = logger;
     m->env = env;
     strncpy(m->name, name, sizeof(m->name) - 1);
-#if CONTROL
+#if LOOP
     m->work = (double *)calloc((size_t)fm_work_size(NQ, NJ), sizeof(double));
     if (!m->work) { free(m); return NULL; }
     connect_law(m);
+#endif
+#if METHOD == 1
+    m->scratch = (double *)calloc((size_t)fm_galpha_scratch(NQ, NJ, NX), sizeof(double));
+    if (!m->scratch) { free(m->work); free(m); return NULL; }
 #endif
     return m;
 }
 
 void fmi2FreeInstance(fmi2Component c)
 {
-#if CONTROL
+#if LOOP
     if (c) free(((Instance *)c)->work);
+#endif
+#if METHOD == 1
+    if (c) free(((Instance *)c)->scratch);
 #endif
     free(c);
 }
@@ -400,6 +423,9 @@ fmi2Status fmi2Reset(fmi2Component c)
     memcpy(m->v, V_START, sizeof(m->v));
     m->time = 0.0;
     m->dirty = 1;
+#if METHOD == 1
+    m->have_v = 0;
+#endif
     return fmi2OK;
 }
 
@@ -438,7 +464,12 @@ fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference vr[], size_t nv
             return fmi2Error;
         }
     }
-    for (size_t k = 0; k < nvr; ++k) m->v[vr[k]] = value[k];
+    for (size_t k = 0; k < nvr; ++k) {
+        m->v[vr[k]] = value[k];
+#if METHOD == 1
+        if (vr[k] < NX) m->have_v = 0;  /* a new state: generalized-alpha starts again from its rates */
+#endif
+    }
     if (nvr) m->dirty = m->check_bodies = 1;  /* the bodies are checked when the values are next used */
     return fmi2OK;
 }
@@ -561,7 +592,7 @@ fmi2Status fmi2GetNominalsOfContinuousStates(fmi2Component c, fmi2Real x_nominal
     return fmi2OK;
 }
 
-/* ---- co-simulation: fixed-step classic RK4 inside, inputs held over the communication step ---- */
+/* ---- co-simulation: fixed-step classic RK4 or generalized-alpha inside, inputs held over the communication step ---- */
 fmi2Status fmi2SetRealInputDerivatives(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
                                        const fmi2Integer order[], const fmi2Real value[])
 {
@@ -576,7 +607,7 @@ fmi2Status fmi2GetRealOutputDerivatives(fmi2Component c, const fmi2ValueReferenc
     return unsupported(c, "no output derivatives");
 }
 
-/* One communication step: n equal RK4 steps, n the least with H / n <= step_size. */
+/* One communication step: n equal RK4 (or generalized-alpha) steps, n the least with H / n <= step_size. */
 fmi2Status fmi2DoStep(fmi2Component c, fmi2Real currentCommunicationPoint, fmi2Real communicationStepSize,
                       fmi2Boolean noSetFMUStatePriorToCurrentPoint)
 {
@@ -593,7 +624,26 @@ fmi2Status fmi2DoStep(fmi2Component c, fmi2Real currentCommunicationPoint, fmi2R
     long n = (long)steps;
     if (n < 1) n = 1;
     const double h = H / n;
-    double *x = m->v, k1[NX], k2[NX], k3[NX], k4[NX], y[NX], tau[NJ + 1];
+    double *x = m->v;
+#if METHOD == 1
+    /* generalized-alpha (flexman.codegen.loop's fm_galpha_step, Jacobian by forward differences): n
+       equal steps, the rates carried from step to step and across communication steps */
+    double f0[NX], tau[NJ + 1];
+    long iterations = 0, jacobians = 0, analytic = 0;
+    for (long s = 0; s < n && H > 0.0; ++s) {
+        const double t = currentCommunicationPoint + s * h;
+        int fault = rates(m, t, x, f0, tau);
+        if (!fault && !m->have_v) { memcpy(m->vn, f0, sizeof(f0)); m->have_v = 1; }
+        if (!fault) fault = fm_galpha_step(0, &m->plant, &m->control, t, h, RHO_INF, x, m->vn, f0, tau, NX, m->scratch,
+                                           m->piv, &iterations, &jacobians, &analytic);
+        if (fault || !all_finite(x, NX)) {
+            say(m, fmi2Error, "logStatusError", "the state became non-finite, the mass matrix singular or a Newton "
+                "iteration did not converge (the run diverged: use a smaller step_size)");
+            return fmi2Error;
+        }
+    }
+#else
+    double k1[NX], k2[NX], k3[NX], k4[NX], y[NX], tau[NJ + 1];
     int fault = 0;
     for (long s = 0; s < n && H > 0.0 && !fault; ++s) {
         const double t = currentCommunicationPoint + s * h;
@@ -612,6 +662,7 @@ fmi2Status fmi2DoStep(fmi2Component c, fmi2Real currentCommunicationPoint, fmi2R
         }
         memcpy(x, y, sizeof(y));
     }
+#endif
     m->time = currentCommunicationPoint + H;
     m->dirty = 1;
     return update(m);

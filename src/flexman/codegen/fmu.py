@@ -7,7 +7,8 @@ platform and, here, the C sources so that any platform can rebuild it. This one 
 * the forward dynamics of the symbolic-parameter equations (the C of :mod:`.sources`) and the
   end-effector and tip positions (:mod:`flexman.symbolic.kinematics`);
 * model exchange (the importing tool integrates the states ``q, qd``) and co-simulation
-  (the FMU steps itself with classic RK4 at most ``step_size`` long, inputs held constant);
+  (the FMU steps itself with classic RK4 or, for stiff arms, generalized-alpha, at most
+  ``step_size`` long, inputs held constant; ``method``);
 * optionally a built-in joint controller (PID, computed torque, decoupling + LQR: the C of the
   compiled loop, :mod:`.loop`), whose set-points become inputs.
 
@@ -54,6 +55,28 @@ class Variable:
                  derivative_of=None):
         self.name, self.causality, self.start, self.description = name, causality, start, description
         self.variability, self.initial, self.derivative_of = variability, initial, derivative_of
+
+
+#: the co-simulation's integrators; "auto": generalized-alpha where RK4 at step_size is unstable
+METHODS = ("auto", "rk4", "generalized_alpha")
+RHO_INF = 0.8  # generalized-alpha's default damping, as flexman.simulate's
+RK4_BOUNDARY = 2.0 * np.sqrt(2.0)  # |h w| where RK4's stability region crosses the imaginary axis
+
+
+def co_simulation_method(robot, method, step_size) -> str:
+    """The FMU's integrator: ``method``, or for "auto" RK4 where ``step_size`` is within 0.9 of its
+    stability limit 2 sqrt(2) / w for the arm's highest mode w (joints free, as flexman.simulate's
+    plant check; a controller's own poles are not seen), else generalized-alpha."""
+    if method not in METHODS:
+        raise ValueError(f"method: unknown {method!r:.40}; use one of {', '.join(METHODS)}")
+    if method != "auto":
+        return method
+    if robot.nf == 0 and not getattr(robot, "n_motors", 0):
+        return "rk4"
+    from ..model import engine
+
+    w = float(np.max(engine.require("natural_frequencies")(robot, None, joints="free"), initial=0.0))
+    return "rk4" if w == 0.0 or step_size <= 0.9 * RK4_BOUNDARY / w else "generalized_alpha"
 
 
 GAINS = ("kp", "ki", "kd", "gp", "gv")  # the gain matrices of codegen.loop's fm_control, in its order
@@ -135,7 +158,7 @@ def coordinate_meaning(robot, k) -> str:
     return "flexible coordinate (deflection amplitude of a beam shape, see the conventions)"
 
 
-def variables(eom, position_names, law=None, step_size=1e-3, q0=None, qd0=None) -> list:
+def variables(eom, position_names, law=None, step_size=1e-3, q0=None, qd0=None, method="rk4") -> list:
     """The FMU's variables in value-reference order (see the module docstring)."""
     robot = eom.robot
     coords = list(robot.coordinate_names)
@@ -170,8 +193,9 @@ def variables(eom, position_names, law=None, step_size=1e-3, q0=None, qd0=None) 
         if law.tau_max is not None:
             out += [Variable(f"tau_max{j + 1}", "parameter", g, f"controller torque limit of joint {j + 1}",
                              "tunable", "exact") for j, g in enumerate(law.tau_max)]
+    name = "generalized-alpha" if method == "generalized_alpha" else "RK4"
     out.append(Variable("step_size", "parameter", float(step_size),
-                        "co-simulation: longest internal RK4 step (s)", "tunable", "exact"))
+                        f"co-simulation: longest internal {name} step (s)", "tunable", "exact"))
     seen = set()
     for v in out:
         if v.name in seen:
@@ -231,16 +255,18 @@ def _c_number(x) -> str:
     return "INFINITY" if x is None or np.isinf(x) else repr(float(x))
 
 
-def model_source(eom, position, variables, guid, kinds, units, law=None) -> str:
+def model_source(eom, position, variables, guid, kinds, units, law=None, method="rk4", rho_inf=RHO_INF) -> str:
     """The model's C file: the equations, the constants the generic half reads, the generic half
-    (with a controller, the compiled loop's C before it). ``units`` receives the parts of split
-    large functions (translation units of their own)."""
+    (with a controller or generalized-alpha, the compiled loop's C before it). ``units`` receives
+    the parts of split large functions (translation units of their own); ``method``: the
+    co-simulation's integrator (rk4, generalized_alpha with ``rho_inf``)."""
     from .loop import CONTROLLER_KINDS, SOURCE as LOOP_SOURCE
 
     robot = eom.robot
     fd = eom.program("forward_dynamics")
     large = len(fd.body) > emit.SOLVE_ABOVE
-    if law is not None:  # the loop calls M and b through their batch entry points
+    loop = law is not None or method == "generalized_alpha"  # the compiled loop's right-hand side
+    if loop:  # the loop calls M and b through their batch entry points
         equations = c_source(eom, ("mass_matrix", "bias_forces"), prefix="fm", batch=True, units=units)
     else:
         what = ("mass_matrix", "bias_forces", "forward_dynamics") if large else ("forward_dynamics",)
@@ -259,22 +285,23 @@ def model_source(eom, position, variables, guid, kinds, units, law=None) -> str:
         "VR_TAU_OUT": vr["tau_applied1"] if law is not None else -1,
         "OFF_AT": _c_number(law.off_at if law is not None else None),  # the switch times (time events)
         "LQR_AT": _c_number(law.lqr_at if law is not None else None),
+        "METHOD": int(method == "generalized_alpha"), "RHO_INF": repr(float(rho_inf)),
     }
     lines = ['#include "flexman_fmi2.h"\n#include <math.h>\n', "\n".join(f"#define {k} {v}" for k, v in defines.items()),
              f'#define GUID "{guid}"']
-    if law is not None:
-        keys = list(law.gains)
+    if loop:
+        keys = list(law.gains) if law is not None else []
         slots = ", ".join(str(keys.index(g)) if g in keys else "-1" for g in GAINS)
         lines += [f"#define N_GAINS {len(keys)}", f"#define VR_GAIN {vr[keys[0] + '1'] if keys else 0}",
                   f"static const int GAIN_SLOT[5] = {{{slots}}};  /* kp, ki, kd, gp, gv: row of Instance.gains */",
-                  f"#define VR_REF {vr[joints[0] + '_ref']}",
-                  f"#define VR_TAU_MAX {vr['tau_max1'] if law.tau_max is not None else -1}"]
+                  f"#define VR_REF {vr[joints[0] + '_ref'] if law is not None else 0}",  # no law: never read
+                  f"#define VR_TAU_MAX {vr['tau_max1'] if law is not None and law.tau_max is not None else -1}"]
         if robot.n_motors:  # elastic joints: each joint torque acts on its motor coordinate
             lines.append(f"static const int ACT_DATA[NJ] = {{{', '.join(str(c) for c in robot.actuated)}}};")
             lines.append("#define ACT ACT_DATA")
         else:
             lines.append("#define ACT NULL")
-        if law.g_lqr is not None:
+        if law is not None and law.g_lqr is not None:
             values = ", ".join(repr(float(x)) for x in law.g_lqr.ravel())
             lines.append(f"static const double G_LQR_DATA[{law.g_lqr.size}] = {{{values}}};  /* nj x 2 nq */")
             lines.append("#define G_LQR G_LQR_DATA")
@@ -297,8 +324,9 @@ def model_source(eom, position, variables, guid, kinds, units, law=None) -> str:
               f"static const unsigned char V_STRICT[NV] = {{{strict}}};  /* 1: the value must exceed V_LOW */",
               f"static const char *const V_NAME[NV] = {{{labels}}};\n", equations,
               emit.function_source("c", position, "fm_position")]
-    if law is not None:
-        lines.append("/* ---- the compiled loop's controller laws (flexman.codegen.loop) ---- */" + LOOP_SOURCE)
+    if loop:
+        lines.append("/* ---- the compiled loop's controller laws and generalized-alpha (flexman.codegen.loop) ---- */"
+                     + LOOP_SOURCE)
     lines.append(fmi2.WRAPPER)
     return "\n".join(lines)
 
@@ -363,7 +391,7 @@ def check_path(path, option="path", force=True) -> Path:
 
 
 def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, qd0=None, force=True,
-              option="path", output_frames=()) -> Path:
+              option="path", output_frames=(), method="auto", rho_inf=RHO_INF) -> Path:
     """Write the FMU of a symbolic-parameter ``eom`` to ``path`` (see the module docstring).
 
     ``kind``: "me", "cs" or "both"; ``controller``: None or a built-in controller of
@@ -371,8 +399,10 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
     by set-point inputs); ``step_size``: the co-simulation RK4 step (a parameter of the FMU, this its
     start value); ``q0``, ``qd0``: start values of the coordinates and rates (default 0);
     ``force``: replace an existing file; ``output_frames``: names of links or named frames (a
-    URDF's ``tool0``) whose placement the FMU outputs (``tool0_x``..., ``tool0_r11``...). Nothing
-    is left behind when any step fails."""
+    URDF's ``tool0``) whose placement the FMU outputs (``tool0_x``..., ``tool0_r11``...);
+    ``method``: the co-simulation's integrator, "rk4", "generalized_alpha" (implicit, for stiff
+    arms; ``rho_inf`` its damping, Newton's Jacobian by forward differences) or "auto"
+    (:func:`co_simulation_method`). Nothing is left behind when any step fails."""
     if kind not in KINDS:
         raise ValueError(f"kind: unknown {kind!r}; use me (model exchange), cs (co-simulation) or both")
     if eom.parameters != "symbolic":
@@ -381,8 +411,12 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
     if isinstance(step_size, bool) or not (np.isfinite(step_size) and 1e-9 <= step_size <= 1.0):
         raise ValueError(f"step_size: must be a number of seconds in [1e-09, 1] (the FMU's RK4 step; got "
                          f"{step_size!r:.40})")
+    if isinstance(rho_inf, bool) or not (isinstance(rho_inf, (int, float)) and 0.0 <= rho_inf <= 1.0):
+        raise ValueError(f"rho_inf: must be a number in [0, 1] (generalized-alpha's spectral radius at infinite "
+                         f"step); got {rho_inf!r:.40}")
     robot = eom.robot
     check_size(robot)
+    method = co_simulation_method(robot, method, step_size)
     from ..symbolic.kinematics import output_frames as checked_frames
 
     output_frames = checked_frames(robot, output_frames)
@@ -413,10 +447,10 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
                   "rotation matrix entry)")
                  for n in position_names(robot, output_frames)]
     kinds = ("me", "cs") if kind == "both" else (kind,)
-    var = variables(eom, described, law, step_size, q0, qd0)
+    var = variables(eom, described, law, step_size, q0, qd0, method)
     identifier = names.mangle(robot.name)
     units = []
-    source = model_source(eom, position, var, GUID_SLOT, kinds, units, law)
+    source = model_source(eom, position, var, GUID_SLOT, kinds, units, law, method, rho_inf)
     guid = _guid(source, *units, repr(kinds))
     source = source.replace(GUID_SLOT, guid)
     sources = [f"{identifier}.c"] + [f"{identifier}_part{k + 1}.c" for k in range(len(units))]

@@ -738,20 +738,92 @@ int fm_loop_jacobian(const fm_plant *pl, const fm_control *c, int prescribed, do
    rates, with the iteration matrix alpha_m I - alpha_f gamma h J and J = df/dx of the closed
    loop (plant and controller together) at the step's start, refreshed when an iteration slows
    down. FM_DIVERGED also when Newton fails to converge. *iterations: Newton iterations in all. */
+/* Doubles of scratch space fm_galpha_step needs (ints: nx more for the pivots). */
+long fm_galpha_scratch(int nq, int nj, int nx)
+{
+    return fm_work_size(nq, nj) + fm_partials_work(nq, nj) + 7L * nx + 2L * nx * nx + nj;
+}
+
+/* One generalized-alpha step of length h from (tk, x) (x advanced in place), f0 = f(tk, x) and tau
+   the torque there; vn: the rates of the last step (the predictor; the first step's: f0), the new
+   ones on return. s: fm_galpha_scratch doubles, piv: nx ints. FM_DIVERGED when Newton does not
+   converge; x is then unchanged. */
+int fm_galpha_step(int prescribed, const fm_plant *pl, const fm_control *c, double tk, double h, double rho_inf,
+                   double *x, double *vn, const double *f0, double *tau, int nx, double *s, int *piv,
+                   long *iterations, long *jacobians, long *analytic)
+{
+    fm_rhs f = prescribed ? fm_prescribed_rhs : fm_closed_loop_rhs;
+    int nj = pl->nj, status = FM_OK;
+    double am = 0.5 * (3.0 - rho_inf) / (1.0 + rho_inf), af = 1.0 / (1.0 + rho_inf), gm = 0.5 + am - af;
+    double ta = tk + af * h;
+    double *work = s, *ps_work = work + fm_work_size(pl->nq, nj), *v = ps_work + fm_partials_work(pl->nq, nj);
+    double *xa = v + nx, *fa = xa + nx, *r = fa + nx, *xp = r + nx, *fp = xp + nx, *J = fp + nx;
+    double *A = J + (long)nx * nx, *tau_fd = A + (long)nx * nx;
+    if ((status = fm_jacobian_any(f, pl, c, prescribed, tk, x, f0, tau, nx, J, xp, fp, tau_fd, work, ps_work,
+                                  analytic))) return status;
+    ++*jacobians;
+    for (int i = 0; i < nx * nx; ++i) A[i] = -af * gm * h * J[i];
+    for (int i = 0; i < nx; ++i) A[i * nx + i] += am;
+    if (fm_lu(nx, A, piv)) return FM_SINGULAR;
+    memcpy(v, vn, sizeof(double) * nx);  /* predictor: the rates of the last step */
+    int converged = 0, refreshed = 0;
+    double last = INFINITY;
+    for (int it = 0; it < 40; ++it) {
+        for (int i = 0; i < nx; ++i)
+            xa[i] = x[i] + af * h * ((1.0 - gm) * vn[i] + gm * v[i]);
+        if ((status = f(pl, c, ta, xa, fa, tau, work))) return status;
+        double size = 0.0;
+        for (int i = 0; i < nx; ++i) {
+            r[i] = fa[i] - (vn[i] + am * (v[i] - vn[i]));
+        }
+        fm_lu_solve(nx, A, piv, r);
+        for (int i = 0; i < nx; ++i) {  /* the state's change, per component, relative to 1 + |x_i| + h |v_i| */
+            v[i] += r[i];
+            double change = h * fabs(r[i]) / (1.0 + fabs(x[i]) + h * fabs(v[i]));
+            if (!(change <= size)) size = change;  /* NaN propagates */
+        }
+        ++*iterations;
+        if (!(size == size)) return FM_DIVERGED;
+        if (size <= 1e-12) { converged = 1; break; }  /* NEWTON_TOL of flexman.simulate.integrators */
+        if (size > 0.5 * last && !refreshed) {  /* slow: the Jacobian at this iterate (fa = f there) */
+            if ((status = fm_jacobian_any(f, pl, c, prescribed, ta, xa, fa, tau, nx, J, xp, fp, tau_fd, work,
+                                          ps_work, analytic))) return status;
+            ++*jacobians;
+            for (int i = 0; i < nx * nx; ++i) A[i] = -af * gm * h * J[i];
+            for (int i = 0; i < nx; ++i) A[i * nx + i] += am;
+            if (fm_lu(nx, A, piv)) return FM_SINGULAR;
+            refreshed = 1;
+        }
+        last = size;
+    }
+    if (!converged) return FM_DIVERGED;
+    for (int i = 0; i < nx; ++i) {
+        x[i] += h * ((1.0 - gm) * vn[i] + gm * v[i]);
+        vn[i] = v[i];
+    }
+    return FM_OK;
+}
+
+/* One generalized-alpha run (Jansen, Whiting & Hulbert 2000: the first-order form of Chung &
+   Hulbert's method, the family structural codes integrate flexible bodies with) over the grid t,
+   the arguments and results as fm_rk4_run's. Second order, A-stable; rho_inf in [0, 1] is the
+   spectral radius at infinite step: 1 keeps every mode (the trapezoidal rule), 0 damps the
+   unresolved ones in one step. Each step (fm_galpha_step) solves the implicit stage by Newton's
+   method on the rates, with the iteration matrix alpha_m I - alpha_f gamma h J and J = df/dx of
+   the closed loop (plant and controller together) at the step's start, refreshed when an
+   iteration slows down. FM_DIVERGED also when Newton fails to converge. *iterations: Newton
+   iterations in all. */
 int fm_galpha_run(const fm_plant *pl, const fm_control *c, int prescribed, const double *t, long n_t,
                   const double *x0, int nx, long every, double rho_inf, double *X, double *TAU, long *n_out,
                   double *t_fault, long *iterations, long *jacobians, long *analytic)
 {
     fm_rhs f = prescribed ? fm_prescribed_rhs : fm_closed_loop_rhs;
     int nj = pl->nj;
-    double am = 0.5 * (3.0 - rho_inf) / (1.0 + rho_inf), af = 1.0 / (1.0 + rho_inf), gm = 0.5 + am - af;
-    long ws = fm_work_size(pl->nq, nj), ps = fm_partials_work(pl->nq, nj);
-    double *work = (double *)malloc(sizeof(double) * (ws + ps + 9L * nx + 2L * nx * nx + 2L * nj));
+    long ss = fm_galpha_scratch(pl->nq, nj, nx);
+    double *mem = (double *)malloc(sizeof(double) * (ss + 3L * nx + nj));
     int *piv = (int *)malloc(sizeof(int) * (nx > 0 ? nx : 1));
-    if (!work || !piv) { free(work); free(piv); *n_out = 0; return FM_NOMEMORY; }
-    double *x = work + ws, *v = x + nx, *vn = v + nx, *xa = vn + nx, *fa = xa + nx, *r = fa + nx;
-    double *xp = r + nx, *fp = xp + nx, *f0 = fp + nx, *J = f0 + nx, *A = J + (long)nx * nx, *tau = A + (long)nx * nx;
-    double *tau_fd = tau + nj, *ps_work = tau_fd + nj;
+    if (!mem || !piv) { free(mem); free(piv); *n_out = 0; return FM_NOMEMORY; }
+    double *work = mem, *x = mem + ss, *vn = x + nx, *f0 = vn + nx, *tau = f0 + nx;
     int status = FM_OK;
     long j = 1;
     *iterations = 0;
@@ -760,58 +832,17 @@ int fm_galpha_run(const fm_plant *pl, const fm_control *c, int prescribed, const
     memcpy(x, x0, sizeof(double) * nx);
     memcpy(X, x, sizeof(double) * nx);
     for (long k = 0; k < n_t - 1; ++k) {
-        double tk = t[k], h = t[k + 1] - t[k], ta = tk + af * h;
-        /* the rates at the step's start (and the torque there, at a sample), then the iteration matrix */
+        double tk = t[k], h = t[k + 1] - t[k];
+        /* the rates at the step's start (and the torque there, at a sample), then the step */
         if ((status = f(pl, c, tk, x, f0, tau, work))) { *t_fault = tk; break; }
         if (k % every == 0) memcpy(TAU + (j - 1) * nj, tau, sizeof(double) * nj);
         if (k == 0) memcpy(vn, f0, sizeof(double) * nx);  /* the first step's predictor: the start's rates */
-        if ((status = fm_jacobian_any(f, pl, c, prescribed, tk, x, f0, tau, nx, J, xp, fp, tau_fd, work, ps_work,
-                                      analytic))) { *t_fault = tk; break; }
-        ++*jacobians;
-        for (int i = 0; i < nx * nx; ++i) A[i] = -af * gm * h * J[i];
-        for (int i = 0; i < nx; ++i) A[i * nx + i] += am;
-        if (fm_lu(nx, A, piv)) { status = FM_SINGULAR; *t_fault = tk; break; }
-        memcpy(v, vn, sizeof(double) * nx);  /* predictor: the rates of the last step */
-        int converged = 0, refreshed = 0;
-        double last = INFINITY;
-        for (int it = 0; it < 40; ++it) {
-            for (int i = 0; i < nx; ++i)
-                xa[i] = x[i] + af * h * ((1.0 - gm) * vn[i] + gm * v[i]);
-            if ((status = f(pl, c, ta, xa, fa, tau, work))) break;
-            double size = 0.0;
-            for (int i = 0; i < nx; ++i) {
-                r[i] = fa[i] - (vn[i] + am * (v[i] - vn[i]));
-            }
-            fm_lu_solve(nx, A, piv, r);
-            for (int i = 0; i < nx; ++i) {  /* the state's change, per component, relative to 1 + |x_i| + h |v_i| */
-                v[i] += r[i];
-                double change = h * fabs(r[i]) / (1.0 + fabs(x[i]) + h * fabs(v[i]));
-                if (!(change <= size)) size = change;  /* NaN propagates */
-            }
-            ++*iterations;
-            if (!(size == size)) { status = FM_DIVERGED; break; }
-            if (size <= 1e-12) { converged = 1; break; }  /* NEWTON_TOL of flexman.simulate.integrators */
-            if (size > 0.5 * last && !refreshed) {  /* slow: the Jacobian at this iterate (fa = f there) */
-                if ((status = fm_jacobian_any(f, pl, c, prescribed, ta, xa, fa, tau, nx, J, xp, fp, tau_fd, work,
-                                              ps_work, analytic))) break;
-                ++*jacobians;
-                for (int i = 0; i < nx * nx; ++i) A[i] = -af * gm * h * J[i];
-                for (int i = 0; i < nx; ++i) A[i * nx + i] += am;
-                if (fm_lu(nx, A, piv)) { status = FM_SINGULAR; break; }
-                refreshed = 1;
-            }
-            last = size;
-        }
-        if (status) { *t_fault = tk; break; }
-        if (!converged) { status = FM_DIVERGED; *t_fault = tk; break; }
-        for (int i = 0; i < nx; ++i) {
-            x[i] += h * ((1.0 - gm) * vn[i] + gm * v[i]);
-            vn[i] = v[i];
-        }
+        if ((status = fm_galpha_step(prescribed, pl, c, tk, h, rho_inf, x, vn, f0, tau, nx, work, piv, iterations,
+                                     jacobians, analytic))) { *t_fault = tk; break; }
         if (fm_keep(x, nx, k, n_t, every, X, &j, tk + h, t_fault)) { status = FM_DIVERGED; break; }
     }
     *n_out = fm_last_torque(f, pl, c, status, t, n_t, every, j, X, nx, TAU, tau, f0, work);
-    free(work);
+    free(mem);
     free(piv);
     return status;
 }
@@ -873,10 +904,11 @@ def library():
     """The loop library (compiled once per source and compiler, cached on disk like every
     generated library; ``cbuild.build_shared``), loaded with its entry points typed."""
     if not _library:
-        from . import loop_sampled  # the sampled loop (fm_sampled_run) shares this library
+        from . import loop_radau, loop_sampled  # the sampled loop (fm_sampled_run) and radau5 share this library
 
-        lib = cbuild.load(cbuild.build_shared(SOURCE + loop_sampled.SOURCE))
+        lib = cbuild.load(cbuild.build_shared(SOURCE + loop_sampled.SOURCE + loop_radau.SOURCE))
         loop_sampled.type_entry_points(lib)
+        loop_radau.declare(lib)
         vp, P, L, I = ctypes.c_void_p, _P, ctypes.c_long, ctypes.c_int
         lib.fm_rk4_run.restype = I
         lib.fm_rk4_run.argtypes = [vp, vp, I, P, L, P, I, L, P, P, ctypes.POINTER(L), P]

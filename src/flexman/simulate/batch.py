@@ -8,7 +8,13 @@ state with its own parameter vector) and the controller's batched torque law. Tw
   :func:`flexman.simulate` per run, so a batch reproduces single runs to round-off);
 * ``"dopri5"``: Dormand-Prince 5(4) with error control; one step size for the whole batch,
   accepted when every run meets ``rtol``/``atol`` (the error norm is the worst run's), and steps
-  end on the output times, so no interpolation is involved.
+  end on the output times, so no interpolation is involved;
+* ``"generalized_alpha"`` and ``"radau5"``: the implicit methods of stiff arms, each run one call
+  of the compiled loop (:mod:`.compiled_loop`; ``fm_implicit_batch``, runs shared among threads),
+  the same arithmetic as :func:`flexman.simulate` per run; they need the compiled loop (a compiled
+  model, a built-in controller or none, no torque function);
+* ``"auto"``: RK4 where the step check of :func:`flexman.simulate` (on the robot's own
+  parameters and the first run's start state) finds it stable at ``dt``, else generalized-alpha.
 
 Memory is bounded by the output: only every ``output_every``-th grid sample is stored
 (``B x N x nq`` numbers), the stages hold a few ``B x (2 nq + n_states)`` arrays.
@@ -23,10 +29,12 @@ import numpy as np
 from ..model import inputs
 from ..model.checks import require_invertible
 from .backend import evaluator, fixed_step_work
-from .compiled_loop import LoopUnavailable, plan
+from ..codegen.loop_radau import COUNTS
+from .compiled_loop import IMPLICIT, LoopUnavailable, plan
+from .integrators import RADAU_MIN_RTOL, RHO_INF, alpha_parameters
 from .run import Progress, backend_name, controller_parts, output_times
 
-METHODS = ("rk4", "dopri5")
+METHODS = ("rk4", "dopri5") + IMPLICIT
 
 # Dormand-Prince 5(4) tableau (Hairer, Norsett & Wanner, Solving ODEs I, Table 5.2)
 _C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0])
@@ -77,7 +85,7 @@ def _batch_inputs(robot, q0, qd0, robots, n):
 
 def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, controller=None, torque=None,
                    method="rk4", rtol=1e-6, atol=1e-8, output_every=1, progress=None, backend=None,
-                   max_steps=10_000_000, loop="auto"):
+                   max_steps=10_000_000, loop="auto", rho_inf=RHO_INF, max_step=np.inf):
     """Integrate a batch of runs of ``robot`` over [0, t_final]; see the module docstring.
 
     ``q0``, ``qd0``: (B, nq) initial states (or one (nq,) state for every run). ``robots``: a
@@ -91,11 +99,19 @@ def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, cont
     built-in controller (or none) and no torque function, each run is one call of the compiled
     loop (:mod:`.compiled_loop`, runs shared among threads); ``"python"`` keeps the batched Python
     loop, ``"compiled"`` insists. A model-based controller uses the robot's own model (nominal)
-    while each run's plant has its parameters.
+    while each run's plant has its parameters. ``method``: see the module docstring;
+    ``rho_inf``: generalized-alpha's damping; ``rtol``, ``atol``: dopri5's and radau5's
+    tolerances, ``max_step`` radau5's longest step. ``stats["method"]`` says what ran.
     """
     require_invertible(robot)
-    if method not in METHODS:
-        raise ValueError(f"method: unknown '{method}'; use one of {', '.join(METHODS)}")
+    if method not in METHODS + ("auto",):
+        raise ValueError(f"method: unknown {method!r:.40}; use one of auto, {', '.join(METHODS)}")
+    alpha_parameters(rho_inf)  # a damping outside [0, 1]: one line before anything runs
+    for name, value in (("rtol", rtol), ("atol", atol)) + ((("max_step", max_step),) if max_step != np.inf else ()):
+        inputs.positive(value, name)
+    if method == "radau5" and rtol < RADAU_MIN_RTOL:
+        raise ValueError(f"rtol: {rtol!r:.40} is below round-off for radau5 (its error estimate needs rtol >= "
+                         f"{RADAU_MIN_RTOL:.3g}); use a larger rtol")
     if int(output_every) != output_every or output_every < 1:
         raise ValueError(f"output_every: a whole number >= 1 (got {output_every})")
     nq, nj = robot.nq, robot.n_joints
@@ -104,11 +120,17 @@ def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, cont
     if robots is not None and len(robots) == 1 and B > 1:
         robots = robots * B
     grid = output_times(float(t_final), float(dt))
-    model = evaluator(robot, backend, work=fixed_step_work(method, B * (len(grid) - 1)))
+    model = evaluator(robot, backend, work=fixed_step_work("rk4" if method == "auto" else method,
+                                                              B * (len(grid) - 1)))
     params, fd = _dynamics(model, robot, robots, B)
     controller = controller.using(model) if hasattr(controller, "using") else controller  # M, b from the model
     n_z, z0, ctrl_torque, ctrl_deriv = controller_parts(controller, nj)
     applied = _applied(torque, B, nj)
+    check = None
+    if method == "auto":
+        check = _step_check(robot, model, controller, torque, n_z, z0, ctrl_torque, ctrl_deriv,
+                            np.concatenate([Q0[0], QD0[0], z0]), grid, dt)
+        method = check["method"]
     if torque is not None and not callable(torque) and np.ndim(torque) == 2:  # (B, n_joints): not in C
         why = "per-run torques (B, n_joints) run in the Python loop"
         if loop == "compiled":
@@ -116,6 +138,9 @@ def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, cont
         compiled = None
     else:
         compiled, why = plan(model, method, nj, controller, torque, grid, loop=loop)
+    if compiled is None and method in IMPLICIT:
+        raise ValueError(f"method: {method!r} in simulate_batch runs in the compiled loop only, and this batch "
+                         f"cannot ({why}); use method='rk4' or 'dopri5', or fm.simulate per run")
 
     def rhs(t, x, tau_out=None):
         q, qd, z = x[:, :nq], x[:, nq:2 * nq], x[:, 2 * nq:]
@@ -135,10 +160,18 @@ def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, cont
     x = np.concatenate([Q0, QD0, np.broadcast_to(z0, (B, n_z))], axis=1)
     if compiled is not None:
         start = time.perf_counter()
-        X, TAU, status = compiled.batch(x, grid, int(output_every), len(t_out), params)
+        X, TAU, status, counts = compiled.batch(x, grid, int(output_every), len(t_out), params, method=method,
+                                                rho_inf=rho_inf, rtol=rtol, atol=atol, max_step=max_step)
         stats = {"steps": len(grid) - 1, "rhs_evaluations": 4 * (len(grid) - 1) + 1, "success": bool(np.all(status == 0)),
                  "failed_runs": np.flatnonzero(status).tolist(), "wall_time": time.perf_counter() - start, "runs": B,
-                 "backend": backend_name(model), "loop": "compiled"}
+                 "backend": backend_name(model), "loop": "compiled", "method": method}
+        if counts is not None:  # per run: the implicit methods' work
+            stats.update({("steps_per_run" if name == "steps" else name): counts[:, k].tolist()
+                          for k, name in enumerate(COUNTS) if name != "analytic_jacobians"})
+            stats["steps"] = int(counts[:, 0].max())
+            stats["rhs_evaluations"] = None if method == "generalized_alpha" else int(counts[:, 6].sum())
+        if check is not None:
+            stats["method_reason"] = check["reason"]
         return BatchResult(t=t_out, q=X[:, :, :nq], qd=X[:, :, nq:2 * nq], tau=TAU, controller_state=X[:, :, 2 * nq:],
                            robot=robot, params=params, method=method, stats=stats)
     X = np.empty((len(t_out), B, x.shape[1]))
@@ -153,10 +186,35 @@ def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, cont
     finally:
         bar.close()
     stats.update(wall_time=time.perf_counter() - start, runs=B, backend=backend_name(model), loop="python",
-                 loop_reason=why)
+                 loop_reason=why, method=method)
+    if check is not None:
+        stats["method_reason"] = check["reason"]
     X = X.transpose(1, 0, 2)
     return BatchResult(t=t_out, q=X[:, :, :nq], qd=X[:, :, nq:2 * nq], tau=TAU.transpose(1, 0, 2),
                        controller_state=X[:, :, 2 * nq:], robot=robot, params=params, method=method, stats=stats)
+
+
+def _step_check(robot, model, controller, torque, n_z, z0, ctrl_torque, ctrl_deriv, x0, grid, dt):
+    """``method="auto"``: the step check of :func:`flexman.simulate` on one run (the robot's own
+    parameters, the first start state): the closed loop where every law is flexman's own, else the
+    plant's modes."""
+    from .stability import loop_step_check, plant_step_check
+
+    nq, nj = robot.nq, robot.n_joints
+    own = (controller is None or type(controller).__module__.startswith("flexman.")) and not callable(torque)
+    if not own:
+        return plant_step_check(robot, dt)
+    held = np.zeros(nj) if torque is None else np.asarray(torque, dtype=float)
+    held = np.broadcast_to(held[0] if held.ndim == 2 else held, (nj,))  # per-run torques: the first run's
+
+    def total_torque(t, x):
+        return held + np.asarray(ctrl_torque(t, x[:nq], x[nq:2 * nq], x[2 * nq:]), dtype=float)
+
+    def rates(t, x, tau):
+        q, qd, z = x[:nq], x[nq:2 * nq], x[2 * nq:]
+        return model.forward_dynamics(q, qd, tau), (ctrl_deriv(t, q, qd, z) if n_z else z)
+
+    return loop_step_check(robot, model, rates, total_torque, x0, grid, nq, controller, dt, "auto")
 
 
 def _show(progress, b, n_steps):

@@ -24,10 +24,12 @@ import time
 import numpy as np
 
 from ..codegen import loop as cloop
+from ..codegen.loop_radau import BATCH_METHODS, COUNTS
 from .integrators import RHO_INF
 from .run import check_first_torque, torque_values, warn_fault
 
 LOOPS = ("auto", "compiled", "python")
+IMPLICIT = tuple(BATCH_METHODS)  # the implicit methods of the compiled loop (Newton with the model's partials)
 _P = ctypes.POINTER(ctypes.c_double)
 
 
@@ -119,17 +121,24 @@ class CompiledLoop:
         self.plant.fd_partials, self.plant.id_partials, self.plant.has_p_partials = fd, id_, int(fd_p)
         return True
 
-    def run(self, x0, t_grid, label="simulate", stacklevel=3, method="rk4", rho_inf=RHO_INF):
-        """(t, X, taus, stats) of one RK4 or generalized-alpha run (``rho_inf``: its spectral
-        radius at infinity) from x0 over t_grid (see ``run.integrate``, its ``label`` and
-        ``stacklevel``)."""
+    def run(self, x0, t_grid, label="simulate", stacklevel=3, method="rk4", rho_inf=RHO_INF, rtol=1e-8, atol=1e-10,
+            max_step=np.inf):
+        """(t, X, taus, stats) of one RK4, generalized-alpha (``rho_inf``: its spectral radius at
+        infinity) or Radau IIA run (``radau5``: ``rtol``, ``atol``, ``max_step``) from x0 over
+        t_grid (see ``run.integrate``, its ``label`` and ``stacklevel``)."""
         x0, t_grid = _array(x0), _array(t_grid)
         n_t, nx, nj = len(t_grid), len(x0), self.model.n_joints
         X, taus = np.empty((n_t, nx)), np.empty((n_t, nj))
         n_out, t_fault = ctypes.c_long(0), ctypes.c_double(np.nan)
         iterations, jacobians, analytic = ctypes.c_long(0), ctypes.c_long(0), ctypes.c_long(0)
+        counts = np.zeros(len(COUNTS), dtype=np.int_)
         start = time.perf_counter()
-        if method == "generalized_alpha":
+        if method == "radau5":
+            status = self.lib.fm_radau_run(ctypes.byref(self.plant), ctypes.byref(self.control), int(self.prescribed),
+                                           _ptr(t_grid), n_t, _ptr(x0), nx, 1, float(rtol), float(atol),
+                                           float(max_step), _ptr(X), _ptr(taus), ctypes.byref(n_out),
+                                           ctypes.byref(t_fault), counts.ctypes.data_as(ctypes.POINTER(ctypes.c_long)))
+        elif method == "generalized_alpha":
             status = self.lib.fm_galpha_run(ctypes.byref(self.plant), ctypes.byref(self.control), int(self.prescribed),
                                             _ptr(t_grid), n_t, _ptr(x0), nx, 1, float(rho_inf), _ptr(X), _ptr(taus),
                                             ctypes.byref(n_out), ctypes.byref(t_fault), ctypes.byref(iterations),
@@ -144,11 +153,15 @@ class CompiledLoop:
             raise MemoryError("the compiled loop could not allocate its work space")
         t_out, X, taus = t_grid[:k], X[:k], taus[:k]
         steps = n_t - 1 if status == 0 else k - 1
+        if method == "radau5":
+            steps = int(counts[0])
         info = _info(status, t_fault.value, steps, method, rho_inf)
         if status:
             warn_fault(label, method, info, t_out, stacklevel)
         stats = {"rhs_evaluations": 4 * steps + 1, "wall_time": wall, "loop": "compiled", **info}
-        if method == "generalized_alpha":
+        if method == "radau5":
+            stats.update(_radau_stats(counts))
+        elif method == "generalized_alpha":
             # per step the rates at its start and one per Newton iteration; nx per Jacobian by forward
             # differences (none for one from the partial derivatives); the last torque
             fd = jacobians.value - analytic.value
@@ -158,26 +171,35 @@ class CompiledLoop:
                          "finite differences" if not analytic.value else "analytic where the law allows")
         return t_out, X, taus, stats
 
-    def batch(self, X0, t_grid, every, n_samples, params=None, threads=None):
-        """(X (B, n_samples, nx), TAU (B, n_samples, nj), status per run): B runs from the rows of
-        X0 on one grid, every ``every``-th time sampled; ``params``: one parameter vector per run
-        (the plants'; a model-based controller keeps the model's own as its nominal model). A run
-        that faults keeps NaN after its last good sample. The runs are shared among ``threads``
-        (default: one per CPU; the C loop runs without Python's lock)."""
+    def batch(self, X0, t_grid, every, n_samples, params=None, threads=None, method="rk4", rho_inf=RHO_INF,
+              rtol=1e-6, atol=1e-8, max_step=np.inf):
+        """(X (B, n_samples, nx), TAU (B, n_samples, nj), status per run, counts (B, 7) or None): B
+        runs from the rows of X0 on one grid, every ``every``-th time sampled; ``params``: one
+        parameter vector per run (the plants'; a model-based controller keeps the model's own as its
+        nominal model). ``method``: rk4, or generalized_alpha / radau5 (their ``rho_inf``, ``rtol``,
+        ``atol``, ``max_step``; counts: fm_radau_run's per run). A run that faults keeps NaN after its
+        last good sample. The runs are shared among ``threads`` (default: one per CPU; the C loop runs
+        without Python's lock)."""
         X0, t_grid = _array(X0), _array(t_grid)
         B, nx = X0.shape
         nj = self.model.n_joints
         X, TAU = np.full((B, n_samples, nx), np.nan), np.full((B, n_samples, nj), np.nan)
         P = None if params is None or not self.plant.has_p else _array(params)
         status, n_out, t_fault = np.zeros(B, np.intc), np.zeros(B, np.int_), np.zeros(B)
+        counts = np.zeros((B, len(COUNTS)), np.int_) if method in IMPLICIT else None
 
         def runs(lo, hi):
-            self.lib.fm_rk4_batch(ctypes.byref(self.plant), ctypes.byref(self.control), int(self.prescribed),
-                                  _ptr(t_grid), len(t_grid), hi - lo, _ptr(X0[lo:hi]),
-                                  None if P is None else _ptr(P[lo:hi]), 0 if P is None else P.shape[1], nx,
-                                  int(every), n_samples, _ptr(X[lo:hi]), _ptr(TAU[lo:hi]),
-                                  status[lo:hi].ctypes.data_as(ctypes.POINTER(ctypes.c_int)),
-                                  n_out[lo:hi].ctypes.data_as(ctypes.POINTER(ctypes.c_long)), _ptr(t_fault[lo:hi]))
+            common = (ctypes.byref(self.plant), ctypes.byref(self.control), int(self.prescribed), _ptr(t_grid),
+                      len(t_grid), hi - lo, _ptr(X0[lo:hi]), None if P is None else _ptr(P[lo:hi]),
+                      0 if P is None else P.shape[1], nx, int(every), n_samples)
+            out = (_ptr(X[lo:hi]), _ptr(TAU[lo:hi]), status[lo:hi].ctypes.data_as(ctypes.POINTER(ctypes.c_int)),
+                   n_out[lo:hi].ctypes.data_as(ctypes.POINTER(ctypes.c_long)), _ptr(t_fault[lo:hi]))
+            if counts is None:
+                self.lib.fm_rk4_batch(*common, *out)
+            else:
+                self.lib.fm_implicit_batch(*common, BATCH_METHODS[method], float(rho_inf), float(rtol), float(atol),
+                                           float(max_step), *out,
+                                           counts[lo:hi].ctypes.data_as(ctypes.POINTER(ctypes.c_long)))
 
         n_threads = max(1, min(B, threads or os.cpu_count() or 1))
         cuts = np.linspace(0, B, n_threads + 1).astype(int)
@@ -188,17 +210,31 @@ class CompiledLoop:
 
             with ThreadPoolExecutor(max_workers=n_threads) as pool:
                 list(pool.map(runs, cuts[:-1], cuts[1:]))
-        return X, TAU, status
+        return X, TAU, status, counts
+
+
+def _radau_stats(counts):
+    """The stats of a radau5 run from fm_radau_run's counts."""
+    c = dict(zip(COUNTS, (int(v) for v in counts)))
+    analytic = c.pop("analytic_jacobians")
+    fd = c["jacobians"] - analytic
+    c["jacobian"] = ("analytic" if analytic and not fd else "finite differences" if not analytic else
+                     "analytic where the law allows")
+    return c
 
 
 def _info(status, t_fault, steps, method="rk4", rho_inf=RHO_INF):
     if status == 0:
-        name = "RK4" if method == "rk4" else f"generalized-alpha (rho_inf = {float(rho_inf):g})"
+        name = {"rk4": "fixed-step RK4", "radau5": "Radau IIA (order 5, step-size control)"}.get(
+            method, f"fixed-step generalized-alpha (rho_inf = {float(rho_inf):g})")
         return {"steps": steps, "success": True, "diverged": False, "t_fault": None,
-                "message": f"fixed-step {name} finished (compiled loop)"}
+                "message": f"{name} finished (compiled loop)"}
     message = {1: "SingularMatrixError: a mass-matrix block is singular at this state",
                2: "FloatingPointError: the applied torque is not finite (torque argument plus controller output)",
                3: "the state became non-finite or an implicit step did not converge (the run diverged)"}[status]
+    if status == 3 and method == "radau5":
+        message = ("the state became non-finite, or Newton's iteration failed until the step size fell to "
+                   "round-off (the run diverged)")
     return {"steps": steps, "success": False, "diverged": True, "t_fault": float(t_fault), "message": message}
 
 
@@ -223,7 +259,7 @@ def plan(model, method, n_joints, controller=None, torque=None, t_grid=None, pre
             raise LoopUnavailable(f"loop='compiled': {made}")
         return None, made
     compiled = CompiledLoop(model, made, keep, prescribed is not None)
-    if method == "generalized_alpha":
+    if method in IMPLICIT:
         compiled.use_partials(partials_model(model))
     return compiled, "compiled"
 
@@ -249,8 +285,8 @@ def partials_model(model):
 
 def _describe(model, method, nj, controller, torque, t_grid, prescribed, keep):
     """The run's ``loop.Control``, or the reason it cannot be compiled."""
-    if method not in ("rk4", "generalized_alpha"):
-        return f"method {method!r}: the compiled loop runs the fixed-step methods (rk4, generalized_alpha)"
+    if method not in ("rk4",) + IMPLICIT:
+        return f"method {method!r}: the compiled loop runs rk4, generalized_alpha and radau5"
     if getattr(model, "backend", None) != "c" or not hasattr(model, "c_entry"):
         return "the dynamics are interpreted (no compiled model)"
     if len({model.c_entry(w)[1] for w in ("mass_matrix", "bias_forces")}) != 1:

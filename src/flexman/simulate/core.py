@@ -43,7 +43,9 @@ def simulate(robot, t_final, dt=1e-3, method="auto", rtol=1e-8, atol=1e-10, q0=N
     closed loop, else generalized-alpha; ``res.stats["method"]`` says which ran), ``'rk4'``
     (fixed-step classic Runge-Kutta at ``dt``, as FLX), ``'generalized_alpha'`` (fixed-step,
     implicit, A-stable, second order, for stiff arms; ``rho_inf`` in [0, 1] its damping of the
-    unresolved modes, see :func:`.integrators.generalized_alpha`) or one of
+    unresolved modes, see :func:`.integrators.generalized_alpha`), ``'radau5'`` (Radau IIA of
+    order 5 with step-size control for ``rtol``, ``atol``, ``max_step``, in the compiled loop
+    only: :mod:`flexman.codegen.loop_radau`) or one of
     ``'RK45', 'DOP853', 'Radau', 'BDF', 'LSODA'`` (``solve_ivp`` with ``rtol``, ``atol``,
     ``max_step``). The applied joint torque is ``torque`` (None, constant, sampled array or
     ``torque(t, q, qd)``, see :func:`.run.torque_input`) plus the ``controller``'s output.

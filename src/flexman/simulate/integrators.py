@@ -20,7 +20,11 @@ from ..model.errors import SingularMatrixError
 
 ADAPTIVE_METHODS = ("RK45", "DOP853", "Radau", "BDF", "LSODA")
 IMPLICIT_METHODS = ("generalized_alpha",)
-METHODS = ("rk4",) + IMPLICIT_METHODS + ADAPTIVE_METHODS
+#: methods only the compiled loop runs (no Python twin: SciPy's "Radau" is the same method there)
+COMPILED_METHODS = ("radau5",)
+METHODS = ("rk4",) + IMPLICIT_METHODS + COMPILED_METHODS + ADAPTIVE_METHODS
+#: the smallest rtol of radau5 (as SciPy's Radau: below it the error estimate is round-off)
+RADAU_MIN_RTOL = 100 * 2.220446049250313e-16
 #: the default high-frequency damping of generalized-alpha: modes far above 1/h lose 1 - 0.8 of
 #: their amplitude per step; the resolved ones keep second-order accuracy
 RHO_INF = 0.8

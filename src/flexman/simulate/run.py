@@ -216,7 +216,8 @@ def check_first_torque(t, tau):
 def warn_fault(label, method, info, t_out, stacklevel=3):
     """The one warning of a run that stopped early (``result.diverged``)."""
     hint = {"rk4": "use a smaller dt, method='auto' or an implicit method ('generalized_alpha', Radau, BDF)",
-            "generalized_alpha": "use a smaller dt (the Newton iteration of a step did not converge)"}.get(
+            "generalized_alpha": "use a smaller dt (the Newton iteration of a step did not converge)",
+            "radau5": "check the model and its inputs at that time, or loosen rtol/atol"}.get(
         method, "loosen the tolerances or check the model")
     warnings.warn(f"{label}: {method} stopped at t = {info['t_fault']:g} s: {info['message']}; the result "
                   f"holds the {len(t_out)} samples up to t = {t_out[-1]:g} s (result.diverged is True); {hint}",
@@ -285,8 +286,15 @@ def run_loop(compiled, why, model, progress, q0, qd0, title, rates, total_torque
     (``progress``, from the start state q0, qd0) with ``stats["loop_reason"]`` = ``why``; and
     ``stats["backend"]``. The tail that ``simulate`` and prescribed motion share; a fault's
     warning names their caller."""
+    if compiled is None and method in integrators.COMPILED_METHODS:
+        raise ValueError(f"method: {method!r} runs in the compiled loop only, and this run cannot ({why}); "
+                         "use method='Radau' (SciPy's Radau IIA) for it")
+    if method in integrators.COMPILED_METHODS and not rtol >= integrators.RADAU_MIN_RTOL:
+        raise ValueError(f"rtol: {rtol!r:.40} is below round-off for {method} (its error estimate needs rtol >= "
+                         f"{integrators.RADAU_MIN_RTOL:.3g}); use a larger rtol")
     if compiled is not None:
-        t_out, X, taus, stats = compiled.run(x0, t_grid, stacklevel=4, method=method, rho_inf=rho_inf)
+        t_out, X, taus, stats = compiled.run(x0, t_grid, stacklevel=4, method=method, rho_inf=rho_inf, rtol=rtol,
+                                             atol=atol, max_step=max_step)
     else:
         bar = Progress(show_progress(progress, model, q0, qd0, len(t_grid) - 1), t_grid[-1], title)
         try:

@@ -316,7 +316,7 @@ class EOM:
         return engine.require("codegen").export(self, lang, path, what)
 
     def fmu(self, path, kind="both", controller=None, step_size=1e-3, q0=None, qd0=None, force=True,
-            output_frames=()):
+            output_frames=(), method="auto", rho_inf=0.8):
         """Write an FMI 2.0 FMU of the robot to ``path`` (``.fmu``) and return the path: model
         exchange and/or co-simulation (``kind``: "me", "cs", "both"), the physical parameters
         as FMU parameters, joint torques as inputs (see :mod:`flexman.codegen.fmu`).
@@ -324,7 +324,10 @@ class EOM:
         e.g. ``fm.control.from_spec(robot, robot.controller)``), whose set-points become inputs.
         Equations with numeric parameters are derived again with symbolic ones (the FMU's
         parameters); external wrenches are not part of the FMU. ``output_frames``: links or named
-        frames (a URDF's ``tool0``) whose placement the FMU outputs besides the end effector's."""
+        frames (a URDF's ``tool0``) whose placement the FMU outputs besides the end effector's.
+        ``method``: the co-simulation's integrator, "rk4", "generalized_alpha" (implicit, for stiff
+        arms; ``rho_inf`` its damping) or "auto" (generalized-alpha where RK4 at ``step_size`` is
+        unstable for the arm's highest mode)."""
         fmu = engine.require("codegen").fmu
         write_fmu = fmu.write_fmu
         fmu.check_size(self.robot)  # before deriving the symbolic-parameter equations again
@@ -333,7 +336,8 @@ class EOM:
             o = self.options
             eom = EOM(self.robot, self.formulation, "symbolic", fold=o["fold"], cse=o["cse"], external=False,
                       reduce_mass_matrix=False)  # M's polynomial normal form costs seconds; the FMU need not
-        return write_fmu(eom, path, kind, controller, step_size, q0, qd0, force, output_frames=output_frames)
+        return write_fmu(eom, path, kind, controller, step_size, q0, qd0, force, output_frames=output_frames,
+                         method=method, rho_inf=rho_inf)
 
     def _physical_parameters(self):
         """The names of the parameters that are physical (not the external wrench inputs)."""
