@@ -205,3 +205,34 @@ def test_sweep_refuses_unknown_link_names_and_frames_before_it_starts(tmp_path):
     with pytest.raises(SweepError) as info:
         fm.sweep(robot, {"links.forearm_link.beam.EI": [1e4]}, run={"frame": "tool9"}, out=tmp_path / "b.parquet")
     assert str(info.value).startswith("run.frame: ") and "tool0" in str(info.value)
+
+
+@needs_erd
+def test_a_legged_robot_as_it_is_names_feet_simulation_and_report(tmp_path):
+    """Issue 35 with a legged robot (Solo-12 of example-robot-data, freed at its base): coordinates
+    named by the URDF (the base's six, then the joints), a foot frame placed as Pinocchio places it
+    (its composite root PX PY PZ RZ RY RX is flexman's base) to 1e-12, and that foot as the end
+    effector of a short fall under gravity and of its report, whose scene carries the robot's meshes."""
+    path = ROBOTS / "solo_description/robots/solo12.urdf"
+    robot = fm.load(path, floating=True)
+    assert robot.coordinate_names[:7] == ["base_link_x", "base_link_y", "base_link_z", "base_link_yaw",
+                                          "base_link_pitch", "base_link_roll", "FL_HAA"]
+    assert {"FL_FOOT", "HR_FOOT"} <= set(robot.frames)
+    root = pin.JointModelComposite()
+    for joint in (pin.JointModelPX(), pin.JointModelPY(), pin.JointModelPZ(), pin.JointModelRZ(), pin.JointModelRY(),
+                  pin.JointModelRX()):
+        root.addJoint(joint)
+    model = pin.buildModelFromUrdf(str(path), root)
+    data = model.createData()
+    q = np.random.default_rng(5).uniform(-1, 1, robot.nq)
+    pin.framesForwardKinematics(model, data, pin_q(model, q))
+    assert np.abs(robot.frame(q, "FL_FOOT") - data.oMf[model.getFrameId("FL_FOOT")].homogeneous).max() < 1e-12
+    res = fm.simulate(robot, 0.02, dt=1e-3, q0=q, ee_frame="FL_FOOT", backend="numeric", progress=False)
+    assert res.robot.end_effector == "FL_FOOT"
+    fall = res.q[-1, 2] - q[2]  # the base falls freely (no contact model): z drops by g t^2 / 2
+    assert abs(fall + 0.5 * 9.81 * 0.02 ** 2) < 1e-6
+    import re
+
+    page = res.report(tmp_path / "solo.html").read_text()
+    drawn = re.findall(r'"triangles": ?(\d+)', page)  # the meshes' scene: thinned to the report's budget
+    assert len(robot.visuals) == 17 and drawn and 5000 < int(drawn[0]) <= 30000
