@@ -5,6 +5,7 @@ left out with one notice line when they cannot be drawn. The page itself is chec
 from __future__ import annotations
 
 from base64 import b64decode
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -181,3 +182,48 @@ def test_the_notebook_preview_draws_the_meshes_where_pinocchio_puts_the_links():
     fig = plot_arm(robot, q)
     drawn = [c for c in fig.axes[0].collections if isinstance(c, Poly3DCollection)]
     assert len(drawn) == 7
+
+
+@pytest.mark.skipif(ROBOTS is None, reason="example-robot-data is not installed")
+def test_visuals_are_saved_in_model_files_and_drawn_from_them(tmp_path):
+    """Issue 35: a URDF robot saved as a model file keeps its visuals (``visuals:``): the file read
+    back has the same meshes, placed the same; a mesh beside the file is written relative to it, so
+    the folder can move; the loaded model's meshes are drawn."""
+    import shutil
+
+    robot = fm.load(UR5, overlay=FOREARM_OVERLAY)
+    back = fm.load(fm.save(robot, tmp_path / "ur5.yaml"))
+    assert [(v.link, v.kind, v.path, v.scale, v.rgba) for v in back.visuals] == \
+           [(v.link, v.kind, v.path, v.scale, v.rgba) for v in robot.visuals]
+    assert max(np.abs(a.origin - b.origin).max() for a, b in zip(robot.visuals, back.visuals)) < 1e-12
+    # the meshes copied beside the model file: relative paths, the folder moved, still drawn
+    folder = tmp_path / "arm"
+    (folder / "meshes").mkdir(parents=True)
+    for vis in robot.visuals:
+        shutil.copy(vis.path, folder / "meshes" / Path(vis.path).name)
+        vis.path = str(folder / "meshes" / Path(vis.path).name)
+    text = fm.save(robot, folder / "ur5.yaml").read_text()
+    assert "mesh: meshes/base.dae" in text
+    moved = shutil.move(str(folder), str(tmp_path / "elsewhere"))
+    again = fm.load(Path(moved) / "ur5.yaml")
+    assert all(Path(v.path).is_file() and "elsewhere" in v.path for v in again.visuals)
+    assert len(meshes.load_visuals(again, 3000)) == 7
+
+
+@pytest.mark.parametrize("visuals, message", [
+    ("cube", r"^visuals: expected a list"),
+    ([{"link": "nowhere", "box": [0.1, 0.1, 0.1]}], r"^visuals\[0\]\.link: no link named 'nowhere'"),
+    ([{"link": "base", "box": [0.1, 0.1, 0.1], "sphere": [0.1]}], r"^visuals\[0\]: give exactly one of mesh, box"),
+    ([{"link": "base", "cylinder": [0.1, -0.2]}], r"^visuals\[0\]\.cylinder\[1\]: must be a finite number > 0"),
+    ([{"link": "base", "sphere": [0.1], "rgba": [1, 0, 0, 2]}], r"^visuals\[0\]\.rgba: expected 4 numbers"),
+    ([{"link": "base", "mesh": ""}], r"^visuals\[0\]\.mesh: must be the path of a mesh file"),
+    ([{"link": "base", "mesh": "a.stl", "colour": "red"}], r"^visuals\[0\]\.colour: unknown field"),
+])
+def test_bad_visuals_are_one_line(visuals, message):
+    from flexman.model.serialize import robot_from_dict, robot_to_dict
+
+    data = robot_to_dict(fm.examples.load("dynaman_2r"))
+    data["visuals"] = visuals
+    with pytest.raises(fm.ModelError, match=message) as info:
+        robot_from_dict(data)
+    assert "\n" not in str(info.value)

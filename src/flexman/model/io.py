@@ -161,9 +161,13 @@ def load(path_or_name, overlay=None, bundled=None, args=None, floating=False) ->
     if isinstance(data, dict) and "urdf" in data:
         return load_overlay(data, path)
     try:
-        return robot_from_dict(data)
+        robot = robot_from_dict(data)
     except ModelError as exc:
         raise ModelError(" ".join(f"{path}: {exc}".split())) from None
+    for vis in getattr(robot, "visuals", None) or []:  # mesh files relative to the model file's folder
+        if vis.kind == "mesh" and not os.path.isabs(vis.path):
+            vis.path = os.path.normpath(path.resolve().parent / vis.path)
+    return robot
 
 
 def read_data(path) -> dict:
@@ -233,9 +237,10 @@ def _json_text(value, indent: str = "") -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
-def dumps(robot: Robot, fmt: str = "yaml") -> str:
-    """Model-file text for a robot in 'yaml', 'toml' or 'json'."""
-    data = robot_to_dict(robot)
+def dumps(robot: Robot, fmt: str = "yaml", base_dir=None) -> str:
+    """Model-file text for a robot in 'yaml', 'toml' or 'json' (``base_dir``: the folder of the file
+    it goes to, so that mesh paths are written relative to it)."""
+    data = robot_to_dict(robot, base_dir)
     robot_from_dict(data)  # refuse to write a file that would not load back
     if fmt == "json":
         return _json_text(data) + "\n"
@@ -262,4 +267,4 @@ def save(robot: Robot, path, writers=None) -> Path:
     writer = (writers or {}).get(path.suffix.lower())
     if writer is not None:
         return write_text(path, writer(robot))
-    return write_text(path, dumps(robot, _format(path)))  # whole or not at all
+    return write_text(path, dumps(robot, _format(path), path.resolve().parent))  # whole or not at all

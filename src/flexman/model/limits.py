@@ -15,6 +15,7 @@ MAX_URDF_BYTES = 50_000_000      # a URDF (a xacro file's expansion): real ones 
 MAX_DEPTH = 32                   # nesting of mappings and lists (a model file uses 5)
 MAX_NODES = 100_000              # values after expanding YAML aliases (alias bombs stop here)
 MAX_TEXT = 10_000                # characters of one text value (a description, a citation)
+MAX_VISUALS = 2_000              # visual elements (meshes, primitives) of one model file (tiago_dual: 120)
 
 # ----- model sizes ---------------------------------------------------------------------------
 MAX_LINKS = 200                  # links (moving joints) of one robot: each has a coordinate, so MAX_NQ bounds them

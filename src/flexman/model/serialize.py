@@ -28,14 +28,17 @@ from .sensors import sensor_to_dict, sensors_from_list
 from .robot import (DH_CONVENTIONS, JOINT_TYPES, SHAPE_KINDS, Beam, Drive, Link, Placement, RigidBody, Robot,
                     bound_text, MimicRobot, bounds, inertia_matrix, meets_bound)
 from . import floating as fl
+from . import limits as lim
 
 __all__ = ["robot_from_dict", "robot_to_dict", "check_fields", "join", "describe_value", "TOP_FIELDS",
            "STATICS_FIELDS", "LINK_FIELDS", "PLACEMENT_FIELDS", "DH_FIELDS", "BODY_FIELDS", "HUB_FIELDS",
            "BEAM_FIELDS", "MODE_FIELDS"]
 
 TOP_FIELDS = ("name", "description", "source", "gravity", "dh", "links", "payload", "controller", "manoeuvre",
-              "statics", "frames", "plan", "end_effector", "sensors")
+              "statics", "frames", "plan", "end_effector", "sensors", "visuals")
 FRAME_FIELDS = ("link", "xyz", "rpy")
+VISUAL_SHAPES = {"mesh": 0, "box": 3, "cylinder": 2, "sphere": 1}  # shape -> sizes it takes (a mesh: a file)
+VISUAL_FIELDS = ("link", "name", "xyz", "rpy", "scale", "rgba") + tuple(VISUAL_SHAPES)
 PLAN_FIELDS = ("start", "goal", "duration", "objective", "knots", "torque_limit", "rate_limit", "shaper")
 PLAN_OBJECTIVES = ("effort", "time", "deflection", "tip_path", "smooth")
 PLAN_SHAPERS = ("zv", "zvd", "ei")
@@ -370,6 +373,8 @@ def _robot_from_dict(data) -> Robot:
     if data.get("end_effector") is not None:  # a link's or a frame's name (checked by the robot)
         kw["end_effector"] = _identifier(data["end_effector"], "end_effector")
     robot = _build(MimicRobot, "", mimic=mimic, **kw) if mimic else _build(Robot, "", **kw)
+    if data.get("visuals") is not None:
+        robot.visuals = _visuals(data["visuals"], robot.links)
     robot.controller = None
     if data.get("controller") is not None:
         if not isinstance(data["controller"], dict):
@@ -472,6 +477,97 @@ def _frames(data) -> dict:
                                  enumerate(_numbers_or_angles(item.get("rpy", [0.0, 0.0, 0.0]), join(where, "rpy")))]))
         T[:3, 3] = _vec3(item.get("xyz", [0.0, 0.0, 0.0]), join(where, "xyz"))
         out[name] = (_parent(item["link"], join(where, "link")), T)
+    return out
+
+
+def _visuals(data, links) -> list:
+    """The visual geometry (``visuals:``, what a URDF's ``<visual>`` elements give): a list of
+    ``{link: <name or base>, mesh: <file> | box: [x, y, z] | cylinder: [radius, length] |
+    sphere: [radius], xyz, rpy, scale, rgba, name}``. Only described here: a mesh file is read when
+    a report or picture draws it (a relative path: from the model file's folder, see ``io.load``)."""
+    from .rotations import rpy_matrix
+    from .visuals import Visual
+
+    if not isinstance(data, list):
+        raise ModelError(f"visuals: expected a list of {{link, mesh | box | cylinder | sphere, xyz, rpy}} "
+                         f"(got {describe_value(data)})")
+    if len(data) > lim.MAX_VISUALS:
+        raise ModelError(f"visuals: {len(data)} entries; at most {lim.MAX_VISUALS} are supported (README, Limits)")
+    names = [link.name for link in links]
+    out = []
+    for k, item in enumerate(data):
+        where = join("visuals", k)
+        check_fields(item, where, VISUAL_FIELDS)
+        ref = _parent(item.get("link", "base"), join(where, "link"))
+        if isinstance(ref, str) and ref != "base" and ref not in names:
+            raise ModelError(f"{join(where, 'link')}: no link named '{ref}'; give a link's name or base")
+        if isinstance(ref, int) and ref >= len(links):
+            raise ModelError(f"{join(where, 'link')}: no link {ref}; the robot has {len(links)}")
+        index = -1 if ref in ("base", -1) else names.index(ref) if isinstance(ref, str) else ref
+        shapes = [key for key in VISUAL_SHAPES if key in item]
+        if len(shapes) != 1:
+            raise ModelError(f"{where}: give exactly one of {', '.join(VISUAL_SHAPES)} (got {', '.join(shapes) or 'none'})")
+        kind = shapes[0]
+        T = np.array(rpy_matrix([_angle(v, join(join(where, "rpy"), i)) for i, v in
+                                 enumerate(_numbers_or_angles(item.get("rpy", [0.0, 0.0, 0.0]), join(where, "rpy")))]))
+        T[:3, 3] = _vec3(item.get("xyz", [0.0, 0.0, 0.0]), join(where, "xyz"))
+        kw = {"link": index, "origin": T, "kind": kind, "name": _text(item.get("name", ""), join(where, "name"))[:200]}
+        if kind == "mesh":
+            path = _text(item["mesh"], join(where, "mesh"))
+            if not path.strip() or len(path) > 4096 or "\0" in path:
+                raise ModelError(f"{join(where, 'mesh')}: must be the path of a mesh file (STL, OBJ, DAE)")
+            scale = _positive_numbers(item.get("scale", [1.0, 1.0, 1.0]), 3, join(where, "scale"))
+            kw.update(path=path, scale=scale)
+        else:
+            kw["size"] = _positive_numbers(item[kind], VISUAL_SHAPES[kind], join(where, kind))
+        if item.get("rgba") is not None:
+            rgba = item["rgba"]
+            if not isinstance(rgba, list) or len(rgba) != 4:
+                raise ModelError(f"{join(where, 'rgba')}: expected 4 numbers [red, green, blue, alpha] in [0, 1]")
+            kw["rgba"] = tuple(_number(v, join(join(where, "rgba"), i), rule=(0.0, False)) for i, v in enumerate(rgba))
+            if max(kw["rgba"]) > 1.0:
+                raise ModelError(f"{join(where, 'rgba')}: expected 4 numbers [red, green, blue, alpha] in [0, 1]")
+        out.append(Visual(**kw))
+    return out
+
+
+def _positive_numbers(value, n: int, where: str) -> tuple:
+    if not isinstance(value, list) or len(value) != n:
+        raise ModelError(f"{where}: expected {n} number{'s' if n > 1 else ''} > 0 (got {describe_value(value)})")
+    return tuple(_number(v, join(where, i), rule=(0.0, True)) for i, v in enumerate(value))
+
+
+def visuals_to_list(robot, base_dir=None) -> list:
+    """``visuals:`` data of a robot's visuals; mesh paths relative to ``base_dir`` where they can be."""
+    import os
+
+    from .rotations import matrix_rpy
+
+    names = [link.name for link in robot.links]
+    out = []
+    for vis in getattr(robot, "visuals", None) or []:
+        item = {"link": "base" if vis.link < 0 else (names[vis.link] or vis.link)}
+        if vis.name:
+            item["name"] = vis.name
+        if vis.kind == "mesh":
+            path = vis.path
+            if base_dir is not None and os.path.isabs(path):
+                try:
+                    inside = os.path.relpath(path, base_dir)
+                except ValueError:  # another drive
+                    inside = os.pardir
+                if not inside.startswith(os.pardir):  # a mesh beside the file moves with it; others stay absolute
+                    path = inside
+            item["mesh"] = path
+            if tuple(vis.scale) != (1.0, 1.0, 1.0):
+                item["scale"] = _floats(vis.scale)
+        else:
+            item[vis.kind] = _floats(vis.size)
+        item["xyz"] = _floats(vis.origin[:3, 3])
+        item["rpy"] = _floats(matrix_rpy(vis.origin[:3, :3]))
+        if vis.rgba is not None:
+            item["rgba"] = _floats(vis.rgba)
+        out.append(item)
     return out
 
 
@@ -645,10 +741,11 @@ def link_items(robot: Robot) -> list:
     return links
 
 
-def robot_to_dict(robot: Robot) -> dict:
+def robot_to_dict(robot: Robot, base_dir=None) -> dict:
     """Plain data for a robot, in the model-file schema (angles in radians).
 
     Optional fields are written only when they differ from their defaults, so files stay short.
+    ``base_dir``: the folder of the file being written (mesh paths are written relative to it).
     """
     out = {"name": robot.name}
     if getattr(robot, "description", ""):
@@ -680,4 +777,6 @@ def robot_to_dict(robot: Robot) -> dict:
         out["plan"] = copy.deepcopy(robot.plan_settings)
     if getattr(robot, "sensors", None):
         out["sensors"] = [sensor_to_dict(s) for s in robot.sensors]
+    if getattr(robot, "visuals", None):
+        out["visuals"] = visuals_to_list(robot, base_dir)
     return out
