@@ -334,3 +334,54 @@ def test_ur5_meshes_bend_with_the_flexible_forearm_in_chromium(browser, tmp_path
         assert not requests, requests
     finally:
         page.close()
+
+
+@pytest.mark.slow
+def test_compare_views_draw_each_runs_meshes_in_chromium(browser, tmp_path):
+    """Issue 35: the side-by-side views of a URDF robot carry its meshes, each view posed by its own
+    run: at a frame, view k's upper-arm mesh sits where Pinocchio's frame of that link puts it for run
+    k's sample, and the two runs' meshes differ."""
+    import pinocchio as pin
+
+    from flexman.analysis.tip import tip_offset
+    from urdf_helpers import ROBOTS, pin_q
+
+    if ROBOTS is None:
+        pytest.skip("example-robot-data is not installed")
+    pytest.importorskip("trimesh")
+    urdf = ROBOTS / "ur_description/urdf/ur5_robot.urdf"
+    robot = fm.load(urdf)
+    runs = {name: fm.simulate(robot, 0.4, dt=0.02, q0=q0, backend="numeric", progress=False)
+            for name, q0 in (("left", [0.3, -0.8, 0.9, 0, 0.4, 0]), ("right", [-0.3, -0.5, 0.6, 0.2, -0.4, 0]))}
+    comparison = {"curves": {n: (r.t, np.linalg.norm(tip_offset(robot, r.q), axis=1), 0.2) for n, r in runs.items()},
+                  "motions": {n: (r.t, r.q) for n, r in runs.items()}}
+    path = runs["left"].report(tmp_path / "cmp.html", comparison=comparison)
+    page, errors, requests = open_page(browser, path)
+    try:
+        page.wait_for_function("window.flexmanComparison !== undefined", timeout=60000)
+        cmp = "window.flexmanComparison"
+        frame = page.evaluate(f"{cmp}.frames") - 1
+        page.evaluate(f"{cmp}.show({frame})")
+        settle(page, f"{cmp}.frame === {frame}")
+        times = page.evaluate(f"{cmp}.times")
+        model = pin.buildModelFromUrdf(str(urdf))
+        data = model.createData()
+        shown = []
+        for k, res in enumerate(runs.values()):
+            visuals = page.evaluate(f"{cmp}.meshes({k}).visuals")
+            assert [v["name"] for v in visuals] == [v.name for v in robot.visuals]
+            m = [v["name"] for v in visuals].index("upper_arm_link")
+            positions = np.array(page.evaluate(f"{cmp}.meshes({k}).positions({m})")).T
+            local = np.array(page.evaluate(f"{cmp}.meshes({k}).local({m})")).reshape(-1, 3)
+            q = res.q[int(np.argmin(np.abs(res.t - times[frame])))]
+            pin.framesForwardKinematics(model, data, pin_q(model, q))
+            oMf = data.oMf[model.getFrameId("upper_arm_link")]
+            origin = robot.visuals[m].origin
+            in_urdf = np.linalg.solve(origin[:3, :3], (local - origin[:3, 3]).T).T
+            np.testing.assert_allclose(positions, in_urdf @ oMf.rotation.T + oMf.translation, atol=2e-5)
+            shown.append(positions)
+        assert np.abs(shown[0] - shown[1]).max() > 0.05  # two runs, two poses
+        assert not errors, errors
+        assert not requests, requests
+    finally:
+        page.close()

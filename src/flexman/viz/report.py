@@ -20,6 +20,7 @@ import numpy as np
 from . import series, summary
 from .animation import MAX_FRAMES, animation_data
 from .equations import eom_html
+from .meshes import MAX_TRIANGLES, mesh_scene
 
 MAX_PLOT_POINTS = 4000  # per curve: long runs are drawn from the envelope of their samples
 COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
@@ -234,11 +235,12 @@ COMPARISON_JS = r"""
     if (p !== 'trail') return run.frames[i][p];
     return [0, 1, 2].map(a => run.trail[a].slice(0, i + 1));
   }
+  const MESHES = C.runs.map(run => meshScene(run.meshes));
   function traces(run, i) {
     const st = style(run);
     return PARTS.map(p => { const v = part(run, i, p);
       return Object.assign({type: 'scatter3d', x: v[0], y: v[1], z: v[2], hoverinfo: 'skip', name: p,
-                            showlegend: false}, st[p]); });
+                            showlegend: false}, st[p]); }).concat(MESHES[C.runs.indexOf(run)].traces(i, false));
   }
   const r = C.range;
   const layout = {
@@ -254,9 +256,9 @@ COMPARISON_JS = r"""
   function show(i, cursor) {
     frame = Math.max(0, Math.min(n - 1, Math.round(i)));
     C.runs.forEach((run, k) => {
-      const v = PARTS.map(p => part(run, frame, p));
+      const v = PARTS.map(p => part(run, frame, p)).concat(MESHES[k].points(frame, false));
       Plotly.restyle(views[k], {x: v.map(a => a[0]), y: v.map(a => a[1]), z: v.map(a => a[2])},
-                     PARTS.map((_, j) => j));
+                     v.map((_, j) => j));
     });
     slider.value = frame;
     readout.textContent = 't = ' + C.times[frame].toFixed(3) + ' s';
@@ -300,7 +302,8 @@ COMPARISON_JS = r"""
     show(0);
     window.flexmanComparison = {show: show, play: play, pause: pause, get frame() { return frame; },
                                 get playing() { return playing; }, frames: n, times: C.times,
-                                runs: C.runs.map(run => run.name)};
+                                runs: C.runs.map(run => run.name),
+                                meshes: k => MESHES[k].summary(views[k], PARTS.length)};
   });
   if (curve && curve.on) curve.on('plotly_click', ev => {
     const t = ev.points[0].x; let i = 0;
@@ -334,7 +337,12 @@ def comparison_animation(robot, motions, magnify=None, max_frames=MAX_FRAMES) ->
         anim = animation_data(robot, times, q[idx], magnify=magnify, max_frames=len(times), meshes=False)
         frames = [{p: v for p, v in f.items() if not p.startswith("true_")} for f in anim["frames"]]
         trail = [[f["tip"][a][0] for f in frames] for a in range(3)]
-        runs.append({"name": name, "colour": COLOURS[k % len(COLOURS)], "frames": frames, "trail": trail})
+        run = {"name": name, "colour": COLOURS[k % len(COLOURS)], "frames": frames, "trail": trail}
+        scene = mesh_scene(robot, q[idx], magnify, False, max_triangles=MAX_TRIANGLES // len(items))
+        if scene is not None:  # the robot's meshes in each view, thinned to share the report's budget
+            scene.pop("corners")
+            run["meshes"] = scene
+        runs.append(run)
         lo.append([a for a, _ in anim["range"]])
         hi.append([b for _, b in anim["range"]])
     lo, hi = np.min(lo, axis=0), np.max(hi, axis=0)
