@@ -7,7 +7,9 @@ forearm at its static sag under gravity).
 Prints, for each integrator, the wall time of the integration, the real-time factor and the
 error against an RK4 reference at a tenth of RK4's stable step: the default (method="auto"),
 RK4 at its stable step, generalized-alpha and Radau IIA (radau5: compiled loop, step-size
-control) and SciPy's Radau and BDF on the compiled model. Run: .venv/bin/python bench/stiff.py [--quick]
+control), SciPy's Radau and BDF on the compiled model, and the model reduced above 500 Hz
+(fm.reduce: the forearm's two kilohertz modes slaved to their quasi-static deflection).
+Run: .venv/bin/python bench/stiff.py [--quick]
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ OVERLAY = {"name": "ur5_carbon_forearm", "links": {"forearm_link": {
              "modes": {"y": 2, "z": 2}, "axis": [0, 0, 1]},
     "mass": 1.2, "com": [0.0, 0.0, 0.39225], "inertia": [1e-3, 1e-3, 1e-3]}}}
 T_FINAL, MOVE = 3.0, 1.5
+CUTOFF_HZ = 500.0  # the reduced model's: far above the controller's bandwidth (kp = 400: 3 Hz)
 
 
 def stiff_arm():
@@ -52,11 +55,14 @@ def at_rest(robot):
     return q0
 
 
-def timed(robot, q0=None, **options):
+def timed(robot, q0=None, model=None, **options):
+    """One run of ``model`` (default: the robot itself; else e.g. its reduction) under the robot's
+    controller, and its wall time."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         start = time.perf_counter()
-        res = fm.simulate(robot, T_FINAL, controller=controller(robot), progress=False, q0=q0, **options)
+        res = fm.simulate(robot if model is None else model, T_FINAL, controller=controller(robot), progress=False,
+                          q0=q0, **options)
     return res, time.perf_counter() - start
 
 
@@ -67,6 +73,9 @@ def main(argv):
     h = probe.stats["step_check"]["rk4_limit"]
     print(f"{robot.name}: nq = {robot.nq}; RK4's stable step for the closed loop {h:.3g} s")
     q0 = at_rest(robot)
+    reduced = fm.reduce(robot, above_hz=CUTOFF_HZ)
+    print(f"{reduced}: highest frequency {fm.analysis.natural_frequencies(reduced).max() / (2 * np.pi):.4g} Hz "
+          f"(full: {fm.analysis.natural_frequencies(robot).max() / (2 * np.pi):.4g} Hz)")
     per_ms = int(np.ceil(1e-3 / (h / 10)))  # reference steps per millisecond: every output time is a step
     ref, wall_ref = timed(robot, q0, dt=1e-3 / per_ms, method="rk4", backend="compiled")
     h_ref = 1e-3 / per_ms
@@ -77,6 +86,7 @@ def main(argv):
                            ("RK4 at 0.9 x its stable step", dict(dt=1e-3 / np.ceil(1e-3 / (0.9 * h)), method="rk4")),
                            ("radau5 (compiled loop), rtol 1e-6", dict(dt=1e-3, method="radau5", rtol=1e-6, atol=1e-8)),
                            ("radau5 (compiled loop), rtol 1e-8", dict(dt=1e-3, method="radau5", rtol=1e-8, atol=1e-10)),
+                           (f"reduced above {CUTOFF_HZ:g} Hz (auto, dt = 1 ms)", dict(dt=1e-3, model=reduced)),
                            ] + ([] if "--quick" in argv else [
                            ("SciPy Radau (compiled model)", dict(dt=1e-3, method="Radau", rtol=1e-6, atol=1e-8)),
                            ("SciPy BDF (compiled model)", dict(dt=1e-3, method="BDF", rtol=1e-6, atol=1e-8))]):

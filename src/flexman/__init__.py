@@ -75,6 +75,17 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, **o
     return _plan(robot, q_start, q_goal, duration=duration, limits=limits, objective=objective, **options)
 
 
+def reduce(robot, above_hz=None, coordinates=None, static=True):
+    """The model of ``robot`` with the flexible coordinates whose mode is above ``above_hz`` (Hz),
+    or those named in ``coordinates``, replaced by their quasi-static deflection (the static
+    correction of modal truncation; ``static=False``: dropped outright). ``fm.simulate`` runs it
+    with the full coordinates in its result; see :mod:`flexman.analysis.reduction` and
+    docs/stiff.md."""
+    from .analysis.reduction import reduce as _reduce
+
+    return _reduce(robot, above_hz=above_hz, coordinates=coordinates, static=static)
+
+
 def __getattr__(name):
     import importlib
 
@@ -83,4 +94,4 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
-__all__ = ["Beam", "Drive", "Link", "ModelError", "RigidBody", "Result", "Robot", "load", "save", "bundled_examples", "simulate", "simulate_batch", "derive", "sweep", "identify", "plan"]
+__all__ = ["Beam", "Drive", "Link", "ModelError", "RigidBody", "Result", "Robot", "load", "save", "bundled_examples", "simulate", "simulate_batch", "derive", "sweep", "identify", "plan", "reduce"]

@@ -1,5 +1,6 @@
 """Analyses of a robot model: natural frequencies, linearization, quasi-static deflection,
-statics under endpoint loads and beam strain, closed-loop studies, the identification regressor.
+statics under endpoint loads and beam strain, closed-loop studies, the identification regressor,
+reduced models (high modes slaved to their quasi-static deflection).
 
 The names below are imported on first use (``flexman.analysis.natural_frequencies``), so that a
 simulation needing one analysis module does not import them all. Functions and modules have
@@ -33,6 +34,11 @@ _WHERE = {
     'base_parameters': 'rigid_regressor',
     'regressor': 'rigid_regressor',
     'quasi_static_along': 'quasi_static',
+    'Reduced': 'reduction',
+    'mode_frequencies': 'reduction',
+    'reduce': 'reduction',
+    'ReductionConvergence': 'reduction_convergence',
+    'reduction_convergence': 'reduction_convergence',
     'quasi_static_deflection': 'quasi_static',
     'BucklingError': 'endpoint_statics',
     'StaticsResult': 'endpoint_statics',
@@ -82,4 +88,9 @@ __all__ = [
     "Convergence",
     "ConvergenceNotice",
     "excitation",
+    "reduce",
+    "Reduced",
+    "mode_frequencies",
+    "reduction_convergence",
+    "ReductionConvergence",
 ]

@@ -151,6 +151,8 @@ def natural_frequencies(robot, q=None, joints="free", qd=None):
     coordinates are then zero, the undeformed arm), as ``flexman frequencies --q`` takes it; None:
     all zero. ``qd`` likewise (joint rates only: the flexible rates zero).
     """
+    if getattr(robot, "is_reduced", False):
+        return reduced_frequencies(robot, q, joints, qd)
     require_invertible(robot)
     q, qd = padded(robot, q, "q"), padded(robot, qd, "qd")
     if qd is not None:
@@ -179,3 +181,23 @@ def natural_frequencies(robot, q=None, joints="free", qd=None):
         raise ModelError(f"natural frequencies: the mass matrix of the {'flexible' if joints == 'locked' else 'free'} "
                          "coordinates is not positive definite at q; check the masses and inertias") from None
     return np.sqrt(np.clip(lam, 0.0, None))
+
+
+def reduced_frequencies(reduced, q=None, joints="free", qd=None):
+    """Natural frequencies (rad/s, ascending) of a reduced model (:mod:`.reduction`) at rest: the
+    eigenvalues of its linearization ``K_r v = w^2 M_r v`` (M_r is not symmetric where the
+    dropped coordinates' static deflection couples through gravity; complex pairs count by
+    their real part)."""
+    if qd is not None:
+        raise ValueError("qd: frequencies about a steady motion are not computed for a reduced model; give q only, "
+                         "or use the full robot (reduced.robot)")
+    if joints not in ("free", "locked"):
+        raise ValueError("joints: use 'free' or 'locked'")
+    M, K = reduced.linearize(q)
+    if joints == "locked":
+        sl = slice(reduced.n_joints, reduced.nq)
+        M, K = M[sl, sl], K[sl, sl]
+    if M.shape[0] == 0:
+        return np.zeros(0)
+    lam = np.linalg.eigvals(np.linalg.solve(M, K)).real
+    return np.sort(np.sqrt(np.clip(lam, 0.0, None)))

@@ -263,12 +263,26 @@ def _config(robot, q):
     return q[:robot.n_joints]
 
 
-def convergence(robot, q=None, modes=DEFAULT_MODES, quantity="frequencies") -> Convergence:
+def convergence(robot, q=None, modes=DEFAULT_MODES, quantity="frequencies", **move) -> Convergence:
     """The lowest natural frequencies (joints free and locked) of ``robot`` about the joint
     configuration ``q`` (joint values; beams undeflected) as every beam gets each number of
-    ``modes`` (modes per direction, or finite elements); see the module docstring."""
+    ``modes`` (modes per direction, or finite elements); see the module docstring.
+
+    ``quantity="reduction"``: instead, the error of reduced models (``fm.reduce``) against the full
+    one on a move, per cutoff: ``move`` holds ``above_hz`` (cutoffs in Hz), ``controller``,
+    ``t_final``, ``q0`` and options of ``fm.simulate``
+    (:func:`.reduction_convergence.reduction_convergence`)."""
+    if quantity == "reduction":
+        from .reduction_convergence import reduction_convergence
+
+        if "above_hz" not in move:
+            raise ValueError("above_hz: give the cutoffs (Hz) to study, e.g. convergence(robot, quantity='reduction', "
+                             "above_hz=(100, 300, 1000), controller=..., t_final=...)")
+        return reduction_convergence(robot, **move)
     if quantity != "frequencies":
-        raise ValueError(f"quantity: only 'frequencies' is studied (got {quantity!r})")
+        raise ValueError(f"quantity: 'frequencies' or 'reduction' (got {quantity!r:.40})")
+    if move:
+        raise ValueError(f"{next(iter(move))}: not an option of the frequency study; it belongs to quantity='reduction'")
     beams = _beams(robot)
     if not beams:
         raise ValueError(f"{robot.name}: the model has no flexible beams, so there are no modes whose number could "

@@ -61,10 +61,21 @@ def simulate(robot, t_final, dt=1e-3, method="auto", rtol=1e-8, atol=1e-10, q0=N
     ``"compiled"`` insist (see :mod:`flexman.simulate.compiled_loop`; a sampled controller's run:
     :mod:`flexman.simulate.compiled_sampled`). ``res.stats["loop"]`` says which ran (and
     ``"loop_reason"`` why not compiled).
+    A reduced model (``fm.reduce(robot, above_hz=...)``) runs its active coordinates in the
+    Python loop; ``q0``, ``qd0`` give the full robot's coordinates or the active ones, and the
+    result holds the full coordinates (:mod:`flexman.simulate.reduced`).
     ``ee_frame``: the end effector of the result's figures, plots and report (a link's or a named
     frame's name, e.g. a URDF's ``tool0``); None: the robot's own (``robot.end_effector``, else the
     last link). ``res.robot`` is then the robot with that end effector.
     """
+    if getattr(robot, "is_reduced", False):  # fm.reduce: the active coordinates integrated, the dropped ones solved
+        from .reduced import simulate_reduced
+
+        if method == "rk4":
+            check_step(robot, dt, method)
+        alpha_parameters(rho_inf)
+        return simulate_reduced(robot, t_final, dt, method, rtol, atol, q0, qd0, controller, torque, progress,
+                                max_step, backend, prescribed, loop, rho_inf, ee_frame)
     require_invertible(robot)  # a robot loaded with a massless chain: refused in its one sentence
     if ee_frame is not None:
         name = _frame_name(robot, ee_frame)  # (an unknown name: one line before the run)

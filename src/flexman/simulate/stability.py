@@ -71,9 +71,39 @@ def check_step(robot, dt, method, prescribed=False) -> str:
     w = highest_frequency(robot, prescribed)
     text = (f"dt: {dt:g} s is above RK4's stability limit for this model: its highest mode "
             f"({w:.4g} rad/s{', joints prescribed' if prescribed else ''}) needs dt <= 2*sqrt(2)/w = {h:.3g} s; "
-            f"the run will likely blow up - use dt <= {h:.3g} s or an implicit method (method='Radau')")
+            f"the run will likely blow up - use dt <= {h:.3g} s or an implicit method (method='Radau')"
+            f"{reduction_hint(robot, dt)}")
     warnings.warn(text, StepWarning, stacklevel=3)
     return text
+
+
+def reduction_hint(robot, dt) -> str:
+    """The clause that names ``fm.reduce`` where it would help: the arm's highest mode is above
+    what RK4 at ``dt`` resolves while some of its modes are below that (so a reduced model keeps
+    those and RK4 at dt runs); '' otherwise (a reduced model already, no assumed-mode beams)."""
+    links = getattr(robot, "links", None)
+    if getattr(robot, "is_reduced", False) or not links or not hasattr(robot, "derived") or getattr(robot, "nf", 0) == 0:
+        return ""
+    if any(link.beam is not None and link.beam.nf and (link.beam.shapes == "finite_elements" or link.joint == "prismatic")
+           for link in links):
+        return ""
+
+    def build(r):
+        natural_frequencies = engine.require("natural_frequencies")
+        return np.asarray(natural_frequencies(r, None, joints="free"), dtype=float)
+
+    try:
+        w = robot.derived("free_frequencies", build)
+    except (ValueError, ArithmeticError, np.linalg.LinAlgError):
+        return ""
+    resolved = 0.9 * RK4_BOUNDARY / float(dt)  # rad/s
+    flexible = w[w > 1e-6 * max(1.0, w.max(initial=0.0))]
+    if not flexible.size or flexible.max() <= resolved or flexible.min() >= resolved:
+        return ""
+    hz = resolved / (2 * np.pi)
+    cutoff = float(f"{hz:.2g}")
+    return (f", or drop the modes above {cutoff:g} Hz, which dt does not resolve, with "
+            f"fm.reduce(robot, above_hz={cutoff:g}) (docs/stiff.md)")
 
 
 # ----- the closed loop ---------------------------------------------------------------------------
@@ -127,7 +157,7 @@ def closed_loop_step(rhs, open_rhs, points):
     return h_closed, h_plant, worst
 
 
-def closed_loop_message(dt, h_closed, h_plant, worst):
+def closed_loop_message(dt, h_closed, h_plant, worst, hint=""):
     """The one line of an RK4 step above the closed loop's limit (the controller named where its
     poles, not the plant's, set the limit)."""
     t, lam = worst if worst is not None else (0.0, complex(np.nan))
@@ -138,7 +168,7 @@ def closed_loop_message(dt, h_closed, h_plant, worst):
     return (f"dt: {dt:g} s is above RK4's stability limit for this closed loop: its fastest eigenvalue "
             f"({abs(lam):.4g} rad/s at t = {t:g} s) needs dt <= {h_closed:.3g} s{cause}; "
             f"the run will likely blow up - use dt <= {0.9 * h_closed:.3g} s, "
-            "method='auto' or method='generalized_alpha' (implicit, in the compiled loop)")
+            f"method='auto' or method='generalized_alpha' (implicit, in the compiled loop){hint}")
 
 
 def reference_points(controller, x0, nq, t_final, count=3):
@@ -195,7 +225,7 @@ def loop_step_check(robot, model, rates, total_torque, x0, t_grid, nq, controlle
     if controller is None:
         h_plant = h  # no controller: the loop is the plant
     if method == "rk4":
-        text = closed_loop_message(dt, h, h_plant, worst)
+        text = closed_loop_message(dt, h, h_plant, worst, reduction_hint(robot, dt))
         warnings.warn(text, StepWarning, stacklevel=4)
         return {"method": "rk4", "reason": text, **out}
     from .backend import notice
@@ -203,7 +233,8 @@ def loop_step_check(robot, model, rates, total_torque, x0, t_grid, nq, controlle
     fastest = abs(worst[1]) if worst else float("nan")
     cause = ", set by the controller's poles" if h_plant > 1.5 * h else ""
     notice(f"method='auto': generalized-alpha (implicit) at dt = {dt:g} s; RK4 would need dt <= {h:.3g} s "
-           f"(the loop's fastest eigenvalue, {fastest:.3g} rad/s{cause})", key=("auto", getattr(robot, "name", ""), dt))
+           f"(the loop's fastest eigenvalue, {fastest:.3g} rad/s{cause}){reduction_hint(robot, dt)}",
+           key=("auto", getattr(robot, "name", ""), dt))
     return {"method": "generalized_alpha", "reason": f"RK4 at dt = {dt:g} s is above the loop's stability limit "
             f"{h:.3g} s (its fastest eigenvalue {fastest:.4g} rad/s{cause})", **out}
 
@@ -223,7 +254,7 @@ def plant_step_check(robot, dt, locked=False) -> dict:
         return {"method": "rk4", "reason": f"RK4 at dt = {dt:g} s is stable for {seen}", **out}
     from .backend import notice
 
-    notice(f"method='auto': generalized-alpha (implicit) at dt = {dt:g} s; RK4 would need dt <= {h:.3g} s",
-           key=("auto", getattr(robot, "name", ""), dt))
+    notice(f"method='auto': generalized-alpha (implicit) at dt = {dt:g} s; RK4 would need dt <= {h:.3g} s"
+           f"{reduction_hint(robot, dt)}", key=("auto", getattr(robot, "name", ""), dt))
     return {"method": "generalized_alpha", "reason": f"RK4 at dt = {dt:g} s is above the limit {h:.3g} s of {seen}",
             **out}
