@@ -24,7 +24,7 @@ from ..model import inputs
 from ..model.checks import require_invertible
 from .backend import evaluator, fixed_step_work
 from .compiled_loop import LoopUnavailable, plan
-from .run import Progress, backend_name, controller_parts, output_times
+from .run import Progress, backend_name, controller_parts, drive_limits, output_times, saturate
 
 METHODS = ("rk4", "dopri5")
 
@@ -117,9 +117,12 @@ def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, cont
     else:
         compiled, why = plan(model, method, nj, controller, torque, grid, loop=loop)
 
+    limit = _same_limits(robot, robots)
+
     def rhs(t, x, tau_out=None):
         q, qd, z = x[:, :nq], x[:, nq:2 * nq], x[:, 2 * nq:]
-        tau = np.broadcast_to(applied(t, q, qd) + np.asarray(ctrl_torque(t, q, qd, z), dtype=float), (B, nj))
+        tau = saturate(np.broadcast_to(applied(t, q, qd) + np.asarray(ctrl_torque(t, q, qd, z), dtype=float),
+                                       (B, nj)), limit)
         if tau_out is not None:
             tau_out[...] = tau
         dx = np.empty_like(x)
@@ -157,6 +160,18 @@ def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, cont
     X = X.transpose(1, 0, 2)
     return BatchResult(t=t_out, q=X[:, :, :nq], qd=X[:, :, nq:2 * nq], tau=TAU.transpose(1, 0, 2),
                        controller_state=X[:, :, 2 * nq:], robot=robot, params=params, method=method, stats=stats)
+
+
+def _same_limits(robot, robots):
+    """The drives' torque limits every run shares (the compiled loop holds one set), or a
+    one-line error when the runs' robots differ in them."""
+    limit = drive_limits(robot)
+    for k, other in enumerate(robots or ()):
+        theirs = drive_limits(other)
+        if (theirs is None) != (limit is None) or (limit is not None and not np.array_equal(theirs, limit)):
+            raise ValueError(f"robots[{k}]: its drives' torque limits differ from the robot's; a batch shares one "
+                             "set of limits, so run the robots with other limits in a batch of their own")
+    return limit
 
 
 def _show(progress, b, n_steps):
