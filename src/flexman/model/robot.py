@@ -468,6 +468,9 @@ class Link(Tracked):
     def __post_init__(self):
         if self.drive is not None and not isinstance(self.drive, Drive):
             raise ModelError(f"drive: expected a Drive or None (got {type(self.drive).__name__})")
+        if self.drive is not None and self.drive.gyroscopic and self.joint != "revolute":
+            raise ModelError("drive.gyroscopic: the complete model's rotor turns about a revolute joint's axis; a "
+                             "prismatic joint's motor is not coaxial with it, so leave gyroscopic out")
         for key, kind in (("body", RigidBody), ("hub", RigidBody), ("beam", Beam)):
             value = getattr(self, key)
             if not isinstance(value, kind) and not (key != "body" and value is None):
