@@ -53,6 +53,10 @@ def vee(W):
 
 @pytest.fixture(scope="module")
 def oracle():
+    return lagrangian()
+
+
+def lagrangian():
     """(M(q), b(q, qd)) as NumPy functions of the independent Lagrangian."""
     q = sp.symbols("q1:4") + (sp.Symbol("th"),)
     qd = sp.symbols("qd1:4") + (sp.Symbol("thd"),)
