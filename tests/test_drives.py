@@ -80,7 +80,6 @@ def test_a_flexible_arm_with_drives_and_the_round_trip(tmp_path):
     ({"gear_ratio": 0.0}, r"links\[0\]\.drive\.gear_ratio: must be a non-zero number"),
     ({"rotor_inertia": -1.0}, r"links\[0\]\.drive\.rotor_inertia: must be >= 0"),
     ({"stiffness": 1e4}, r"links\[0\]\.drive\.rotor_inertia: an elastic joint's motor needs a rotor inertia > 0"),
-    ({"torque_limit": 10.0}, r"links\[0\]\.drive\.torque_limit: a drive's torque limit"),
     ({"gear": 10.0}, r"links\[0\]\.drive\.gear: unknown field.*allowed fields: gear_ratio, rotor_inertia"),
     ({"gear_ratio": float("nan")}, r"links\[0\]\.drive\.gear_ratio"),
 ])

@@ -246,7 +246,8 @@ def test_round_trip_keeps_the_drive(tmp_path):
     ({"stiffness": 100.0}, r"links\[0\]\.drive\.rotor_inertia: an elastic joint's motor needs a rotor inertia > 0"),
     ({"stiffness": "stiff", "rotor_inertia": 1e-4}, r"links\[0\]\.drive\.stiffness"),
     ({"stiffness": float("inf"), "rotor_inertia": 1e-4}, r"links\[0\]\.drive\.stiffness"),
-    ({"stiffness": 100.0, "rotor_inertia": 1e-4, "torque_limit": 5.0}, r"links\[0\]\.drive\.torque_limit"),
+    ({"gyroscopic": True}, r"links\[0\]\.drive\.gyroscopic: the rotor's coupling is a term of the elastic joint"),
+    ({"stiffness": 100.0, "rotor_inertia": 1e-4, "gyroscopic": "yes"}, r"links\[0\]\.drive\.gyroscopic: must be true or false"),
 ])
 def test_bad_elastic_drives_are_one_line(drive, message):
     data = robot_to_dict(fm.examples.load("dynaman_2r"))

@@ -381,6 +381,49 @@ def test_compare_views_draw_each_runs_meshes_in_chromium(browser, tmp_path):
             np.testing.assert_allclose(positions, in_urdf @ oMf.rotation.T + oMf.translation, atol=2e-5)
             shown.append(positions)
         assert np.abs(shown[0] - shown[1]).max() > 0.05  # two runs, two poses
+
+
+def test_lab_report_shows_readings_over_truth_and_the_estimates_error(browser, tmp_path):
+    """A sampled LQG run (encoders, strain gauges, Kalman filter): a panel per channel with the readings
+    as dots at their samples over the true value, and the estimate's error of the joints, of the
+    flexible coordinates and of the tip deflections, read back from the page's Plotly graphs."""
+    from flexman import trajectory as tr
+    from flexman.control import Decoupling
+    from flexman.viz.series import tip_deflections
+
+    S = fm.sensors
+    arm = fm.examples.load("flx_three_link_lqr")
+    Q, R = arm.controller["lqr_weights"]
+    law = Decoupling(arm, tr.rest_to_rest([0.0] * 3, [0.2, 0.1, -0.1], 0.2), gp=100.0, gv=20.0, lqr_at=0.2,
+                     lqr_weights=(np.array(Q), R))
+    sensors = ([S.encoder(arm, j, 2 ** 16, noise=1e-4) for j in range(3)]
+               + [S.strain_gauge(arm, link, 0.0, 0.05, noise=2e-6) for link in ("upper", "fore")])
+    res = fm.simulate(arm, 0.3, dt=1e-3, controller=fm.control.lqg(arm, law, sensors, rate=500.0, seed=3),
+                      backend="compiled", progress=False)
+    page, errors, requests = open_page(browser, res.report(tmp_path / "lab.html", equations=None))
+    try:
+        names = list(res.measurements)
+        for k, name in enumerate(names):
+            ch = res.measurements[name]
+            true, dots = page.evaluate(f"document.getElementById('plot-sensor-{k}').data")
+            assert dots["mode"] == "markers" and true["mode"] == "lines" and dots["name"] == name
+            np.testing.assert_allclose(dots["x"], ch.t, atol=1e-9)
+            np.testing.assert_allclose(dots["y"], ch.y, atol=1e-9)
+            np.testing.assert_allclose(true["y"], ch.true, atol=1e-9)
+        assert np.abs(np.array(dots["y"]) - ch.true).max() > 0  # a noisy gauge reads off its true value
+        # the estimate's error, against the true state at the controller's samples (on the output grid)
+        rows = np.searchsorted(res.t, res.estimate["t"])
+        error = res.estimate["x"][:, :arm.nq] - res.q[rows]
+        joints = page.evaluate("document.getElementById('plot-estimate_joints').data.map(d => d.y)")
+        np.testing.assert_allclose(np.array(joints).T, error[:, :arm.n_joints], atol=1e-9)
+        flexible = page.evaluate("document.getElementById('plot-estimate_flexible').data.map(d => d.y)")
+        np.testing.assert_allclose(np.array(flexible).T, error[:, arm.n_joints:], atol=1e-9)
+        assert 0 < np.abs(error[:, arm.n_joints:]).max() < 0.5 * np.ptp(res.q[:, arm.n_joints:])
+        tips = page.evaluate("document.getElementById('plot-estimate_tips').data.map(d => d.y)")
+        est_tip, _ = tip_deflections(arm, res.estimate["x"][:, :arm.nq])
+        true_tip, _ = tip_deflections(arm, res.q[rows])
+        np.testing.assert_allclose(np.array(tips[1::2]).T, est_tip, atol=1e-9)  # dots: the estimate
+        np.testing.assert_allclose(np.array(tips[0::2]).T, true_tip, atol=1e-9)  # lines: the truth
         assert not errors, errors
         assert not requests, requests
     finally:

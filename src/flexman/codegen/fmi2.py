@@ -201,6 +201,7 @@ static void connect_law(Instance *m)
     m->plant.p = m->v + VR_P;
     m->plant.p_law = NULL;
     m->plant.act = ACT;
+    m->plant.tau_limit = HAS_TAU_LIMIT ? TAU_LIMIT_DATA : NULL;
     m->control.kind = CONTROL;
     m->control.traj.kind = FM_TRAJ_INPUT;
     m->control.traj.n = NJ;
@@ -237,6 +238,9 @@ static int rates(Instance *m, double t, const double *x, double *dx, double *tau
 #else
     (void)t;
     for (int j = 0; j < NJ; ++j) tau[j] = m->v[VR_TAU + j];
+#if HAS_TAU_LIMIT  /* the drives' limits (the loop's fm_saturate where a law runs) */
+    for (int j = 0; j < NJ; ++j) tau[j] = fmin(fmax(tau[j], -TAU_LIMIT_DATA[j]), TAU_LIMIT_DATA[j]);
+#endif
     for (int k = 0; k < NQ; ++k) dx[k] = x[NQ + k];
     fm_forward_dynamics(x, x + NQ, tau, m->v + VR_P, dx + NQ);
     return 0;

@@ -289,6 +289,11 @@ def model_source(eom, position, variables, guid, kinds, units, law=None, method=
     }
     lines = ['#include "flexman_fmi2.h"\n#include <math.h>\n', "\n".join(f"#define {k} {v}" for k, v in defines.items()),
              f'#define GUID "{guid}"']
+    limit = robot.torque_limits  # the drives' limits on the applied joint torques (fixed, N m)
+    values = ", ".join("INFINITY" if limit is None or np.isinf(x) else repr(float(x))
+                       for x in (limit if limit is not None else np.zeros(robot.n_joints)))
+    lines += [f"#define HAS_TAU_LIMIT {int(limit is not None)}",
+              f"static const double TAU_LIMIT_DATA[NJ] = {{{values}}};  /* the drives' torque limits (N m) */"]
     if loop:
         keys = list(law.gains) if law is not None else []
         slots = ", ".join(str(keys.index(g)) if g in keys else "-1" for g in GAINS)

@@ -61,6 +61,7 @@ typedef struct {
     void *fd_partials, *id_partials;
     int has_p_partials;
     const int *act;      /* the coordinate each joint torque acts on (an elastic joint's motor; NULL: the joint's) */
+    const double *tau_limit;  /* the drives' limits on the applied joint torques (NULL: none; INFINITY: a joint's) */
 } fm_plant;
 
 typedef void (*fm_fdp_p)(long, const double *, const double *, const double *, const double *, double *, double *,
@@ -103,6 +104,17 @@ typedef struct {
     const double *tau_samples, *t_samples;
     long n_samples;
 } fm_control;
+
+/* tau clipped to +-limit per joint (limit NULL: unchanged): a controller's tau_max and the drives'
+   torque limits (flexman.simulate.run.saturate is its Python twin). */
+static void fm_saturate(int nj, double *tau, const double *limit)
+{
+    if (!limit) return;
+    for (int j = 0; j < nj; ++j) {
+        double m = limit[j];
+        if (tau[j] > m) tau[j] = m; else if (tau[j] < -m) tau[j] = -m;
+    }
+}
 
 /* Doubles of scratch space the right-hand sides need. */
 long fm_work_size(int nq, int nj)
@@ -372,11 +384,7 @@ static int fm_control_law(const fm_plant *pl, const fm_control *c, double t, con
             tau[i] = s + beq[i];
         }
     }
-    if (c->tau_max)
-        for (int j = 0; j < nj; ++j) {
-            double m = c->tau_max[j];
-            if (tau[j] > m) tau[j] = m; else if (tau[j] < -m) tau[j] = -m;
-        }
+    fm_saturate(nj, tau, c->tau_max);
     return FM_OK;
 }
 
@@ -405,6 +413,7 @@ int fm_closed_loop_rhs(const fm_plant *pl, const fm_control *c, double t, const 
     int status = fm_control_law(pl, c, t, q, qd, z, Ml, bl, tau, dx + 2 * nq, w);
     if (status) return status;
     for (int j = 0; j < nj; ++j) tau[j] = applied[j] + tau[j];
+    fm_saturate(nj, tau, pl->tau_limit);  /* the drives' limits on the sum */
     if (!fm_finite(nj, tau)) return FM_TORQUE;
     if (pl->act) {  /* elastic joints: S tau puts a joint's torque on its motor coordinate */
         for (int i = 0; i < nq; ++i) qdd[i] = -b[i];
@@ -679,6 +688,12 @@ static int fm_jacobian_analytic(const fm_plant *pl, const fm_control *c, int pre
                 for (int k = 0; k < nj; ++k) Tz[i * nj + k] = 0.0;
             }
     }
+    if (pl->tau_limit && c->kind != FM_CTRL_NONE)  /* nor does a torque at a drive's limit */
+        for (int i = 0; i < nj; ++i)
+            if (fabs(tau[i]) >= pl->tau_limit[i]) {
+                for (int k = 0; k < nq; ++k) { Tq[i * nq + k] = 0.0; Tqd[i * nq + k] = 0.0; }
+                for (int k = 0; k < nj; ++k) Tz[i * nj + k] = 0.0;
+            }
     for (int i = 0; i < nq; ++i) {
         J[(long)i * nx + nq + i] = 1.0;
         double *row = J + (long)(nq + i) * nx;
@@ -877,7 +892,7 @@ class Plant(ctypes.Structure):
     _fields_ = [("nq", ctypes.c_int), ("nj", ctypes.c_int), ("mass_matrix", ctypes.c_void_p),
                 ("bias_forces", ctypes.c_void_p), ("has_p", ctypes.c_int),
                 ("p", _P), ("p_law", _P), ("fd_partials", ctypes.c_void_p), ("id_partials", ctypes.c_void_p),
-                ("has_p_partials", ctypes.c_int), ("act", ctypes.POINTER(ctypes.c_int))]
+                ("has_p_partials", ctypes.c_int), ("act", ctypes.POINTER(ctypes.c_int)), ("tau_limit", _P)]
 
 
 class Traj(ctypes.Structure):

@@ -186,6 +186,7 @@ int fm_sampled_run(const fm_plant *pl, const fm_control *c, const fm_sampler *s,
         memcpy(tau_prev, tau, sizeof(double) * nj);
         for (int j = 0; j < nj; ++j)
             applied[j] = s->dist_sd ? tau[j] + s->dist_draws[k * nj + j] * s->dist_sd[j] : tau[j];
+        fm_saturate(nj, applied, pl->tau_limit);  /* the drives' limits */
         TS[k] = tk;
         memcpy(XHAT + k * nx, xhat, sizeof(double) * nx);
         ++k;

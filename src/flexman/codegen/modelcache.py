@@ -66,6 +66,7 @@ def structure(robot) -> dict:
         data.pop(key, None)
     for link in data["links"]:
         link.pop("name", None)
+        link.get("drive", {}).pop("torque_limit", None)  # (applied by the loops, not in the equations)
     if any(link.get("beam", {}).get("shapes") == "clamped_mass" for link in data["links"]):
         return data  # the shapes depend on every load: all values are structure
     for key in ROBOT_VALUES:

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..model import inputs
 from ..simulate.backend import mass_and_bias
+from ..simulate.run import saturate
 
 
 def _gain_matrix(gain, n, name):
@@ -123,7 +124,7 @@ class Controller:
 
     def saturate(self, tau):
         """``tau`` clipped to +-``tau_max`` (unchanged without limits)."""
-        return tau if self.tau_max is None else np.clip(tau, -self.tau_max, self.tau_max)
+        return saturate(tau, self.tau_max)
 
     def loop_spec(self):
         """A dict describing this controller to the compiled loop, or None (a law only Python

@@ -101,12 +101,17 @@ def backward(model, recs, q, qd, qdd, elastic=True, friction=True):
     n = len(model.links)
     children = model.children
     cols = [None] * model.nq
+    gyro = {}
+    for m in motors.coupled(model):
+        gyro.setdefault(m.carrier, []).append(m)
     G_hats = [None] * n
     for i in range(n - 1, -1, -1):
         lk, rec = model.links[i], recs[i]
         G = lk.body_tip @ _T(rec["Wdd"])
         for c in children[i]:  # what the children carry, moved onto link i's distal frame
             G = G + recs[c]["A"] @ G_hats[c]
+        for m in gyro.get(i, ()):  # rotors link i carries (the complete elastic-joint model)
+            G = G + motors.carrier_load(m, rec["W"][..., :3, :3], rec["Wd"][..., :3, :3], qd, qdd)
         G_hat = lk.body_base @ _T(rec["Whdd"])
         extra = 0
         if lk.beam is not None:
@@ -134,6 +139,9 @@ def backward(model, recs, q, qd, qdd, elastic=True, friction=True):
         cols[i] = tau
         G_hats[i] = G_hat
     motors.add_forces(model, cols, q, qd, qdd, elastic, friction)
+    for m in motors.coupled(model):
+        W = recs[m.carrier]
+        cols[m.index] = cols[m.index] + motors.motor_load(m, W["W"][..., :3, :3], W["Wdd"][..., :3, :3])
     return np.stack(np.broadcast_arrays(*cols), axis=-1)
 
 
@@ -218,6 +226,20 @@ def mass_matrix(model, q, recs=None):
         M[..., rows, cols] = value
         M[..., cols, rows] = value
 
+    def climb(i, G, cols):
+        """The rows of link i and its ancestors for columns ``cols``, G (..., c, 4, 4) on link i's
+        distal frame: its modes' rows, then its joint's, then the same a link up."""
+        while i >= 0:
+            if links[i].beam is not None:
+                put(np.array(coords[i][1:])[:, None], cols[None, :], mode_rows(i, G))
+                Gh = recs[i]["D"][..., None, :, :] @ G
+            else:
+                Gh = G
+            put(i, cols, ops.trace_product((recs[i]["W0"] @ recs[i]["A1"])[..., None, :, :], Gh))
+            if links[i].parent >= 0:
+                G = recs[i]["A"][..., None, :, :] @ Gh
+            i = links[i].parent
+
     for l in range(n):
         lk, rec = links[l], recs[l]
         cols = np.array(coords[l])
@@ -233,17 +255,11 @@ def mass_matrix(model, q, recs=None):
             Gm = rec["D"][..., None, :, :] @ Gt + Nk @ _T(Wh)[..., None, :, :]
             Gh = np.concatenate([Gh, Gm], axis=-3)
         put(l, cols, ops.trace_product(dWh[..., None, :, :], Gh))  # joint l's row
-        c, i = l, lk.parent
-        while i >= 0:  # the rows of the links proximal to l (its ancestors)
-            G = recs[c]["A"][..., None, :, :] @ Gh
-            if links[i].beam is not None:
-                rows = mode_rows(i, G)
-                put(np.array(coords[i][1:])[:, None], cols[None, :], rows)
-                Gh = recs[i]["D"][..., None, :, :] @ G
-            else:
-                Gh = G
-            put(i, cols, ops.trace_product((recs[i]["W0"] @ recs[i]["A1"])[..., None, :, :], Gh))
-            c, i = i, links[i].parent
+        if lk.parent >= 0:  # the rows of the links proximal to l (its ancestors)
+            climb(lk.parent, recs[l]["A"][..., None, :, :] @ Gh, cols)
+    for m in motors.coupled(model):  # a rotor's coupling with its carrier's coordinates
+        climb(m.carrier, motors.inertia_column(m, recs[m.carrier]["W"][..., :3, :3])[..., None, :, :],
+              np.array([m.index]))
     for i, lk in enumerate(links):  # (a traced armature is a symbol: added, not tested)
         M[..., i, i] = M[..., i, i] + lk.armature
     for m in model.motors:
@@ -263,6 +279,10 @@ def kinetic_energy(model, q, qd):
             total = total + lk.beam.kinetic(rec["Wh"], rec["Whd"], rec["p"], rec["pd"])
     for i, lk in enumerate(model.links):
         total = total + lk.armature * qd[..., i] ** 2
+    for m in motors.coupled(model):  # the rotor's coupling with its carrier's rotation
+        rec = recs[m.carrier]
+        total = total + 2.0 * m.coupling * qd[..., m.index] * motors.carrier_rate(m, rec["W"][..., :3, :3],
+                                                                                   rec["Wd"][..., :3, :3])
     return 0.5 * (total + motors.kinetic_energy(model, qd))
 
 

@@ -331,8 +331,14 @@ class Drive(Tracked):
     the motor is a coordinate of its own, ``theta = motor angle / n``, behind a torsional spring
     and damper; the spring pulls the link with ``k (theta - q) + d (theta_dot - q_dot)``, the
     joint torque and the motor's friction act on ``theta``, and the rotor's kinetic energy is
-    ``B theta_dot^2 / 2`` (its coupling with the link's rotation left out). The link's own
-    ``armature``, ``viscous`` and ``coulomb`` stay on the link side in both cases."""
+    ``B theta_dot^2 / 2`` (its coupling with the link's rotation left out) unless ``gyroscopic``
+    (the complete model: the rotor, coaxial with the joint and carried by the preceding link, adds
+    ``n J theta_dot (z . omega)``, omega the carrying link's angular velocity, z the joint axis;
+    :mod:`flexman.dynamics.motors`). The link's own ``armature``, ``viscous`` and ``coulomb`` stay
+    on the link side in both cases.
+
+    ``torque_limit`` (N m, motor side; None: none): the most the motor delivers; the joint torque
+    is saturated at ``|n| torque_limit`` (:attr:`joint_torque_limit`) wherever it is applied."""
 
     gear_ratio: float = 1.0
     rotor_inertia: float = 0.0
@@ -340,8 +346,16 @@ class Drive(Tracked):
     coulomb: float = 0.0
     stiffness: float | None = None
     damping: float = 0.0
+    torque_limit: float | None = None
+    gyroscopic: bool = False
 
     def __post_init__(self):
+        if not isinstance(self.gyroscopic, (bool, np.bool_)):
+            raise ModelError(f"gyroscopic: must be true or false (got {self.gyroscopic!r})")
+        self.gyroscopic = bool(self.gyroscopic)
+        if self.gyroscopic and self.stiffness is None:
+            raise ModelError("gyroscopic: the rotor's coupling is a term of the elastic joint's complete model; give "
+                             "stiffness (N m/rad) too, or leave gyroscopic out for a rigid transmission")
         for key in ("gear_ratio", "rotor_inertia", "viscous", "coulomb", "damping") + (
                 ("stiffness",) if self.stiffness is not None else ()):
             value = _real(getattr(self, key), key)
@@ -356,6 +370,14 @@ class Drive(Tracked):
                 raise ModelError(f"{key}: must be >= 0 (got {getattr(self, key):g})")
         within(self.rotor_inertia * self.gear_ratio ** 2, "rotor_inertia (reflected: gear_ratio^2 x rotor_inertia)",
                lim.MAX_INERTIA, "")
+        if self.torque_limit is not None:
+            limit = _real(self.torque_limit, "torque_limit")
+            if not (np.isfinite(limit) and limit > 0.0):
+                raise ModelError(f"torque_limit: the motor's torque limit must be a number > 0 N m (got {limit:g}); "
+                                 "leave torque_limit out for an unlimited drive")
+            within(limit * abs(self.gear_ratio), "torque_limit (at the joint: |gear_ratio| x "
+                   "torque_limit)", lim.MAX_FORCE, " N m")
+            self.torque_limit = limit
         if self.stiffness is None:
             if self.damping:
                 raise ModelError("damping: the damper of an elastic joint needs its spring; give stiffness (N m/rad) "
@@ -380,9 +402,15 @@ class Drive(Tracked):
         n = self.gear_ratio
         return n * n * self.rotor_inertia, n * n * self.viscous, abs(n) * self.coulomb
 
+    @property
+    def joint_torque_limit(self) -> float:
+        """The joint torque the drive can apply, ``|n| torque_limit`` N m (inf without a limit)."""
+        return np.inf if self.torque_limit is None else abs(self.gear_ratio) * self.torque_limit
+
     def key(self) -> tuple:
         """Every field, for content keys and comparisons."""
-        return (self.gear_ratio, self.rotor_inertia, self.viscous, self.coulomb, self.stiffness, self.damping)
+        return (self.gear_ratio, self.rotor_inertia, self.viscous, self.coulomb, self.stiffness, self.damping,
+                self.torque_limit, self.gyroscopic)
 
 
 @dataclass
@@ -440,6 +468,9 @@ class Link(Tracked):
     def __post_init__(self):
         if self.drive is not None and not isinstance(self.drive, Drive):
             raise ModelError(f"drive: expected a Drive or None (got {type(self.drive).__name__})")
+        if self.drive is not None and self.drive.gyroscopic and self.joint != "revolute":
+            raise ModelError("drive.gyroscopic: the complete model's rotor turns about a revolute joint's axis; a "
+                             "prismatic joint's motor is not coaxial with it, so leave gyroscopic out")
         for key, kind in (("body", RigidBody), ("hub", RigidBody), ("beam", Beam)):
             value = getattr(self, key)
             if not isinstance(value, kind) and not (key != "body" and value is None):
@@ -647,6 +678,14 @@ class Robot(Tracked):
     @property
     def motor_index(self) -> slice:
         return slice(self.n_joints + self.nf, self.nq)
+
+    @property
+    def torque_limits(self):
+        """The drives' limits on the applied joint torques (n_joints,), N m at the joint
+        (``|gear_ratio| x torque_limit``, inf for a joint whose drive gives none), or None when no
+        drive has a limit. Every simulation loop and the FMU saturate the applied torque there."""
+        limits = np.array([np.inf if lk.drive is None else lk.drive.joint_torque_limit for lk in self.joint_links])
+        return limits if np.isfinite(limits).any() else None
 
     @property
     def actuated(self) -> tuple:

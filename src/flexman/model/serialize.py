@@ -45,10 +45,9 @@ PLAN_SHAPERS = ("zv", "zvd", "ei")
 STATICS_FIELDS = ("point", "gauges", "forces")
 LINK_FIELDS = ("name", "joint", "a", "alpha", "d", "theta", "mass", "com", "inertia", "hub", "beam",
                "armature", "viscous", "coulomb", "limits", "placement", "parent", "mimic", "drive", "joint_name")
-DRIVE_FIELDS = ("gear_ratio", "rotor_inertia", "viscous", "coulomb", "stiffness", "damping", "torque_limit")
-#: drive fields of the design that this version refuses in one line rather than ignore
-DRIVE_NOT_YET = {"torque_limit": "a drive's torque limit (give the controller's tau_max instead)"}
-DRIVE_KEYS = ("gear_ratio", "rotor_inertia", "viscous", "coulomb", "stiffness", "damping")
+DRIVE_FIELDS = ("gear_ratio", "rotor_inertia", "viscous", "coulomb", "stiffness", "damping", "torque_limit",
+                "gyroscopic")
+DRIVE_KEYS = ("gear_ratio", "rotor_inertia", "viscous", "coulomb", "stiffness", "damping", "torque_limit")
 MIMIC_FIELDS = ("joint", "multiplier", "offset")
 PLACEMENT_FIELDS = ("xyz", "rpy", "axis")
 DH_FIELDS = ("a", "alpha", "d", "theta")
@@ -320,13 +319,14 @@ def _link(data, where: str) -> Link:
 
 
 def _drive(data, where: str) -> Drive:
-    """A link's ``drive:`` mapping: a rigid transmission, or with ``stiffness`` an elastic joint;
-    the design's fields not built yet are refused in one line, never ignored."""
+    """A link's ``drive:`` mapping: a rigid transmission, or with ``stiffness`` an elastic joint
+    (``gyroscopic``: its complete model); ``torque_limit`` in N m at the motor."""
     check_fields(data, where, DRIVE_FIELDS)
-    for key, what in DRIVE_NOT_YET.items():
-        if key in data:
-            raise ModelError(f"{join(where, key)}: {what} is not available in this version; leave it out")
     kw = {key: _number(data[key], join(where, key)) for key in DRIVE_KEYS if key in data}
+    if "gyroscopic" in data:
+        if not isinstance(data["gyroscopic"], bool):
+            raise ModelError(f"{join(where, 'gyroscopic')}: must be true or false (got {data['gyroscopic']!r:.40})")
+        kw["gyroscopic"] = data["gyroscopic"]
     return _build(Drive, where, **kw)
 
 
@@ -733,7 +733,9 @@ def link_items(robot: Robot) -> list:
             d = link.drive
             item["drive"] = {"gear_ratio": float(d.gear_ratio), "rotor_inertia": float(d.rotor_inertia),
                              **{k: float(getattr(d, k)) for k in ("viscous", "coulomb", "damping") if getattr(d, k)},
-                             **({"stiffness": float(d.stiffness)} if d.elastic else {})}
+                             **({"stiffness": float(d.stiffness)} if d.elastic else {}),
+                             **({"torque_limit": float(d.torque_limit)} if d.torque_limit is not None else {}),
+                             **({"gyroscopic": True} if d.gyroscopic else {})}
         if link.name in (getattr(robot, "mimic", None) or {}):
             source, multiplier, offset = robot.mimic[link.name]
             item["mimic"] = {"joint": source, "multiplier": float(multiplier), "offset": float(offset)}

@@ -384,15 +384,26 @@ def _robot_from_urdf(text: str, where: str, floating: bool = False, base_dir=Non
     return robot
 
 
+def _effort(joint, where: str):
+    """A joint's ``<limit effort>`` (N m at the joint), or None where it gives no usable limit
+    (missing, zero, or 1e6 N m and more: what URDFs write for none)."""
+    lim = joint.find("limit")
+    effort = float(_floats(lim, "effort", 1, f"{where}: joint '{joint.get('name')}'/limit", (0.0,))[0])
+    return effort if 0.0 < effort < 1e6 else None
+
+
 def _transmissions(root, joints, moving: dict, where: str) -> dict:
     """{link name: Drive(gear_ratio)} from the ``<transmission>`` elements that carry one
-    ``<mechanicalReduction>`` for one joint (ROS's SimpleTransmission, old and new syntax).
+    ``<mechanicalReduction>`` for one joint (ROS's SimpleTransmission, old and new syntax); the
+    joint's ``<limit effort>`` (a joint-side torque) becomes the drive's motor-side
+    ``torque_limit = effort / |ratio|``, so the joint's limit is the URDF's effort.
     Those that cannot be read so (coupling several joints, naming a fixed or missing joint, a
     reduction that is not a non-zero number) are named in one line on stderr and left out; one
     without a reduction carries nothing."""
     import sys
 
     kinds = {j.get("name"): j.get("type") for j in joints}
+    elements = {j.get("name"): j for j in joints}
     out, skipped = {}, []
     for t in root.findall("transmission"):
         label = t.get("name", "?")
@@ -411,9 +422,12 @@ def _transmissions(root, joints, moving: dict, where: str) -> dict:
         text = (reductions[0].text or "").strip()
         try:
             ratio = float(text)
-            out[moving[name]] = Drive(gear_ratio=ratio)
+            drive = Drive(gear_ratio=ratio)
         except (ValueError, ModelError):
             skipped.append(f"{label} (reduction '{text[:20]}')")
+            continue
+        effort = _effort(elements[name], where)
+        out[moving[name]] = drive if effort is None else Drive(gear_ratio=ratio, torque_limit=effort / abs(ratio))
     if skipped:  # real descriptions carry such transmissions: one line, and the rest of the file reads
         shown = ", ".join(skipped[:4]) + (f" and {len(skipped) - 4} more" if len(skipped) > 4 else "")
         print(f"flexman: {where}: {len(skipped)} transmission(s) not read as gear ratios: {shown}; give those "

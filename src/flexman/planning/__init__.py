@@ -110,7 +110,8 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, kno
     flexible dynamics, by Hermite–Simpson collocation and IPOPT.
 
     ``duration``: seconds, or None for the minimum time within ``limits`` (objective "time" is
-    then added; it is the default objective without a duration, "effort" with one). ``limits``: {"torque": per-joint N m, "rate": per-joint rad/s (or m/s)}; joint
+    then added; it is the default objective without a duration, "effort" with one). ``limits``: {"torque": per-joint N m (default: the drives' ``torque_limit``, seen at the joint,
+    where the model gives them), "rate": per-joint rad/s (or m/s)}; joint
     ranges come from the model's ``limits``. ``objective``: "effort" (integral of squared torque,
     normalised by the limits), "time", "deflection" (integral of the squared end-effector
     deflection: the tip against the rigid arm's tip at the same joint angles), "tip_path" (the
@@ -137,6 +138,8 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, kno
     if unknown:
         raise ValueError(f"limits: unknown {sorted(unknown)}; use 'torque' and 'rate' (one value per joint)")
     torque = None if limits.get("torque") is None else _joint_vector(limits["torque"], n, "limits.torque", True, "torque")
+    if torque is None and robot.torque_limits is not None:  # the drives' limits (inf: a joint without one)
+        torque = robot.torque_limits
     rate = None if limits.get("rate") is None else _joint_vector(limits["rate"], n, "limits.rate", True, "rate")
     if not isinstance(knots, (int, np.integer)) or isinstance(knots, bool) or not 4 <= knots <= 1000:
         raise ValueError(f"knots: expected a whole number of intervals in [4, 1000] (got {knots!r})")
@@ -186,7 +189,9 @@ def plan(robot, q_start, q_goal, duration=None, limits=None, objective=None, kno
     path_fn = None
     if "tip_path" in weights:
         path_fn = _tip_path(robot, profile, path, pre, duration)
-    scale = torque if torque is not None else _torque_scale(robot, profile)
+    scale = torque if torque is not None and np.isfinite(torque).all() else _torque_scale(robot, profile)
+    if torque is not None:  # a joint without a limit (a drive's inf) keeps the profile's scale
+        scale = np.where(np.isfinite(torque), torque, scale)
     weights.setdefault("effort", 0.0)
     weights["effort"] += REGULARIZATION
     # a minimum-time plan rides its limits: smoothing there would trade seconds for smoothness

@@ -32,7 +32,7 @@ from .backend import evaluator, fixed_step_work
 from ..codegen.loop_radau import COUNTS
 from .compiled_loop import IMPLICIT, LoopUnavailable, plan
 from .integrators import RADAU_MIN_RTOL, RHO_INF, alpha_parameters
-from .run import Progress, backend_name, controller_parts, output_times
+from .run import Progress, backend_name, controller_parts, drive_limits, output_times, saturate
 
 METHODS = ("rk4", "dopri5") + IMPLICIT
 
@@ -142,9 +142,12 @@ def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, cont
         raise ValueError(f"method: {method!r} in simulate_batch runs in the compiled loop only, and this batch "
                          f"cannot ({why}); use method='rk4' or 'dopri5', or fm.simulate per run")
 
+    limit = _same_limits(robot, robots)
+
     def rhs(t, x, tau_out=None):
         q, qd, z = x[:, :nq], x[:, nq:2 * nq], x[:, 2 * nq:]
-        tau = np.broadcast_to(applied(t, q, qd) + np.asarray(ctrl_torque(t, q, qd, z), dtype=float), (B, nj))
+        tau = saturate(np.broadcast_to(applied(t, q, qd) + np.asarray(ctrl_torque(t, q, qd, z), dtype=float),
+                                       (B, nj)), limit)
         if tau_out is not None:
             tau_out[...] = tau
         dx = np.empty_like(x)
@@ -215,6 +218,18 @@ def _step_check(robot, model, controller, torque, n_z, z0, ctrl_torque, ctrl_der
         return model.forward_dynamics(q, qd, tau), (ctrl_deriv(t, q, qd, z) if n_z else z)
 
     return loop_step_check(robot, model, rates, total_torque, x0, grid, nq, controller, dt, "auto")
+
+
+def _same_limits(robot, robots):
+    """The drives' torque limits every run shares (the compiled loop holds one set), or a
+    one-line error when the runs' robots differ in them."""
+    limit = drive_limits(robot)
+    for k, other in enumerate(robots or ()):
+        theirs = drive_limits(other)
+        if (theirs is None) != (limit is None) or (limit is not None and not np.array_equal(theirs, limit)):
+            raise ValueError(f"robots[{k}]: its drives' torque limits differ from the robot's; a batch shares one "
+                             "set of limits, so run the robots with other limits in a batch of their own")
+    return limit
 
 
 def _show(progress, b, n_steps):

@@ -102,6 +102,10 @@ class CompiledLoop:
         if model.robot.n_motors:  # elastic joints: each torque on its motor coordinate (S)
             self.act = np.ascontiguousarray(model.robot.actuated, dtype=np.intc)
             self.plant.act = self.act.ctypes.data_as(ctypes.POINTER(ctypes.c_int))
+        limit = model.robot.torque_limits  # the drives' limits on the applied torque (fm_saturate)
+        if limit is not None:
+            self.tau_limit = _array(limit)
+            self.plant.tau_limit = _ptr(self.tau_limit)
         self.lib = cloop.library()
 
     def use_partials(self, model):

@@ -14,7 +14,7 @@ from ..model.checks import require_invertible
 from .backend import evaluator, fixed_step_work
 from .compiled_loop import first_torque, plan
 from .result import Result
-from .run import backend_name, check_start, controller_parts, energy, prepare, run_loop
+from .run import backend_name, check_start, controller_parts, drive_limits, energy, prepare, run_loop, saturate
 from .integrators import RHO_INF, alpha_parameters
 from .stability import check_step, loop_step_check, plant_step_check
 
@@ -48,7 +48,8 @@ def simulate(robot, t_final, dt=1e-3, method="auto", rtol=1e-8, atol=1e-10, q0=N
     only: :mod:`flexman.codegen.loop_radau`) or one of
     ``'RK45', 'DOP853', 'Radau', 'BDF', 'LSODA'`` (``solve_ivp`` with ``rtol``, ``atol``,
     ``max_step``). The applied joint torque is ``torque`` (None, constant, sampled array or
-    ``torque(t, q, qd)``, see :func:`.run.torque_input`) plus the ``controller``'s output.
+    ``torque(t, q, qd)``, see :func:`.run.torque_input`) plus the ``controller``'s output,
+    saturated at the drives' torque limits (``robot.torque_limits``) where a drive gives one.
     A plain callable controller is called once per RK4 stage, in time order. ``progress``:
     True/False, or None to show a bar only on a terminal for runs longer than about 1 s.
     ``backend``: ``"auto"`` (default, from ``FLEXMAN_BACKEND``), ``"compiled"`` or ``"numeric"``:
@@ -104,9 +105,11 @@ def simulate(robot, t_final, dt=1e-3, method="auto", rtol=1e-8, atol=1e-10, q0=N
     bound = controller.using(model) if hasattr(controller, "using") else controller  # its M, b from the model
     n_z, z0, ctrl_torque, ctrl_deriv = controller_parts(bound, nj)
 
+    limit = drive_limits(robot)  # the drives' torque limits saturate the sum
+
     def total_torque(t, x):
         q, qd, z = x[:nq], x[nq:2 * nq], x[2 * nq:]
-        return applied(t, q, qd) + np.asarray(ctrl_torque(t, q, qd, z), dtype=float)
+        return saturate(applied(t, q, qd) + np.asarray(ctrl_torque(t, q, qd, z), dtype=float), limit)
 
     def rates(t, x, tau):
         q, qd, z = x[:nq], x[nq:2 * nq], x[2 * nq:]

@@ -22,11 +22,23 @@ from ..model.errors import FlexmanRuntimeWarning
 from ..model.limits import check_run_size
 from . import integrators
 
-__all__ = ["energy", "Progress", "show_progress", "torque_values", "torque_input", "controller_parts", "output_times",
+__all__ = ["saturate", "drive_limits", "energy", "Progress", "show_progress", "torque_values", "torque_input", "controller_parts", "output_times",
            "prepare", "check_start", "check_first_torque", "warn_fault", "integrate", "backend_name", "run_loop"]
 
 
 # ----- inputs ------------------------------------------------------------------------
+def saturate(tau, limit):
+    """``tau`` clipped to +-``limit`` per joint (unchanged when ``limit`` is None): the one
+    saturation of the Python loops, a controller's ``tau_max`` and the drives' torque limits
+    (the C loops' twin is ``fm_saturate``, :mod:`flexman.codegen.loop`)."""
+    return tau if limit is None else np.clip(tau, -limit, limit)
+
+
+def drive_limits(model):
+    """The drives' joint-side torque limits of ``model`` (a robot or its compiled model), or None."""
+    return getattr(getattr(model, "robot", model), "torque_limits", None)
+
+
 def torque_values(torque, t_grid, n_joints):
     """(kind, values) of the ``torque`` argument: ("none", None), ("constant", (n_joints,)),
     ("samples", (len(t_grid), n_joints)) or ("callable", torque); see :func:`torque_input`."""

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from .run import check_first_torque
+from .run import check_first_torque, drive_limits, saturate
 
 
 def sample_steps(controller, dt, t_final):
@@ -43,6 +43,7 @@ def run_sampled(model, controller, t_grid, q0, qd0, nq, nj, steps):
     ts, ys, trues, est = [], [], [], []
     x = X[0].copy()
     tau_applied = np.zeros(nj)
+    limit = drive_limits(model)
     k, evals, diverged, t_fault, message = 0, 0, False, None, "completed"
 
     def f(x, tau):
@@ -53,6 +54,7 @@ def run_sampled(model, controller, t_grid, q0, qd0, nq, nj, steps):
         t = t_grid[i]
         qdd = np.asarray(model.forward_dynamics(x[:nq], x[nq:], tau_applied), float)
         _, tau_applied, y, y_true, xhat = controller.sample(t, x[:nq], x[nq:], qdd)
+        tau_applied = saturate(tau_applied, limit)  # the drives' limits (the controller's estimate is not told)
         if k == 0:
             check_first_torque(t, tau_applied)
         ts.append(t), ys.append(y), trues.append(y_true), est.append(xhat)

@@ -47,10 +47,17 @@ def plot_result(result, path=None, robot=None):
     shown = series.panels(result, robot)
     fig, axes = _figure(len(shown))
     for ax, panel in zip(axes, shown):
-        _lines(ax, t, panel.y, panel.labels, panel.ylabel)
+        tt = t if panel.t is None else panel.t  # (a sensor's or the controller's samples)
+        if panel.dots:  # readings as dots over the true value
+            ax.plot(tt, panel.reference, color="0.35", linewidth=0.9)
+            ax.plot(tt, panel.y, ".", markersize=3, label=panel.labels[0])
+            ax.set_ylabel(panel.ylabel)
+            ax.grid(True, alpha=0.3)
+            continue
+        _lines(ax, tt, panel.y, panel.labels, panel.ylabel)
         if panel.reference is not None:
             ax.set_prop_cycle(None)
-            ax.plot(t, panel.reference, linestyle="--", linewidth=0.8)
+            ax.plot(tt, panel.reference, linestyle="--", linewidth=0.8)
     axes[-1].set_xlabel("time [s]")
     if robot is not None:
         axes[0].set_title(robot.name)

@@ -411,11 +411,18 @@ def _trace(t, y, **style) -> dict:
 def _panel_figure(panel, t) -> dict:
     """A Plotly figure (plain data) of one panel; shapes[0] is the animation's time cursor."""
     data = []
+    t = t if panel.t is None else panel.t
     for k, label in enumerate(panel.labels):
         colour = COLOURS[k % len(COLOURS)]
+        if panel.dots:  # readings at their samples over the true value
+            data.append(_trace(t, panel.reference[:, k], name=f"{label} {panel.reference_label}",
+                               line={"color": "#555", "width": 1.2}))
+            data.append({**_trace(t, panel.y[:, k], name=label), "mode": "markers",
+                         "marker": {"color": colour, "size": 4}})
+            continue
         data.append(_trace(t, panel.y[:, k], name=label, line={"color": colour, "width": 1.6}))
         if panel.reference is not None:
-            data.append(_trace(t, panel.reference[:, k], name=f"{label} desired",
+            data.append(_trace(t, panel.reference[:, k], name=f"{label} {panel.reference_label}",
                                line={"color": colour, "width": 1, "dash": "dash"}))
     layout = {"title": {"text": panel.title, "font": {"size": 14}}, "margin": {"l": 60, "r": 10, "t": 36, "b": 40},
               "xaxis": {"title": {"text": "time [s]"}}, "yaxis": {"title": {"text": panel.ylabel}},
@@ -444,7 +451,11 @@ def key_numbers(result, robot, panels=None) -> list:
         ee = by_key["ee_error"].y[:, 0]
         rows.append(("largest end-effector error", f"{np.nanmax(ee):.4g} mm"))
         rows.append(("end-effector error at the end", f"{ee[-1]:.4g} mm"))
+    if "estimate_joints" in by_key:
+        rows.append(("largest estimation error (joints, motors)",
+                     f"{np.nanmax(np.abs(by_key['estimate_joints'].y)):.3g} (rad or m)"))
     energy = np.asarray(result.energy, dtype=float).reshape(len(t), -1).sum(axis=1)
+
     rows.append(("energy (start -> end)", f"{energy[0]:.6g} -> {energy[-1]:.6g} J"))
     return rows
 
