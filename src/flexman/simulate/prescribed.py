@@ -16,6 +16,7 @@ integrator's own accuracy.
 from __future__ import annotations
 
 import numbers
+import time
 
 import numpy as np
 
@@ -24,9 +25,9 @@ from ..model.errors import SingularMatrixError
 from ..model.limits import MAX_JOINT_ACCELERATION, MAX_JOINT_POSITION, MAX_JOINT_RATE
 from .backend import evaluator, fixed_step_work, mass_and_bias
 from .compiled_loop import plan, trajectory_struct
-from .integrators import RHO_INF
+from .integrators import RHO_INF, _finished
 from .result import Result
-from .run import check_start, energy, prepare, run_loop
+from .run import backend_name, check_start, energy, prepare, run_loop
 
 __all__ = ["motion_input", "check_resolved", "split_dynamics", "simulate_prescribed", "MOTION_LIMITS"]
 
@@ -141,6 +142,31 @@ def _joint_samples(prescribed, motion, t_grid, nj):
     return [np.array([r[k] for r in rows]).reshape(len(t_grid), nj) for k in range(3)]
 
 
+def _rigid_run(robot, model, prescribed, motion, t_grid, joint_samples, why):
+    """A rigid arm on a prescribed motion has no state to integrate: its coordinates are the
+    prescription and its torques the inverse dynamics, one batched call at the output times and
+    the half steps. The work of the torques is RK4's own quadrature of the power (for a rate that
+    depends on time only, RK4 is Simpson's rule), so the result equals the stepped run's to
+    round-off. None (the stepped run then says what is wrong) when a torque is not finite."""
+    start = time.perf_counter()
+    nj = robot.n_joints
+    q, qd, qdd = joint_samples
+    mid = 0.5 * (t_grid[1:] + t_grid[:-1])
+    half = _joint_samples(prescribed, motion, mid, nj) if len(mid) else [np.zeros((0, nj))] * 3
+    with np.errstate(all="ignore"):
+        tau = np.asarray(model.inverse_dynamics(q, qd, qdd), dtype=float).reshape(len(t_grid), nj)
+        tau_half = np.asarray(model.inverse_dynamics(*half), dtype=float).reshape(len(mid), nj) if len(mid) else half[0]
+    if not (np.all(np.isfinite(tau)) and np.all(np.isfinite(tau_half))):
+        return None
+    power, power_half = np.sum(tau * qd, axis=1), np.sum(tau_half * half[1], axis=1)
+    work = np.concatenate([[0.0], np.cumsum(np.diff(t_grid) / 6.0 * (power[:-1] + 4.0 * power_half + power[1:]))])
+    stats = {"steps": len(t_grid) - 1, **_finished("a rigid arm on its prescription: nothing to integrate"),
+             "rhs_evaluations": 0, "wall_time": time.perf_counter() - start, "loop": "python",
+             "loop_reason": why, "backend": backend_name(model), "method": "rk4"}
+    return Result(t=np.asarray(t_grid), q=q, qd=qd, tau=tau, energy=energy(robot, model, q, qd), robot=robot,
+                  method="rk4", stats=stats, diverged=False, t_diverged=None, work=work, prescribed=prescribed)
+
+
 def simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, qd0, progress, max_step, backend,
                         loop="auto", rho_inf=RHO_INF):
     """The prescribed-motion run behind ``simulate(..., prescribed=traj)``: see the module doc.
@@ -191,6 +217,12 @@ def simulate_prescribed(robot, prescribed, t_final, dt, method, rtol, atol, q0, 
 
     q_start = np.concatenate([start[0], q0[nj:]])
     check_start(model, q_start, {"rtol": rtol, "atol": atol, "max_step": max_step})
+    if nf == 0 and method == "rk4" and compiled is None:
+        direct = _rigid_run(robot, model, prescribed, motion, t_grid, joint_samples, why)
+        if direct is not None:
+            if check is not None:
+                direct.stats["method_reason"] = check["reason"]
+            return direct
     x0 = np.concatenate([q0[nj:], qd0[nj:], [0.0]])
     t_out, X, taus, stats = run_loop(compiled, why, model, progress, q_start, np.concatenate([start[1], qd0[nj:]]),
                                      f"simulate prescribed ({method})", rates, needed_torque, x0, t_grid, nf, nj,
