@@ -381,6 +381,10 @@ def test_compare_views_draw_each_runs_meshes_in_chromium(browser, tmp_path):
             np.testing.assert_allclose(positions, in_urdf @ oMf.rotation.T + oMf.translation, atol=2e-5)
             shown.append(positions)
         assert np.abs(shown[0] - shown[1]).max() > 0.05  # two runs, two poses
+        assert not errors, errors
+        assert not requests, requests
+    finally:
+        page.close()
 
 
 def test_lab_report_shows_readings_over_truth_and_the_estimates_error(browser, tmp_path):

@@ -224,7 +224,7 @@ def test_implausible_inertial_is_kept_as_written_with_a_warning():
     assert len(record) == 1
     assert str(record[0].message) == ('URDF: <link name="a">/inertial: inertia: principal moments [0.1 0.1 0.5] violate the '
                                       "triangle inequality (I1 + I2 >= I3); kept as written (a model file written from it "
-                                      "will be refused)")
+                                      "is refused, unless fixed joints merge it into a consistent body)")
     assert [link.body.strict for link in robot.links] == [False, True]
     np.testing.assert_allclose(robot.links[0].body.inertia, np.diag([0.1, 0.1, 0.5]), rtol=1e-14)
 

@@ -185,7 +185,10 @@ class RigidBody(Tracked):
         m = float(J[3, 3])
         c = np.asarray(J[:3, 3], float) / m if m > 0 else np.zeros(3)  # a massless body may still have inertia
         second = np.asarray(J[:3, :3], float) - m * np.outer(c, c)
-        return cls(m, c, np.trace(second) * np.eye(3) - second, strict=strict)
+        inertia = np.trace(second) * np.eye(3) - second
+        if not strict and np.all(np.isfinite(inertia)) and inertia_problem(inertia, "") is None:
+            strict = True  # implausible parts merged (through fixed joints) into a real body
+        return cls(m, c, inertia, strict=strict)
 
     def spatial_inertia_origin(self):
         """(mass, first moment m*c, inertia about the frame origin) for Newton-Euler."""

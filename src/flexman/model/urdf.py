@@ -143,12 +143,12 @@ def _say_kept(where: str) -> None:
 
     kept, _KEPT[:] = list(_KEPT), []
     if len(kept) == 1:
-        text = f"{kept[0]}; kept as written (a model file written from it will be refused)"
+        text = f"{kept[0]}; kept as written (a model file written from it is refused, unless fixed joints merge it into a consistent body)"
     elif kept:
         names = ", ".join(k.split("<link name=")[-1].split(">")[0].strip('"') for k in kept)
         text = (f"{where}: {len(kept)} inertials are not physically consistent (links {names}: negative or "
                 "triangle-violating principal moments, usually round-off); kept as written (a model file written "
-                "from it will be refused)")
+                "from it is refused, unless fixed joints merge them into consistent bodies)")
     else:
         return
     warnings.warn(text, FlexmanWarning, stacklevel=4)
