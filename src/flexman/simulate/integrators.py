@@ -66,7 +66,8 @@ def _fault(t, message):
     return {"success": False, "diverged": True, "t_fault": float(t), "message": message}
 
 
-def _finished(message):
+def finished(message):
+    """The info of a run that went to its end (a ``message`` saying how)."""
     return {"success": True, "diverged": False, "t_fault": None, "message": message}
 
 
@@ -108,7 +109,7 @@ def rk4(f, t_grid, x0, after_first_stage=None, progress=None):
         if fault:
             return X[: k + 1], fault
     steps = len(t_grid) - 1
-    return X, {"steps": steps, **_finished("fixed-step RK4 finished")}
+    return X, {"steps": steps, **finished("fixed-step RK4 finished")}
 
 
 def generalized_alpha(f, t_grid, x0, rho_inf=RHO_INF, after_first_stage=None, progress=None):
@@ -168,7 +169,7 @@ def generalized_alpha(f, t_grid, x0, rho_inf=RHO_INF, after_first_stage=None, pr
             return X[: k + 1], fault
     steps = len(t_grid) - 1
     return X, {"steps": steps, "newton_iterations": iterations, "jacobians": jacobians,
-               **_finished(f"fixed-step generalized-alpha finished (rho_inf = {float(rho_inf):g})")}
+               **finished(f"fixed-step generalized-alpha finished (rho_inf = {float(rho_inf):g})")}
 
 
 def _factor(A):
@@ -220,7 +221,7 @@ def adaptive(f, t_grid, x0, method="RK45", rtol=1e-8, atol=1e-10, max_step=np.in
                 xs.append(solver.y.copy() if t == solver.t else dense(t))
             k = stop
     if info is None:
-        info = _finished("the solver reached the end of the interval")
+        info = finished("the solver reached the end of the interval")
     info.update(steps=steps, jacobian_evaluations=int(solver.njev),
                 lu_decompositions=int(solver.nlu))
     return np.array(ts), np.array(xs), info

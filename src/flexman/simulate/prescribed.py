@@ -25,7 +25,7 @@ from ..model.errors import SingularMatrixError
 from ..model.limits import MAX_JOINT_ACCELERATION, MAX_JOINT_POSITION, MAX_JOINT_RATE
 from .backend import evaluator, fixed_step_work, mass_and_bias
 from .compiled_loop import plan, trajectory_struct
-from .integrators import RHO_INF, _finished
+from .integrators import RHO_INF, finished
 from .result import Result
 from .run import backend_name, check_start, energy, prepare, run_loop
 
@@ -160,7 +160,7 @@ def _rigid_run(robot, model, prescribed, motion, t_grid, joint_samples, why):
         return None
     power, power_half = np.sum(tau * qd, axis=1), np.sum(tau_half * half[1], axis=1)
     work = np.concatenate([[0.0], np.cumsum(np.diff(t_grid) / 6.0 * (power[:-1] + 4.0 * power_half + power[1:]))])
-    stats = {"steps": len(t_grid) - 1, **_finished("a rigid arm on its prescription: nothing to integrate"),
+    stats = {"steps": len(t_grid) - 1, **finished("a rigid arm on its prescription: nothing to integrate"),
              "rhs_evaluations": 0, "wall_time": time.perf_counter() - start, "loop": "python",
              "loop_reason": why, "backend": backend_name(model), "method": "rk4"}
     return Result(t=np.asarray(t_grid), q=q, qd=qd, tau=tau, energy=energy(robot, model, q, qd), robot=robot,
