@@ -356,7 +356,8 @@ def test_sigterm_during_report_leaves_no_partial_file(tmp_path):
     if proc.returncode == 0:
         pytest.skip("the report was written before a partial file was seen")
     assert proc.returncode == 128 + signal.SIGTERM and "terminated by SIGTERM" in err
-    assert not [p.name for p in out.iterdir() if ".partial" in p.name]
+    # the folder the command made goes too when nothing was published in it
+    assert not out.exists() or not [p.name for p in out.iterdir() if ".partial" in p.name]
 
 
 # ----- the README's fm.sweep snippet runs as a plain script ------------------------------------------

@@ -3,6 +3,7 @@ replaced only with --force, and an interrupted save leaves the old files as they
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -172,3 +173,31 @@ def test_diverged_cli_run_exits_1_with_one_warning_and_keeps_its_samples(tmp_pat
     assert summary["diverged"] and 0 < summary["t_diverged"] < 0.5 and summary["t_final"] < summary["t_diverged"]
     kept = Result.load(out / "result.npz")
     assert kept.diverged and len(kept.t) == summary["samples"] and np.all(np.isfinite(kept.q))
+
+
+def test_a_terminated_command_leaves_no_empty_output_folder(tmp_path):
+    """Issue 34: SIGTERM during a run left the (new, empty) output folder behind; the command now
+    removes the folders it created and never wrote in, exits 128 + 15 and says so in one line. A
+    folder that existed before stays."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    out = kept / "new" / "run"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "FLEXMAN_BACKEND": "numeric"}
+    proc = subprocess.Popen([sys.executable, "-m", "flexman", "simulate", "flx_three_link", "--t-final", "60",
+                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    for _ in range(600):  # the folder is made (and checked writable) before the run starts
+        if out.exists() or proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    assert out.exists()
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert err.strip().splitlines()[-1] == "flexman: terminated by SIGTERM; no partial files left"
+    assert kept.is_dir() and not (kept / "new").exists()

@@ -74,17 +74,34 @@ def _writable(folder: Path, option: str) -> None:
         raise ValueError(f"{option}: cannot write in {folder} ({exc.strerror or exc})") from None
 
 
+#: folders :func:`output_folder` created in this process (for :func:`remove_unused_folders`)
+_CREATED: list = []
+
+
 def output_folder(path, option: str = "--out") -> Path:
     """A folder that exists (created here) and can be written."""
     folder = _nonempty(path, option)
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"{option}: {folder} is a file; give a folder")
+    new = [p for p in (folder, *folder.parents) if not p.exists()]
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ValueError(f"{option}: cannot create the folder {folder} ({exc.strerror or exc})") from None
+    _CREATED.extend(new)
     _writable(folder, option)
     return folder
+
+
+def remove_unused_folders() -> None:
+    """Remove the folders :func:`output_folder` created that are still empty: a command stopped
+    (an error, Ctrl-C, a termination signal) before it wrote anything leaves no empty folder."""
+    for folder in sorted(set(_CREATED), key=lambda p: len(p.parts), reverse=True):
+        try:
+            folder.rmdir()  # only an empty folder goes
+        except OSError:
+            pass
+    _CREATED.clear()
 
 
 def output_file(path, option: str = "--out", force: bool = False, protect=()) -> Path:

@@ -19,7 +19,7 @@ from .validate import validation_cases
 from ..extras import MissingExtra
 from ..model.errors import ModelError
 from ..model.names import printable
-from ..outputs import Terminated
+from ..outputs import Terminated, remove_unused_folders, terminable
 
 __all__ = ["FORMULATIONS", "build_parser", "main", "validation_cases"]
 
@@ -43,7 +43,8 @@ def main(argv=None) -> int:
     """Entry point of the ``flexman`` console script; returns the exit status."""
     try:
         args = build_parser().parse_args(argv)
-        with np.errstate(all="ignore"):  # overflow in a diverging run is reported once, as a result
+        # a termination signal anywhere in the command runs its cleanup (Terminated, below)
+        with np.errstate(all="ignore"), terminable():  # overflow in a diverging run is reported once, as a result
             return args.func(args)
     except BrokenPipeError:  # e.g. `flexman info arm.yaml | head`: not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -53,16 +54,20 @@ def main(argv=None) -> int:
         if isinstance(exc, OSError) and exc.strerror:
             message = f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
         print(f"flexman: error: {printable(message, limit=2000)}", file=sys.stderr)  # names from files escaped
+        remove_unused_folders()
         if os.environ.get("FLEXMAN_DEBUG"):
             raise
         return 2
     except KeyboardInterrupt:
+        remove_unused_folders()
         print("flexman: interrupted", file=sys.stderr)
         return 130
-    except Terminated as exc:  # SIGTERM/SIGHUP while files were written: they were removed
+    except Terminated as exc:  # SIGTERM/SIGHUP: files being written were removed, and empty new folders
+        remove_unused_folders()
         print(f"flexman: {exc}; no partial files left", file=sys.stderr)
         return 128 + exc.signum
     except Exception as exc:  # a bug: still one line, with a way to see the traceback
+        remove_unused_folders()
         if os.environ.get("FLEXMAN_DEBUG"):
             raise
         print(f"flexman: error: internal error: {type(exc).__name__}: {printable(' '.join(str(exc).split()), 2000)} "
