@@ -138,6 +138,7 @@ class Reduced:
     linearizes it. ``robot``: the full robot; ``dropped``: the dropped coordinates' indices."""
 
     is_reduced = True
+    tol, floor, max_iterations = TOL, ABS_FLOOR, ITERATIONS  # the iteration's (the compiled loop's too)
 
     def __init__(self, robot, dropped, static=True, above_hz=None):
         self.robot, self.static, self.above_hz = robot, bool(static), above_hz
@@ -277,9 +278,13 @@ class Reduced:
                 return self._full(q_a, q_d), qd_full, acc, out
             if not np.all(np.isfinite(q_d)):
                 break
-        raise ValueError(f"reduced model '{self.name}': the quasi-static deflection of {', '.join(self.dropped_names)} "
-                         f"did not converge in {ITERATIONS} iterations; the loads reach the dropped modes' "
-                         "stiffness, so they are not far above the motion: raise the cutoff (above_hz)")
+        raise ValueError(self.not_converged())
+
+    def not_converged(self) -> str:
+        """The one line for an iteration of the dropped coordinates that does not converge."""
+        return (f"reduced model '{self.name}': the quasi-static deflection of {', '.join(self.dropped_names)} did not "
+                f"converge in {ITERATIONS} iterations; the loads reach the dropped modes' stiffness, so they are not "
+                "far above the motion: raise the cutoff (above_hz)")
 
     def full_state(self, q, qd=None, tau=None):
         """(q_full, qd_full) of the robot at the active state: the dropped coordinates at their

@@ -494,10 +494,20 @@ static long fm_last_torque(fm_rhs f, const fm_plant *pl, const fm_control *c, in
    last) is a sample: X (rows of nx) and TAU (rows of nj, the torque at the start of the step; at
    the last sample evaluated there). Returns FM_OK, or the fault that ended the run; *n_out: the
    samples written (after a fault: those before it), *t_fault: when the fault was met. */
+static int fm_rk4_with(fm_rhs f, const fm_plant *pl, const fm_control *c, const double *t, long n_t,
+                       const double *x0, int nx, long every, double *X, double *TAU, long *n_out, double *t_fault);
+
 int fm_rk4_run(const fm_plant *pl, const fm_control *c, int prescribed, const double *t, long n_t,
                const double *x0, int nx, long every, double *X, double *TAU, long *n_out, double *t_fault)
 {
-    fm_rhs f = prescribed ? fm_prescribed_rhs : fm_closed_loop_rhs;
+    return fm_rk4_with(prescribed ? fm_prescribed_rhs : fm_closed_loop_rhs, pl, c, t, n_t, x0, nx, every, X, TAU,
+                       n_out, t_fault);
+}
+
+/* fm_rk4_run with the right-hand side f (a reduced model's: flexman.codegen.loop_reduced). */
+static int fm_rk4_with(fm_rhs f, const fm_plant *pl, const fm_control *c, const double *t, long n_t,
+                       const double *x0, int nx, long every, double *X, double *TAU, long *n_out, double *t_fault)
+{
     int nj = pl->nj;
     double *work = (double *)malloc(sizeof(double) * (fm_work_size(pl->nq, nj) + 6L * nx + nj));
     if (!work) { *n_out = 0; return FM_NOMEMORY; }
@@ -907,6 +917,15 @@ class Control(ctypes.Structure):
                 ("tau_const", _P), ("tau_samples", _P), ("t_samples", _P), ("n_samples", ctypes.c_long)]
 
 
+class ReducedPlant(ctypes.Structure):
+    """``fm_reduced`` (:mod:`flexman.codegen.loop_reduced`): a reduced model's plant."""
+    _fields_ = [("full", Plant), ("na", ctypes.c_int), ("nd", ctypes.c_int), ("slaved", ctypes.c_int),
+                ("max_iterations", ctypes.c_int), ("active", ctypes.POINTER(ctypes.c_int)),
+                ("dropped", ctypes.POINTER(ctypes.c_int)), ("newton", _P), ("tol", ctypes.c_double),
+                ("floor", ctypes.c_double), ("last", _P), ("scratch", _P), ("solves", ctypes.c_long),
+                ("iterations", ctypes.c_long)]
+
+
 STATUS = {0: "ok", 1: "singular", 2: "torque", 3: "diverged", 4: "no memory"}
 TRAJ_KINDS = {"hold": 0, "rest_to_rest": 1, "spline": 2, "spin_up": 3, "input": 4, "fourier": 5}
 PROFILES = {"sinusoidal": 0, "quintic": 1, "cubic": 2}
@@ -919,11 +938,13 @@ def library():
     """The loop library (compiled once per source and compiler, cached on disk like every
     generated library; ``cbuild.build_shared``), loaded with its entry points typed."""
     if not _library:
-        from . import loop_radau, loop_sampled  # the sampled loop (fm_sampled_run) and radau5 share this library
+        # the sampled loop (fm_sampled_run), radau5 and the reduced models' loop share this library
+        from . import loop_radau, loop_reduced, loop_sampled
 
-        lib = cbuild.load(cbuild.build_shared(SOURCE + loop_sampled.SOURCE + loop_radau.SOURCE))
+        lib = cbuild.load(cbuild.build_shared(SOURCE + loop_sampled.SOURCE + loop_radau.SOURCE + loop_reduced.SOURCE))
         loop_sampled.type_entry_points(lib)
         loop_radau.declare(lib)
+        loop_reduced.declare(lib)
         vp, P, L, I = ctypes.c_void_p, _P, ctypes.c_long, ctypes.c_int
         lib.fm_rk4_run.restype = I
         lib.fm_rk4_run.argtypes = [vp, vp, I, P, L, P, I, L, P, P, ctypes.POINTER(L), P]
