@@ -167,12 +167,13 @@ def test_named_coordinates_drop_those():
     assert reduced.dropped_names == ["ey1_3"] and reduced.nq == 3
 
 
-@pytest.mark.parametrize("law", ["pid", "computed_torque"])
-def test_compiled_loop_equals_the_python_loop(law):
+@pytest.mark.parametrize("law, method", [("pid", "rk4"), ("computed_torque", "rk4"), ("pid", "generalized_alpha")])
+def test_compiled_loop_equals_the_python_loop(law, method):
     """The reduced model in the compiled loop (the dropped coordinates iterated in C) against the
     Python loop (Reduced.solve): the same iteration, tolerance and warm start, so states and
     torques agree to round-off (measured: 1e-16 rad, 2e-14 N m); the slaved model (above 20 Hz)
-    and the truncated one."""
+    and the truncated one; generalized-alpha's Newton (its Jacobian by forward differences of the
+    reduced right-hand side) takes the same iterations."""
     robot = one_link()
     traj = rest_to_rest([0.0], [0.6], 0.3)
     q0 = np.concatenate([[0.0], quasi_static_deflection(robot, [0.0])])
@@ -181,7 +182,7 @@ def test_compiled_loop_equals_the_python_loop(law):
     else:
         controller = fm.control.ComputedTorque(robot, traj, kp=100.0, kd=20.0)
     for reduced in (fm.reduce(robot, above_hz=20.0), fm.reduce(robot, coordinates=["ey1_3"], static=False)):
-        runs = [fm.simulate(reduced, 0.2, dt=2e-3, q0=q0, controller=controller, method="rk4", backend="compiled",
+        runs = [fm.simulate(reduced, 0.2, dt=2e-3, q0=q0, controller=controller, method=method, backend="compiled",
                             loop=loop, progress=False) for loop in ("python", "compiled")]
         python, compiled = runs
         assert python.stats["loop"] == "python" and compiled.stats["loop"] == "compiled"
@@ -189,6 +190,9 @@ def test_compiled_loop_equals_the_python_loop(law):
         np.testing.assert_allclose(compiled.q, python.q, rtol=0, atol=1e-10)
         np.testing.assert_allclose(compiled.qd, python.qd, rtol=0, atol=1e-10)
         np.testing.assert_allclose(compiled.tau, python.tau, rtol=0, atol=1e-10 * np.abs(python.tau).max())
+        if method == "generalized_alpha":
+            assert compiled.stats["newton_iterations"] == python.stats["newton_iterations"]
+            assert compiled.stats["jacobians"] == python.stats["jacobians"]
         if reduced.static:
             assert np.abs(compiled.q[:, 3]).max() > 1e-6  # the slaved coordinates do move
             assert compiled.stats["reduced_iterations"] >= 2
@@ -204,13 +208,12 @@ def test_compiled_loop_falls_back_with_a_reason():
     res = fm.simulate(reduced, 0.02, dt=2e-3, controller=lambda t, q, qd: -5.0 * q[:1], method="rk4",
                       backend="compiled", progress=False)
     assert res.stats["loop"] == "python" and "written in Python" in res.stats["loop_reason"]
-    res = fm.simulate(reduced, 0.02, dt=2e-3, torque=[0.5], method="generalized_alpha", backend="compiled",
-                      progress=False)
+    res = fm.simulate(reduced, 0.02, dt=2e-3, torque=[0.5], method="Radau", backend="compiled", progress=False)
     assert res.stats["loop"] == "python"
-    assert res.stats["loop_reason"] == "method 'generalized_alpha': a reduced model's compiled loop runs rk4"
+    assert res.stats["loop_reason"] == "method 'Radau': a reduced model's compiled loop runs rk4 and generalized_alpha"
     res = fm.simulate(reduced, 0.02, dt=2e-3, torque=[0.5], method="rk4", backend="numeric", progress=False)
     assert res.stats["loop"] == "python" and "interpreted" in res.stats["loop_reason"]
-    with pytest.raises(ValueError, match="loop='compiled': method 'generalized_alpha'") as err:
-        fm.simulate(reduced, 0.02, dt=2e-3, torque=[0.5], method="generalized_alpha", backend="compiled",
-                    loop="compiled", progress=False)
+    with pytest.raises(ValueError, match="loop='compiled': method 'Radau'") as err:
+        fm.simulate(reduced, 0.02, dt=2e-3, torque=[0.5], method="Radau", backend="compiled", loop="compiled",
+                    progress=False)
     assert "\n" not in str(err.value)

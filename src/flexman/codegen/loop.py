@@ -773,11 +773,24 @@ long fm_galpha_scratch(int nq, int nj, int nx)
    the torque there; vn: the rates of the last step (the predictor; the first step's: f0), the new
    ones on return. s: fm_galpha_scratch doubles, piv: nx ints. FM_DIVERGED when Newton does not
    converge; x is then unchanged. */
+static int fm_galpha_step_with(fm_rhs f, int prescribed, const fm_plant *pl, const fm_control *c, double tk,
+                               double h, double rho_inf, double *x, double *vn, const double *f0, double *tau, int nx,
+                               double *s, int *piv, long *iterations, long *jacobians, long *analytic);
+
 int fm_galpha_step(int prescribed, const fm_plant *pl, const fm_control *c, double tk, double h, double rho_inf,
                    double *x, double *vn, const double *f0, double *tau, int nx, double *s, int *piv,
                    long *iterations, long *jacobians, long *analytic)
 {
-    fm_rhs f = prescribed ? fm_prescribed_rhs : fm_closed_loop_rhs;
+    return fm_galpha_step_with(prescribed ? fm_prescribed_rhs : fm_closed_loop_rhs, prescribed, pl, c, tk, h, rho_inf,
+                               x, vn, f0, tau, nx, s, piv, iterations, jacobians, analytic);
+}
+
+/* fm_galpha_step with the right-hand side f (a reduced model's: its plant has no partials, so the
+   Jacobian is by forward differences of f). */
+static int fm_galpha_step_with(fm_rhs f, int prescribed, const fm_plant *pl, const fm_control *c, double tk,
+                               double h, double rho_inf, double *x, double *vn, const double *f0, double *tau, int nx,
+                               double *s, int *piv, long *iterations, long *jacobians, long *analytic)
+{
     int nj = pl->nj, status = FM_OK;
     double am = 0.5 * (3.0 - rho_inf) / (1.0 + rho_inf), af = 1.0 / (1.0 + rho_inf), gm = 0.5 + am - af;
     double ta = tk + af * h;
@@ -838,11 +851,23 @@ int fm_galpha_step(int prescribed, const fm_plant *pl, const fm_control *c, doub
    the closed loop (plant and controller together) at the step's start, refreshed when an
    iteration slows down. FM_DIVERGED also when Newton fails to converge. *iterations: Newton
    iterations in all. */
+static int fm_galpha_with(fm_rhs f, const fm_plant *pl, const fm_control *c, int prescribed, const double *t,
+                          long n_t, const double *x0, int nx, long every, double rho_inf, double *X, double *TAU,
+                          long *n_out, double *t_fault, long *iterations, long *jacobians, long *analytic);
+
 int fm_galpha_run(const fm_plant *pl, const fm_control *c, int prescribed, const double *t, long n_t,
                   const double *x0, int nx, long every, double rho_inf, double *X, double *TAU, long *n_out,
                   double *t_fault, long *iterations, long *jacobians, long *analytic)
 {
-    fm_rhs f = prescribed ? fm_prescribed_rhs : fm_closed_loop_rhs;
+    return fm_galpha_with(prescribed ? fm_prescribed_rhs : fm_closed_loop_rhs, pl, c, prescribed, t, n_t, x0, nx,
+                          every, rho_inf, X, TAU, n_out, t_fault, iterations, jacobians, analytic);
+}
+
+/* fm_galpha_run with the right-hand side f (a reduced model's: flexman.codegen.loop_reduced). */
+static int fm_galpha_with(fm_rhs f, const fm_plant *pl, const fm_control *c, int prescribed, const double *t,
+                          long n_t, const double *x0, int nx, long every, double rho_inf, double *X, double *TAU,
+                          long *n_out, double *t_fault, long *iterations, long *jacobians, long *analytic)
+{
     int nj = pl->nj;
     long ss = fm_galpha_scratch(pl->nq, nj, nx);
     double *mem = (double *)malloc(sizeof(double) * (ss + 3L * nx + nj));
@@ -862,8 +887,8 @@ int fm_galpha_run(const fm_plant *pl, const fm_control *c, int prescribed, const
         if ((status = f(pl, c, tk, x, f0, tau, work))) { *t_fault = tk; break; }
         if (k % every == 0) memcpy(TAU + (j - 1) * nj, tau, sizeof(double) * nj);
         if (k == 0) memcpy(vn, f0, sizeof(double) * nx);  /* the first step's predictor: the start's rates */
-        if ((status = fm_galpha_step(prescribed, pl, c, tk, h, rho_inf, x, vn, f0, tau, nx, work, piv, iterations,
-                                     jacobians, analytic))) { *t_fault = tk; break; }
+        if ((status = fm_galpha_step_with(f, prescribed, pl, c, tk, h, rho_inf, x, vn, f0, tau, nx, work, piv,
+                                          iterations, jacobians, analytic))) { *t_fault = tk; break; }
         if (fm_keep(x, nx, k, n_t, every, X, &j, tk + h, t_fault)) { status = FM_DIVERGED; break; }
     }
     *n_out = fm_last_torque(f, pl, c, status, t, n_t, every, j, X, nx, TAU, tau, f0, work);

@@ -1,5 +1,7 @@
 """A reduced model's closed loop in C (``fm.reduce``): the dropped coordinates solved at every
-right-hand side, a whole RK4 run in one call (``fm_reduced_rk4_run``).
+right-hand side, a whole RK4 or generalized-alpha run in one call (``fm_reduced_rk4_run``,
+``fm_reduced_galpha_run``: the loop's runs with this right-hand side; generalized-alpha's Jacobian
+by forward differences).
 
 :data:`SOURCE` is compiled after :data:`flexman.codegen.loop.SOURCE` into the same library and
 uses its plant (the full robot's compiled model), controller laws, LDL^T solve and RK4 run. The
@@ -100,6 +102,16 @@ int fm_reduced_rhs(const fm_plant *pl, const fm_control *c, double t, const doub
     return FM_OK;
 }
 
+/* One generalized-alpha run of the reduced model r, the arguments and results as fm_galpha_run's (the
+   Jacobian by forward differences of fm_reduced_rhs). */
+int fm_reduced_galpha_run(fm_reduced *r, const fm_control *c, const double *t, long n_t, const double *x0, int nx,
+                          long every, double rho_inf, double *X, double *TAU, long *n_out, double *t_fault,
+                          long *iterations, long *jacobians, long *analytic)
+{
+    return fm_galpha_with(fm_reduced_rhs, &r->full, c, 0, t, n_t, x0, nx, every, rho_inf, X, TAU, n_out, t_fault,
+                          iterations, jacobians, analytic);
+}
+
 /* One RK4 run of the reduced model r, the arguments and results as fm_rk4_run's (x: [q_a, qd_a, z]). */
 int fm_reduced_rk4_run(fm_reduced *r, const fm_control *c, const double *t, long n_t, const double *x0, int nx,
                        long every, double *X, double *TAU, long *n_out, double *t_fault)
@@ -117,6 +129,9 @@ def declare(lib) -> None:
     vp, P, L, I = ctypes.c_void_p, _P, ctypes.c_long, ctypes.c_int
     lib.fm_reduced_rk4_run.restype = I
     lib.fm_reduced_rk4_run.argtypes = [vp, vp, P, L, P, I, L, P, P, ctypes.POINTER(L), P]
+    lib.fm_reduced_galpha_run.restype = I
+    lib.fm_reduced_galpha_run.argtypes = [vp, vp, P, L, P, I, L, ctypes.c_double, P, P, ctypes.POINTER(L), P,
+                                          ctypes.POINTER(L), ctypes.POINTER(L), ctypes.POINTER(L)]
     lib.fm_reduced_rhs.restype = I
     lib.fm_reduced_rhs.argtypes = [vp, vp, ctypes.c_double, P, P, P, P]
     lib.fm_reduced_work_size.restype = L
