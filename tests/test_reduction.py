@@ -217,3 +217,30 @@ def test_compiled_loop_falls_back_with_a_reason():
         fm.simulate(reduced, 0.02, dt=2e-3, torque=[0.5], method="Radau", backend="compiled", loop="compiled",
                     progress=False)
     assert "\n" not in str(err.value)
+
+
+def test_no_convergence_is_the_same_one_line_error_in_both_loops():
+    """An iteration of the dropped coordinates that does not converge (here: allowed one step)
+    stops either loop with the reduced model's one-line error: the Python solve, and the C loop
+    (its limit lowered in the struct only, so that the checks before the run pass)."""
+    from flexman.simulate.backend import evaluator
+    from flexman.simulate.compiled_reduced import plan_reduced
+
+    robot = one_link()
+    controller = fm.control.PID(robot, rest_to_rest([0.0], [0.6], 0.3), kp=100.0, ki=0.0, kd=20.0)
+    reduced = fm.reduce(robot, above_hz=20.0)
+    reduced.max_iterations = 1
+    match = "reduced model 'one_link': the quasi-static deflection of ey1_2, ey1_3 did not converge in"
+    with pytest.raises(ValueError, match=match) as err:
+        fm.simulate(reduced, 0.02, dt=2e-3, controller=controller, method="rk4", backend="compiled", loop="python",
+                    progress=False)
+    assert "\n" not in str(err.value)
+    model = evaluator(robot, "compiled")
+    t_grid = np.linspace(0.0, 0.02, 11)
+    run, why = plan_reduced(fm.reduce(robot, above_hz=20.0).using(model), model, "rk4", 1, controller.using(model),
+                            None, t_grid, loop="compiled")
+    assert why == "compiled"
+    run.struct.max_iterations = 1
+    with pytest.raises(ValueError, match=match) as err:
+        run.run(np.zeros(2 * 2 + 1), t_grid)
+    assert "\n" not in str(err.value)

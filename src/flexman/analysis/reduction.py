@@ -251,7 +251,7 @@ class Reduced:
         q_d = np.broadcast_to(self._last if self.static else 0.0, batch + (len(d),)).copy()
         qd_full = self._full(np.broadcast_to(np.asarray(qd, dtype=float), q_a.shape), np.zeros(batch + (len(d),)))
         terms = self._terms()
-        for k in range(1, ITERATIONS + 1):
+        for k in range(1, self.max_iterations + 1):
             q_full = self._full(q_a, q_d)
             M, b = mass_and_bias(terms, q_full, qd_full)
             M, b = np.asarray(M, dtype=float), np.asarray(b, dtype=float)
@@ -271,7 +271,7 @@ class Reduced:
             step = residual @ self._newton.T
             q_d = q_d - step
             size = np.linalg.norm(np.atleast_2d(step), axis=-1)
-            if np.all(size <= TOL * np.linalg.norm(np.atleast_2d(q_d), axis=-1) + ABS_FLOOR):
+            if np.all(size <= self.tol * np.linalg.norm(np.atleast_2d(q_d), axis=-1) + self.floor):
                 self.iterations = k
                 if not batch:
                     self._last = q_d.copy()
@@ -283,7 +283,7 @@ class Reduced:
     def not_converged(self) -> str:
         """The one line for an iteration of the dropped coordinates that does not converge."""
         return (f"reduced model '{self.name}': the quasi-static deflection of {', '.join(self.dropped_names)} did not "
-                f"converge in {ITERATIONS} iterations; the loads reach the dropped modes' stiffness, so they are not "
+                f"converge in {self.max_iterations} iterations; the loads reach the dropped modes' stiffness, so they are not "
                 "far above the motion: raise the cutoff (above_hz)")
 
     def full_state(self, q, qd=None, tau=None):
