@@ -32,15 +32,15 @@ class ReducedLoop:
         nq, nj = slaved.robot.nq, slaved.n_joints
         self.active = np.ascontiguousarray(slaved.active, dtype=np.intc)
         self.dropped = np.ascontiguousarray(slaved.dropped, dtype=np.intc)
-        self.newton = np.ascontiguousarray(slaved._newton, dtype=float)
-        slaved._last = np.array(slaved._last, dtype=float)  # written by the run: the warm start goes on
+        self.newton = np.ascontiguousarray(slaved.newton_matrix, dtype=float)
+        self.last = slaved.warm_start  # written in place by both loops: the warm start goes on
         self.scratch = np.zeros(self.lib.fm_reduced_work_size(nq, nj))
         ints, doubles = ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_double)
         self.struct = loop.ReducedPlant(
             full=compiled.plant, na=len(self.active), nd=len(self.dropped), slaved=int(slaved.static),
             max_iterations=slaved.max_iterations, active=self.active.ctypes.data_as(ints),
             dropped=self.dropped.ctypes.data_as(ints), newton=self.newton.ctypes.data_as(doubles),
-            tol=slaved.tol, floor=slaved.floor, last=slaved._last.ctypes.data_as(doubles),
+            tol=slaved.tol, floor=slaved.floor, last=self.last.ctypes.data_as(doubles),
             scratch=self.scratch.ctypes.data_as(doubles))
         self.struct.full.fd_partials = self.struct.full.id_partials = None  # the full model's: not this rhs's
 
