@@ -97,6 +97,11 @@ def main(argv):
         joint_err = np.abs(q[:, robot.joint_index] - qr).max()
         flex_err = np.abs(q[:, robot.flex_index] - qf).max() / np.abs(qf).max()
         rows.append((label, res.stats.get("method", options.get("method")), wall, T_FINAL / wall, joint_err, flex_err))
+        if "model" in options:
+            why = f" ({res.stats['loop_reason']})" if "loop_reason" in res.stats else ""
+            print(f"{label}: {res.stats['loop']} loop{why}, the run itself "
+                  f"{res.stats['wall_time']:.3f} s, {res.stats.get('reduced_iterations', float('nan')):.2f} iterations of "
+                  "the dropped coordinates per evaluation")
         if options.get("method") == "radau5":
             print(f"{label}: {res.stats['steps']} steps, {res.stats['rejected_steps']} rejected, "
                   f"{res.stats['newton_iterations']} Newton iterations, {res.stats['jacobians']} Jacobians "

@@ -138,6 +138,7 @@ class Reduced:
     linearizes it. ``robot``: the full robot; ``dropped``: the dropped coordinates' indices."""
 
     is_reduced = True
+    tol, floor, max_iterations = TOL, ABS_FLOOR, ITERATIONS  # the iteration's (the compiled loop's too)
 
     def __init__(self, robot, dropped, static=True, above_hz=None):
         self.robot, self.static, self.above_hz = robot, bool(static), above_hz
@@ -149,11 +150,12 @@ class Reduced:
         q0 = np.zeros(robot.nq)
         M = np.asarray(robot.mass_matrix(q0), dtype=float)
         K = stiffness(robot, q0, gravity=False)
-        self._newton = np.linalg.inv(K[np.ix_(d, d)] - M[np.ix_(d, a)] @ np.linalg.solve(M[np.ix_(a, a)], K[np.ix_(a, d)]))
+        coupled = M[np.ix_(d, a)] @ np.linalg.solve(M[np.ix_(a, a)], K[np.ix_(a, d)])
+        self.newton_matrix = np.linalg.inv(K[np.ix_(d, d)] - coupled)  # J^-1 of the iteration (module doc)
         S = np.zeros((robot.nq, robot.n_joints))
         S[list(robot.actuated), range(robot.n_joints)] = 1.0
         self._S = S
-        self._last = np.zeros(len(d))
+        self.warm_start = np.zeros(len(d))  # the last converged q_d, where the next solve starts
         self.iterations = 0  # iterations of the last solve (its largest over a batch)
 
     def __repr__(self):
@@ -220,7 +222,7 @@ class Reduced:
         """This reduction evaluating M and b with ``model`` (the robot's compiled model): a copy."""
         twin = copy.copy(self)
         twin.terms = model
-        twin._last = self._last.copy()
+        twin.warm_start = self.warm_start.copy()
         return twin
 
     def _terms(self):
@@ -247,10 +249,10 @@ class Reduced:
         a, d = list(self.active), list(self.dropped)
         q_a = np.asarray(q, dtype=float)
         batch = q_a.shape[:-1]
-        q_d = np.broadcast_to(self._last if self.static else 0.0, batch + (len(d),)).copy()
+        q_d = np.broadcast_to(self.warm_start if self.static else 0.0, batch + (len(d),)).copy()
         qd_full = self._full(np.broadcast_to(np.asarray(qd, dtype=float), q_a.shape), np.zeros(batch + (len(d),)))
         terms = self._terms()
-        for k in range(1, ITERATIONS + 1):
+        for k in range(1, self.max_iterations + 1):
             q_full = self._full(q_a, q_d)
             M, b = mass_and_bias(terms, q_full, qd_full)
             M, b = np.asarray(M, dtype=float), np.asarray(b, dtype=float)
@@ -267,19 +269,23 @@ class Reduced:
             if not self.static:
                 self.iterations = k
                 return q_full, qd_full, acc, out
-            step = residual @ self._newton.T
+            step = residual @ self.newton_matrix.T
             q_d = q_d - step
             size = np.linalg.norm(np.atleast_2d(step), axis=-1)
-            if np.all(size <= TOL * np.linalg.norm(np.atleast_2d(q_d), axis=-1) + ABS_FLOOR):
+            if np.all(size <= self.tol * np.linalg.norm(np.atleast_2d(q_d), axis=-1) + self.floor):
                 self.iterations = k
                 if not batch:
-                    self._last = q_d.copy()
+                    self.warm_start[:] = q_d  # in place: the compiled loop holds this array
                 return self._full(q_a, q_d), qd_full, acc, out
             if not np.all(np.isfinite(q_d)):
                 break
-        raise ValueError(f"reduced model '{self.name}': the quasi-static deflection of {', '.join(self.dropped_names)} "
-                         f"did not converge in {ITERATIONS} iterations; the loads reach the dropped modes' "
-                         "stiffness, so they are not far above the motion: raise the cutoff (above_hz)")
+        raise ValueError(self.not_converged())
+
+    def not_converged(self) -> str:
+        """The one line for an iteration of the dropped coordinates that does not converge."""
+        return (f"reduced model '{self.name}': the quasi-static deflection of {', '.join(self.dropped_names)} did not "
+                f"converge in {self.max_iterations} iterations; the loads reach the dropped modes' stiffness, so they are not "
+                "far above the motion: raise the cutoff (above_hz)")
 
     def full_state(self, q, qd=None, tau=None):
         """(q_full, qd_full) of the robot at the active state: the dropped coordinates at their

@@ -494,10 +494,20 @@ static long fm_last_torque(fm_rhs f, const fm_plant *pl, const fm_control *c, in
    last) is a sample: X (rows of nx) and TAU (rows of nj, the torque at the start of the step; at
    the last sample evaluated there). Returns FM_OK, or the fault that ended the run; *n_out: the
    samples written (after a fault: those before it), *t_fault: when the fault was met. */
+static int fm_rk4_with(fm_rhs f, const fm_plant *pl, const fm_control *c, const double *t, long n_t,
+                       const double *x0, int nx, long every, double *X, double *TAU, long *n_out, double *t_fault);
+
 int fm_rk4_run(const fm_plant *pl, const fm_control *c, int prescribed, const double *t, long n_t,
                const double *x0, int nx, long every, double *X, double *TAU, long *n_out, double *t_fault)
 {
-    fm_rhs f = prescribed ? fm_prescribed_rhs : fm_closed_loop_rhs;
+    return fm_rk4_with(prescribed ? fm_prescribed_rhs : fm_closed_loop_rhs, pl, c, t, n_t, x0, nx, every, X, TAU,
+                       n_out, t_fault);
+}
+
+/* fm_rk4_run with the right-hand side f (a reduced model's: flexman.codegen.loop_reduced). */
+static int fm_rk4_with(fm_rhs f, const fm_plant *pl, const fm_control *c, const double *t, long n_t,
+                       const double *x0, int nx, long every, double *X, double *TAU, long *n_out, double *t_fault)
+{
     int nj = pl->nj;
     double *work = (double *)malloc(sizeof(double) * (fm_work_size(pl->nq, nj) + 6L * nx + nj));
     if (!work) { *n_out = 0; return FM_NOMEMORY; }
@@ -763,11 +773,24 @@ long fm_galpha_scratch(int nq, int nj, int nx)
    the torque there; vn: the rates of the last step (the predictor; the first step's: f0), the new
    ones on return. s: fm_galpha_scratch doubles, piv: nx ints. FM_DIVERGED when Newton does not
    converge; x is then unchanged. */
+static int fm_galpha_step_with(fm_rhs f, int prescribed, const fm_plant *pl, const fm_control *c, double tk,
+                               double h, double rho_inf, double *x, double *vn, const double *f0, double *tau, int nx,
+                               double *s, int *piv, long *iterations, long *jacobians, long *analytic);
+
 int fm_galpha_step(int prescribed, const fm_plant *pl, const fm_control *c, double tk, double h, double rho_inf,
                    double *x, double *vn, const double *f0, double *tau, int nx, double *s, int *piv,
                    long *iterations, long *jacobians, long *analytic)
 {
-    fm_rhs f = prescribed ? fm_prescribed_rhs : fm_closed_loop_rhs;
+    return fm_galpha_step_with(prescribed ? fm_prescribed_rhs : fm_closed_loop_rhs, prescribed, pl, c, tk, h, rho_inf,
+                               x, vn, f0, tau, nx, s, piv, iterations, jacobians, analytic);
+}
+
+/* fm_galpha_step with the right-hand side f (a reduced model's: its plant has no partials, so the
+   Jacobian is by forward differences of f). */
+static int fm_galpha_step_with(fm_rhs f, int prescribed, const fm_plant *pl, const fm_control *c, double tk,
+                               double h, double rho_inf, double *x, double *vn, const double *f0, double *tau, int nx,
+                               double *s, int *piv, long *iterations, long *jacobians, long *analytic)
+{
     int nj = pl->nj, status = FM_OK;
     double am = 0.5 * (3.0 - rho_inf) / (1.0 + rho_inf), af = 1.0 / (1.0 + rho_inf), gm = 0.5 + am - af;
     double ta = tk + af * h;
@@ -828,11 +851,23 @@ int fm_galpha_step(int prescribed, const fm_plant *pl, const fm_control *c, doub
    the closed loop (plant and controller together) at the step's start, refreshed when an
    iteration slows down. FM_DIVERGED also when Newton fails to converge. *iterations: Newton
    iterations in all. */
+static int fm_galpha_with(fm_rhs f, const fm_plant *pl, const fm_control *c, int prescribed, const double *t,
+                          long n_t, const double *x0, int nx, long every, double rho_inf, double *X, double *TAU,
+                          long *n_out, double *t_fault, long *iterations, long *jacobians, long *analytic);
+
 int fm_galpha_run(const fm_plant *pl, const fm_control *c, int prescribed, const double *t, long n_t,
                   const double *x0, int nx, long every, double rho_inf, double *X, double *TAU, long *n_out,
                   double *t_fault, long *iterations, long *jacobians, long *analytic)
 {
-    fm_rhs f = prescribed ? fm_prescribed_rhs : fm_closed_loop_rhs;
+    return fm_galpha_with(prescribed ? fm_prescribed_rhs : fm_closed_loop_rhs, pl, c, prescribed, t, n_t, x0, nx,
+                          every, rho_inf, X, TAU, n_out, t_fault, iterations, jacobians, analytic);
+}
+
+/* fm_galpha_run with the right-hand side f (a reduced model's: flexman.codegen.loop_reduced). */
+static int fm_galpha_with(fm_rhs f, const fm_plant *pl, const fm_control *c, int prescribed, const double *t,
+                          long n_t, const double *x0, int nx, long every, double rho_inf, double *X, double *TAU,
+                          long *n_out, double *t_fault, long *iterations, long *jacobians, long *analytic)
+{
     int nj = pl->nj;
     long ss = fm_galpha_scratch(pl->nq, nj, nx);
     double *mem = (double *)malloc(sizeof(double) * (ss + 3L * nx + nj));
@@ -852,8 +887,8 @@ int fm_galpha_run(const fm_plant *pl, const fm_control *c, int prescribed, const
         if ((status = f(pl, c, tk, x, f0, tau, work))) { *t_fault = tk; break; }
         if (k % every == 0) memcpy(TAU + (j - 1) * nj, tau, sizeof(double) * nj);
         if (k == 0) memcpy(vn, f0, sizeof(double) * nx);  /* the first step's predictor: the start's rates */
-        if ((status = fm_galpha_step(prescribed, pl, c, tk, h, rho_inf, x, vn, f0, tau, nx, work, piv, iterations,
-                                     jacobians, analytic))) { *t_fault = tk; break; }
+        if ((status = fm_galpha_step_with(f, prescribed, pl, c, tk, h, rho_inf, x, vn, f0, tau, nx, work, piv,
+                                          iterations, jacobians, analytic))) { *t_fault = tk; break; }
         if (fm_keep(x, nx, k, n_t, every, X, &j, tk + h, t_fault)) { status = FM_DIVERGED; break; }
     }
     *n_out = fm_last_torque(f, pl, c, status, t, n_t, every, j, X, nx, TAU, tau, f0, work);
@@ -907,6 +942,15 @@ class Control(ctypes.Structure):
                 ("tau_const", _P), ("tau_samples", _P), ("t_samples", _P), ("n_samples", ctypes.c_long)]
 
 
+class ReducedPlant(ctypes.Structure):
+    """``fm_reduced`` (:mod:`flexman.codegen.loop_reduced`): a reduced model's plant."""
+    _fields_ = [("full", Plant), ("na", ctypes.c_int), ("nd", ctypes.c_int), ("slaved", ctypes.c_int),
+                ("max_iterations", ctypes.c_int), ("active", ctypes.POINTER(ctypes.c_int)),
+                ("dropped", ctypes.POINTER(ctypes.c_int)), ("newton", _P), ("tol", ctypes.c_double),
+                ("floor", ctypes.c_double), ("last", _P), ("scratch", _P), ("solves", ctypes.c_long),
+                ("iterations", ctypes.c_long)]
+
+
 STATUS = {0: "ok", 1: "singular", 2: "torque", 3: "diverged", 4: "no memory"}
 TRAJ_KINDS = {"hold": 0, "rest_to_rest": 1, "spline": 2, "spin_up": 3, "input": 4, "fourier": 5}
 PROFILES = {"sinusoidal": 0, "quintic": 1, "cubic": 2}
@@ -919,11 +963,13 @@ def library():
     """The loop library (compiled once per source and compiler, cached on disk like every
     generated library; ``cbuild.build_shared``), loaded with its entry points typed."""
     if not _library:
-        from . import loop_radau, loop_sampled  # the sampled loop (fm_sampled_run) and radau5 share this library
+        # the sampled loop (fm_sampled_run), radau5 and the reduced models' loop share this library
+        from . import loop_radau, loop_reduced, loop_sampled
 
-        lib = cbuild.load(cbuild.build_shared(SOURCE + loop_sampled.SOURCE + loop_radau.SOURCE))
+        lib = cbuild.load(cbuild.build_shared(SOURCE + loop_sampled.SOURCE + loop_radau.SOURCE + loop_reduced.SOURCE))
         loop_sampled.type_entry_points(lib)
         loop_radau.declare(lib)
+        loop_reduced.declare(lib)
         vp, P, L, I = ctypes.c_void_p, _P, ctypes.c_long, ctypes.c_int
         lib.fm_rk4_run.restype = I
         lib.fm_rk4_run.argtypes = [vp, vp, I, P, L, P, I, L, P, P, ctypes.POINTER(L), P]

@@ -159,7 +159,7 @@ class CompiledLoop:
         steps = n_t - 1 if status == 0 else k - 1
         if method == "radau5":
             steps = int(counts[0])
-        info = _info(status, t_fault.value, steps, method, rho_inf)
+        info = run_info(status, t_fault.value, steps, method, rho_inf)
         if status:
             warn_fault(label, method, info, t_out, stacklevel)
         stats = {"rhs_evaluations": 4 * steps + 1, "wall_time": wall, "loop": "compiled", **info}
@@ -227,7 +227,7 @@ def _radau_stats(counts):
     return c
 
 
-def _info(status, t_fault, steps, method="rk4", rho_inf=RHO_INF):
+def run_info(status, t_fault, steps, method="rk4", rho_inf=RHO_INF):
     if status == 0:
         name = {"rk4": "fixed-step RK4", "radau5": "Radau IIA (order 5, step-size control)"}.get(
             method, f"fixed-step generalized-alpha (rho_inf = {float(rho_inf):g})")

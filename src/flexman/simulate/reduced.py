@@ -5,9 +5,11 @@ The state is x = [q_a, qd_a, z]. At each evaluation the reduced model solves its
 coordinates together with the active accelerations; the applied torque (the torque argument plus
 the controller's output) is evaluated inside that solve at the full coordinates, so a controller
 reading the deflections sees the slaved ones. The controller is the full robot's: it gets the
-full coordinates (dropped rates zero). The run takes the Python loop (any method); the result
-holds the full coordinates and the full robot, so plots, reports and tip deflections see the
-dropped coordinates' static share.
+full coordinates (dropped rates zero); the drives' torque limits saturate the sum. An RK4 run
+whose full robot's run would take the compiled loop (a compiled model, built-in controller and
+torque) takes it (:mod:`.compiled_reduced`: the same iteration in C); any other run takes the
+Python loop. The result holds the full coordinates and the full robot, so plots, reports and tip
+deflections see the dropped coordinates' static share.
 """
 from __future__ import annotations
 
@@ -16,11 +18,10 @@ import numpy as np
 from ..model.checks import check_mass_matrix
 from .backend import evaluator, fixed_step_work
 from .result import Result
-from .run import backend_name, controller_parts, energy, prepare, run_loop
+from .compiled_loop import first_torque
+from .compiled_reduced import plan_reduced
+from .run import backend_name, controller_parts, drive_limits, energy, prepare, run_loop, saturate
 from .stability import loop_step_check, plant_step_check
-
-REASON = "a reduced model runs in the Python loop"
-
 
 def _active(reduced, value, name):
     """Active values from ``value``: the full robot's nq (the dropped entries are left out) or
@@ -45,8 +46,6 @@ def simulate_reduced(reduced, t_final, dt, method, rtol, atol, q0, qd0, controll
     if getattr(controller, "sample", None) is not None and hasattr(controller, "period"):
         raise ValueError("controller: a sampled controller is not run on a reduced model yet; use a continuous one "
                          "or the full robot (reduced.robot)")
-    if loop == "compiled":
-        raise ValueError(f"loop: {REASON}; use loop='auto' or 'python'")
     full = reduced.robot
     method, q0, qd0, t_grid, applied, _ = prepare(reduced, t_final, dt, method, _active(reduced, q0, "q0"),
                                                  _active(reduced, qd0, "qd0"), torque, controller)
@@ -58,6 +57,7 @@ def simulate_reduced(reduced, t_final, dt, method, rtol, atol, q0, qd0, controll
     bound = controller.using(model) if hasattr(controller, "using") else controller
     n_z, z0, ctrl_torque, ctrl_deriv = controller_parts(bound, nj)
     memo = {}
+    limit = drive_limits(full)  # the drives' torque limits saturate the sum
 
     def solve(t, x):
         key = (t, x.tobytes())
@@ -65,7 +65,8 @@ def simulate_reduced(reduced, t_final, dt, method, rtol, atol, q0, qd0, controll
             q, qd, z = x[:nq], x[nq:2 * nq], x[2 * nq:]
 
             def law(q_full, qd_full):
-                return applied(t, q_full, qd_full) + np.asarray(ctrl_torque(t, q_full, qd_full, z), dtype=float)
+                return saturate(applied(t, q_full, qd_full) + np.asarray(ctrl_torque(t, q_full, qd_full, z), dtype=float),
+                                limit)
 
             memo["key"], memo["value"] = key, slaved.solve(q, qd, tau=law)
         return memo["value"]
@@ -89,7 +90,10 @@ def simulate_reduced(reduced, t_final, dt, method, rtol, atol, q0, qd0, controll
         check = plant_step_check(reduced, dt)
     if check is not None and method == "auto":
         method = check["method"]
-    t_out, X, taus, stats = run_loop(None, REASON, slaved, progress, q0, qd0, f"simulate reduced ({method})", rates,
+    compiled, why = plan_reduced(slaved, model, method, nj, bound, torque, t_grid, loop)
+    if compiled is not None:
+        first_torque(total_torque, t_grid[0], x0)
+    t_out, X, taus, stats = run_loop(compiled, why, slaved, progress, q0, qd0, f"simulate reduced ({method})", rates,
                                      total_torque, x0, t_grid, nq, nj, method, rtol, atol, max_step, rho_inf)
     q, qd, _, _ = slaved.solve(X[:, :nq], X[:, nq:2 * nq], tau=taus)  # the dropped coordinates at the samples
     stats["method"], stats["backend"] = method, backend_name(model)
