@@ -587,22 +587,22 @@ static int fm_jacobian(fm_rhs f, const fm_plant *pl, const fm_control *c, double
 /* Doubles of scratch space fm_jacobian_analytic needs. */
 static long fm_partials_work(int nq, int nj)
 {
-    return 6L * nq * nq + 3L * nq * nj + (long)nj * nj + 10L * nq + 8L * nj + 8;
+    return 6L * nq * nq + 3L * nq * nj + 2L * nj * nj + 10L * nq + 8L * nj + 8;
 }
 
 /* J = df/dx from the model's partial derivatives (flexman.dynamics.derivatives) and the law's own:
    closed loop x = [q, qd, z]: d qdd = F_q dq + F_qd dqd + F_tau (T_q dq + T_qd dqd + T_z dz), with
    F the forward dynamics' partials at the applied torque tau and T the law's (PID: -kp, -kd, ki;
    computed torque tau = ID_r(q, qd, [u; 0]) with u = qdd_d + kd e' + kp e, so T = d ID_r/d(q, qd)
-   - M_rr (kp, kd) on the joints; a saturated joint's row is 0); prescribed x = [q_f, qd_f, W]:
-   qdd_f solves ID_f(q, qd, qdd) = 0, so d qdd_f = -M_ff^-1 d ID_f, and W' = qd_r . ID_r. Returns -1
-   when it cannot (no partials in the model, the decoupling law): the caller differentiates by
-   forward differences. tau: the applied torque at (t, x) (what f returned there). */
+   - M_rr (kp, kd) on the joints; decoupling: see its branch; a saturated joint's row is 0);
+   prescribed x = [q_f, qd_f, W]: qdd_f solves ID_f(q, qd, qdd) = 0, so d qdd_f = -M_ff^-1 d ID_f,
+   and W' = qd_r . ID_r. Returns -1 when it cannot (no partials in the model): the caller
+   differentiates by forward differences. tau: the applied torque at (t, x) (what f returned there). */
 static int fm_jacobian_analytic(const fm_plant *pl, const fm_control *c, int prescribed, double t, const double *x,
                                 const double *f0, const double *tau, int nx, double *J, double *s)
 {
     int nq = pl->nq, nj = pl->nj, nf = nq - nj;
-    if (!pl->id_partials || (!prescribed && (!pl->fd_partials || c->kind == FM_CTRL_DECOUPLING))) return -1;
+    if (!pl->id_partials || (!prescribed && !pl->fd_partials)) return -1;
     double *Dq = s, *Dqd = Dq + (long)nq * nq, *M = Dqd + (long)nq * nq, *b = M + (long)nq * nq;
     double *Fq = b + nq, *Fqd = Fq + (long)nq * nq, *Ft = Fqd + (long)nq * nq, *Tq = Ft + (long)nq * nj;
     double *Tqd = Tq + (long)nj * nq, *Tz = Tqd + (long)nj * nq, *qr = Tz + (long)nj * nj, *qdr = qr + nq;
@@ -687,6 +687,75 @@ static int fm_jacobian_analytic(const fm_plant *pl, const fm_control *c, int pre
                     for (int j = 0; j < nj; ++j) { mp += M[i * nq + j] * c->kp[j * nj + k]; md += M[i * nq + j] * c->kd[j * nj + k]; }
                 Tq[i * nq + k] = Dq[i * nq + k] - mp;
                 Tqd[i * nq + k] = Dqd[i * nq + k] - md;
+            }
+    } else if (c->kind == FM_CTRL_DECOUPLING) {
+        /* The law (fm_control_law) is tau = M_eq u + b_eq = ID_r(q, qd, a) with a = [u; a_f] and a_f
+           solving ID_f(q, qd, a) = M_fr u + M_ff a_f + b_f = 0 (its elimination of the flexible
+           accelerations). With D = d ID / d(q, qd) at that a (the law's model), the chain rule gives
+             d tau = D_r dx + M_rr du + M_rf da_f,  da_f = -M_ff^-1 (D_f dx + M_fr du),
+           so T = (D_r - M_rf M_ff^-1 D_f) + M_eq du/d(q, qd), M_eq = M_rr - M_rf M_ff^-1 M_fr, and
+           du/d(q, qd) = -(gp, gv) on the joints (u = qdd_d - gv e' - gp e), or -G after lqr_at
+           (u = -G (q - [q_d; 0], qd - [qd_d; 0])). */
+        const double *pp = pl->p_law ? pl->p_law : pl->p, *G = c->g_lqr;
+        int lqr = G && t >= c->lqr_at;
+        double *Mff = col + nq, *Meq = Mff + (long)nq * nq;
+        fm_trajectory(&c->traj, t, qr, qdr, qddr);
+        for (int j = 0; j < nj; ++j) { e[j] = qx[j] - qr[j]; ed[j] = qdx[j] - qdr[j]; }
+        for (int i = 0; i < nj; ++i) {  /* a_r = u */
+            double s1 = 0.0;
+            if (lqr) {
+                for (int k = 0; k < nq; ++k)
+                    s1 += G[(long)i * 2 * nq + k] * (k < nj ? e[k] : qx[k])
+                          + G[(long)i * 2 * nq + nq + k] * (k < nj ? ed[k] : qdx[k]);
+                a[i] = -s1;
+            } else {
+                for (int j = 0; j < nj; ++j) s1 += c->gv[i * nj + j] * ed[j] + c->gp[i * nj + j] * e[j];
+                a[i] = qddr[i] - s1;
+            }
+        }
+        fm_eom(pl, pp, qx, qdx, M, b);
+        for (int i = 0; i < nf; ++i) {  /* a_f = -M_ff^-1 (M_fr u + b_f) */
+            double s1 = b[nj + i];
+            for (int j = 0; j < nj; ++j) s1 += M[(nj + i) * nq + j] * a[j];
+            col[i] = -s1;
+            for (int k = 0; k < nf; ++k) Mff[i * nf + k] = M[(nj + i) * nq + nj + k];
+        }
+        if (nf && fm_ldl(nf, Mff)) return FM_SINGULAR;
+        fm_ldl_apply(nf, Mff, col);
+        memcpy(a + nj, col, sizeof(double) * nf);
+        FM_ID_PARTIALS(pp, qx, qdx, a);
+        for (int j = 0; j < nj; ++j) {  /* M_eq, column by column */
+            for (int m = 0; m < nf; ++m) col[m] = M[(nj + m) * nq + j];
+            fm_ldl_apply(nf, Mff, col);
+            for (int i = 0; i < nj; ++i) {
+                double s1 = M[i * nq + j];
+                for (int m = 0; m < nf; ++m) s1 -= M[i * nq + nj + m] * col[m];
+                Meq[i * nj + j] = s1;
+            }
+        }
+        for (int k = 0; k < 2 * nq; ++k) {  /* D_r - M_rf M_ff^-1 D_f, column by column */
+            const double *D = k < nq ? Dq : Dqd;
+            double *T = k < nq ? Tq : Tqd;
+            int kk = k < nq ? k : k - nq;
+            for (int m = 0; m < nf; ++m) col[m] = D[(nj + m) * nq + kk];
+            fm_ldl_apply(nf, Mff, col);
+            for (int i = 0; i < nj; ++i) {
+                double s1 = D[i * nq + kk];
+                for (int m = 0; m < nf; ++m) s1 -= M[i * nq + nj + m] * col[m];
+                T[i * nq + kk] = s1;
+            }
+        }
+        for (int i = 0; i < nj; ++i)  /* + M_eq du/d(q, qd) */
+            for (int k = 0; k < nq; ++k) {
+                double sq = 0.0, sqd = 0.0;
+                for (int j = 0; j < nj; ++j) {
+                    double uq = lqr ? -G[(long)j * 2 * nq + k] : (k < nj ? -c->gp[j * nj + k] : 0.0);
+                    double uqd = lqr ? -G[(long)j * 2 * nq + nq + k] : (k < nj ? -c->gv[j * nj + k] : 0.0);
+                    sq += Meq[i * nj + j] * uq;
+                    sqd += Meq[i * nj + j] * uqd;
+                }
+                Tq[i * nq + k] += sq;
+                Tqd[i * nq + k] += sqd;
             }
     }
 #undef FM_ID_PARTIALS

@@ -10,8 +10,8 @@ source (it calls that source's right-hand sides, LU, Jacobians and sampling help
   (Solving ODEs II, sec. IV.8), step for step as SciPy's ``Radau`` implements it: the stage
   equations are solved by simplified Newton in the eigenvector basis of the Butcher matrix (one
   real and one complex n x n LU of ``mu/h I - J`` per step size), J = df/dx from the model's
-  partial derivatives (``fm_jacobian_any``: forward differences only where the law has no
-  partials, the decoupling law) and reused across steps until Newton slows down; the error of
+  partial derivatives (``fm_jacobian_any``: forward differences only where the model has no
+  partials) and reused across steps until Newton slows down; the error of
   the embedded third-order formula sets the next step (predictive Gustafsson controller);
   outputs come from the collocation polynomial (cubic dense output), so they land on the grid
   without clipping the steps;
