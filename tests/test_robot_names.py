@@ -236,3 +236,20 @@ def test_a_legged_robot_as_it_is_names_feet_simulation_and_report(tmp_path):
     page = res.report(tmp_path / "solo.html").read_text()
     drawn = re.findall(r'"triangles": ?(\d+)', page)  # the meshes' scene: thinned to the report's budget
     assert len(robot.visuals) == 17 and drawn and 5000 < int(drawn[0]) <= 30000
+
+
+@needs_erd
+def test_a_tip_path_plan_names_tool0_as_its_end_effector():
+    """Issue 35: fm.plan(..., objective="tip_path", ee_frame="tool0") on the UR5 with a flexible
+    forearm plans about tool0: the plan's robot has tool0 as its end effector, plan.tip() is tool0
+    (8 cm beyond the last link's frame), and its end stays where Pinocchio puts tool0 for the goal
+    joints, within the forearm's static sag (tenths of a millimetre)."""
+    robot = fm.load(ROBOTS / UR5, overlay=FOREARM)
+    goal = [0.4, -0.5, 0.6, 0.0, 0.3, 0.0]
+    plan = fm.plan(robot, np.zeros(6), goal, duration=1.0, objective="tip_path", knots=20, ee_frame="tool0")
+    assert plan.report["success"] and plan.robot.end_effector == "tool0"
+    tip = plan.tip()
+    np.testing.assert_allclose(tip, robot.frame(plan.q, "tool0")[:, :3, 3], atol=1e-14)
+    assert np.linalg.norm(tip - robot.frame(plan.q, -1)[:, :3, 3], axis=1).min() > 0.05
+    end = _pin_frame(ROBOTS / UR5, np.array(goal), "tool0")[:3, 3]
+    assert np.linalg.norm(tip[-1] - end) < 1e-3

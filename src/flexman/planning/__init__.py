@@ -258,8 +258,9 @@ def residual_vibration(robot, traj, t_end, q_goal, settle=None, dt=None):
             res = simulate(robot, steps * dt, dt=dt, prescribed=traj, progress=False, backend="compiled")
         except (RuntimeError, ValueError):  # no compiler, or a model C cannot take
             res = simulate(robot, steps * dt, dt=dt, prescribed=traj, progress=False, backend="numeric")
-    tip = robot.frame(res.q[res.t >= t_end - 1e-12], -1)[:, :3, 3]
-    return float(np.linalg.norm(tip - robot.frame(rest, -1)[:3, 3], axis=1).max())
+    ee = inputs.end_effector(robot)  # the plan's end effector (ee_frame), as its objectives
+    tip = robot.frame(res.q[res.t >= t_end - 1e-12], ee)[:, :3, 3]
+    return float(np.linalg.norm(tip - robot.frame(rest, ee)[:3, 3], axis=1).max())
 
 
 def residual_check(robot, result, q_start, q_goal) -> dict:
