@@ -116,15 +116,3 @@ def test_plan_takes_the_drives_limits_by_default():
     assert 0.95 < dense["torque_peak"][0] / 2.0 <= 1.002 and dense["within_limits"]
 
 
-@pytest.mark.parametrize("drive, message", [
-    ({"torque_limit": 0.0}, r"links\[0\]\.drive\.torque_limit: the motor's torque limit must be a number > 0 N m"),
-    ({"torque_limit": -2.0}, r"links\[0\]\.drive\.torque_limit: the motor's torque limit must be a number > 0"),
-    ({"torque_limit": "10 Nm"}, r"links\[0\]\.drive\.torque_limit"),
-    ({"torque_limit": 1e12}, r"links\[0\]\.drive\.torque_limit \(at the joint"),
-])
-def test_bad_torque_limits_are_one_line(drive, message):
-    data = robot_to_dict(fm.examples.load("dynaman_2r"))
-    data["links"][0]["drive"] = drive
-    with pytest.raises(fm.ModelError, match=message) as info:
-        robot_from_dict(data)
-    assert "\n" not in str(info.value)

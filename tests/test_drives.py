@@ -82,6 +82,21 @@ def test_a_flexible_arm_with_drives_and_the_round_trip(tmp_path):
     ({"stiffness": 1e4}, r"links\[0\]\.drive\.rotor_inertia: an elastic joint's motor needs a rotor inertia > 0"),
     ({"gear": 10.0}, r"links\[0\]\.drive\.gear: unknown field.*allowed fields: gear_ratio, rotor_inertia"),
     ({"gear_ratio": float("nan")}, r"links\[0\]\.drive\.gear_ratio"),
+    # elastic joints (tests/test_elastic_joints.py)
+    ({"stiffness": 0.0, "rotor_inertia": 1e-4}, r"links\[0\]\.drive\.stiffness: an elastic joint's spring must be > 0"),
+    ({"stiffness": -5.0, "rotor_inertia": 1e-4}, r"links\[0\]\.drive\.stiffness: an elastic joint's spring must be > 0"),
+    ({"stiffness": 100.0, "rotor_inertia": 1e-4, "damping": -1.0}, r"links\[0\]\.drive\.damping: must be >= 0"),
+    ({"damping": 1.0}, r"links\[0\]\.drive\.damping: the damper of an elastic joint needs its spring"),
+    ({"stiffness": 100.0}, r"links\[0\]\.drive\.rotor_inertia: an elastic joint's motor needs a rotor inertia > 0"),
+    ({"stiffness": "stiff", "rotor_inertia": 1e-4}, r"links\[0\]\.drive\.stiffness"),
+    ({"stiffness": float("inf"), "rotor_inertia": 1e-4}, r"links\[0\]\.drive\.stiffness"),
+    ({"gyroscopic": True}, r"links\[0\]\.drive\.gyroscopic: the rotor's coupling is a term of the elastic joint"),
+    ({"stiffness": 100.0, "rotor_inertia": 1e-4, "gyroscopic": "yes"}, r"links\[0\]\.drive\.gyroscopic: must be true or false"),
+    # torque limits (tests/test_drive_limits.py)
+    ({"torque_limit": 0.0}, r"links\[0\]\.drive\.torque_limit: the motor's torque limit must be a number > 0 N m"),
+    ({"torque_limit": -2.0}, r"links\[0\]\.drive\.torque_limit: the motor's torque limit must be a number > 0"),
+    ({"torque_limit": "10 Nm"}, r"links\[0\]\.drive\.torque_limit"),
+    ({"torque_limit": 1e12}, r"links\[0\]\.drive\.torque_limit \(at the joint"),
 ])
 def test_bad_drives_are_one_line(drive, message):
     data = robot_to_dict(fm.examples.load("dynaman_2r"))

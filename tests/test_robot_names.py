@@ -10,7 +10,7 @@ import pytest
 import flexman as fm
 from flexman import ModelError
 from flexman.model.urdf import urdf_identifier
-from urdf_helpers import ROBOTS, pin_q, pinocchio_reduced
+from urdf_helpers import ROBOTS, pin_q, pinocchio_floating, pinocchio_reduced
 
 pin = pytest.importorskip("pinocchio")
 needs_erd = pytest.mark.skipif(ROBOTS is None, reason="example-robot-data is not installed")
@@ -218,11 +218,7 @@ def test_a_legged_robot_as_it_is_names_feet_simulation_and_report(tmp_path):
     assert robot.coordinate_names[:7] == ["base_link_x", "base_link_y", "base_link_z", "base_link_yaw",
                                           "base_link_pitch", "base_link_roll", "FL_HAA"]
     assert {"FL_FOOT", "HR_FOOT"} <= set(robot.frames)
-    root = pin.JointModelComposite()
-    for joint in (pin.JointModelPX(), pin.JointModelPY(), pin.JointModelPZ(), pin.JointModelRZ(), pin.JointModelRY(),
-                  pin.JointModelRX()):
-        root.addJoint(joint)
-    model = pin.buildModelFromUrdf(str(path), root)
+    model = pinocchio_floating(path)
     data = model.createData()
     q = np.random.default_rng(5).uniform(-1, 1, robot.nq)
     pin.framesForwardKinematics(model, data, pin_q(model, q))

@@ -13,7 +13,7 @@ import flexman as fm
 from flexman import ModelError
 from flexman.model.urdf import urdf_identifier
 from urdf_helpers import ROBOTS as ROOT
-from urdf_helpers import pin_q, pinocchio_reduced
+from urdf_helpers import pin_q, pinocchio_floating, pinocchio_reduced
 
 pin = pytest.importorskip("pinocchio")
 
@@ -101,11 +101,7 @@ def test_real_urdf_with_a_floating_base_matches_pinocchio(rel):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         robot = fm.load(ROOT / rel, floating=True)
-    root = pin.JointModelComposite()
-    for joint in (pin.JointModelPX(), pin.JointModelPY(), pin.JointModelPZ(), pin.JointModelRZ(), pin.JointModelRY(),
-                  pin.JointModelRX()):
-        root.addJoint(joint)
-    model = pin.buildModelFromUrdf(str(ROOT / rel), root)
+    model = pinocchio_floating(ROOT / rel)
     assert model.nv == robot.nq
     _same_dynamics_as_pinocchio(robot, model, np.random.default_rng(len(rel) + 1))
 

@@ -101,3 +101,15 @@ def bent_by_centreline(beam, p, points, h=1e-6):
     slope = (moved(hi) - moved(lo)) / ((hi - lo) * beam.length)[:, None]
     arm = points - (beam.root + np.outer(s * beam.length, e_ax))
     return points + moved(s) + np.cross(np.cross(e_ax, slope), arm)
+
+
+def pinocchio_floating(path):
+    """Pinocchio's model of the URDF freed at its root by the composite joint PX PY PZ RZ RY RX:
+    flexman's six base coordinates (x, y, z, then yaw, pitch, roll: Trans Rz Ry Rx)."""
+    import pinocchio as pin
+
+    root = pin.JointModelComposite()
+    for joint in (pin.JointModelPX(), pin.JointModelPY(), pin.JointModelPZ(), pin.JointModelRZ(), pin.JointModelRY(),
+                  pin.JointModelRX()):
+        root.addJoint(joint)
+    return pin.buildModelFromUrdf(str(path), root)

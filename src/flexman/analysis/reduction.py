@@ -39,6 +39,7 @@ import copy
 import numpy as np
 
 from ..model import inputs
+from ..model.robot import CoordinateSlices
 from ..simulate.backend import mass_and_bias
 from .frequencies import stiffness
 
@@ -129,7 +130,7 @@ def reduce(robot, above_hz=None, coordinates=None, static=True) -> "Reduced":
     return Reduced(robot, sorted(set(dropped)), static, cutoff)
 
 
-class Reduced:
+class Reduced(CoordinateSlices):
     """A robot with some flexible coordinates slaved to their quasi-static deflection (see
     :func:`reduce`). Its coordinates are the active ones (joints, kept flexible coordinates,
     motors, in the robot's order): ``nq``, ``coordinate_names``, ``forward_dynamics(q, qd, tau)``
@@ -180,18 +181,6 @@ class Reduced:
     @property
     def n_motors(self) -> int:
         return self.robot.n_motors
-
-    @property
-    def joint_index(self) -> slice:
-        return slice(0, self.n_joints)
-
-    @property
-    def flex_index(self) -> slice:
-        return slice(self.n_joints, self.n_joints + self.nf)
-
-    @property
-    def motor_index(self) -> slice:
-        return slice(self.n_joints + self.nf, self.nq)
 
     @property
     def actuated(self) -> tuple:

@@ -172,6 +172,21 @@ static void fm_ldl_apply(int n, const double *A, double *x)
     }
 }
 
+/* Column k of S_r - M_rf M_ff^-1 S_f (S: nq x nq, row-major; rows: the nj joints r, then the nf
+   flexible f), written to out[i * stride], i < nj; Mff: the factored flexible block (fm_ldl);
+   col: nf scratch. */
+static void fm_eliminate_flexible(int nq, int nj, int nf, const double *M, const double *Mff, const double *S,
+                                  int k, double *col, double *out, int stride)
+{
+    for (int m = 0; m < nf; ++m) col[m] = S[(nj + m) * nq + k];
+    fm_ldl_apply(nf, Mff, col);
+    for (int i = 0; i < nj; ++i) {
+        double s = S[i * nq + k];
+        for (int m = 0; m < nf; ++m) s -= M[i * nq + nj + m] * col[m];
+        out[(long)i * stride] = s;
+    }
+}
+
 /* y = G x for the n x m row-major G (a gain matrix times a vector, as NumPy's x @ G.T). */
 static void fm_matvec(int n, int m, const double *G, const double *x, double *y)
 {
@@ -724,26 +739,11 @@ static int fm_jacobian_analytic(const fm_plant *pl, const fm_control *c, int pre
         fm_ldl_apply(nf, Mff, col);
         memcpy(a + nj, col, sizeof(double) * nf);
         FM_ID_PARTIALS(pp, qx, qdx, a);
-        for (int j = 0; j < nj; ++j) {  /* M_eq, column by column */
-            for (int m = 0; m < nf; ++m) col[m] = M[(nj + m) * nq + j];
-            fm_ldl_apply(nf, Mff, col);
-            for (int i = 0; i < nj; ++i) {
-                double s1 = M[i * nq + j];
-                for (int m = 0; m < nf; ++m) s1 -= M[i * nq + nj + m] * col[m];
-                Meq[i * nj + j] = s1;
-            }
-        }
-        for (int k = 0; k < 2 * nq; ++k) {  /* D_r - M_rf M_ff^-1 D_f, column by column */
-            const double *D = k < nq ? Dq : Dqd;
-            double *T = k < nq ? Tq : Tqd;
-            int kk = k < nq ? k : k - nq;
-            for (int m = 0; m < nf; ++m) col[m] = D[(nj + m) * nq + kk];
-            fm_ldl_apply(nf, Mff, col);
-            for (int i = 0; i < nj; ++i) {
-                double s1 = D[i * nq + kk];
-                for (int m = 0; m < nf; ++m) s1 -= M[i * nq + nj + m] * col[m];
-                T[i * nq + kk] = s1;
-            }
+        for (int j = 0; j < nj; ++j)  /* M_eq = M_rr - M_rf M_ff^-1 M_fr */
+            fm_eliminate_flexible(nq, nj, nf, M, Mff, M, j, col, Meq + j, nj);
+        for (int k = 0; k < nq; ++k) {  /* D_r - M_rf M_ff^-1 D_f, of the q and of the qd partials */
+            fm_eliminate_flexible(nq, nj, nf, M, Mff, Dq, k, col, Tq + k, nq);
+            fm_eliminate_flexible(nq, nj, nf, M, Mff, Dqd, k, col, Tqd + k, nq);
         }
         for (int i = 0; i < nj; ++i)  /* + M_eq du/d(q, qd) */
             for (int k = 0; k < nq; ++k) {

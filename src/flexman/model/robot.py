@@ -539,8 +539,25 @@ RECENT_DROPPED = 8
 _RECENT: OrderedDict = OrderedDict()
 
 
+class CoordinateSlices:
+    """``joint_index``, ``flex_index`` and ``motor_index`` of a model whose coordinates are its
+    joints, then its flexible coordinates, then its motors (from ``n_joints``, ``nf``, ``nq``)."""
+
+    @property
+    def joint_index(self) -> slice:
+        return slice(0, self.n_joints)
+
+    @property
+    def flex_index(self) -> slice:
+        return slice(self.n_joints, self.n_joints + self.nf)
+
+    @property
+    def motor_index(self) -> slice:
+        return slice(self.n_joints + self.nf, self.nq)
+
+
 @dataclass
-class Robot(Tracked):
+class Robot(Tracked, CoordinateSlices):
     """A manipulator: a serial chain or a tree of links (``Link.parent``, :mod:`.tree`), kept in
     depth-first order. The dynamics methods accept leading batch dimensions."""
 
@@ -659,14 +676,6 @@ class Robot(Tracked):
     def nq(self) -> int:
         return self.n_joints + self.nf + self.n_motors
 
-    @property
-    def joint_index(self) -> slice:
-        return slice(0, self.n_joints)
-
-    @property
-    def flex_index(self) -> slice:
-        return slice(self.n_joints, self.n_joints + self.nf)
-
     # ----- motor coordinates of elastic joints: after the flexible ones, in link order -----
     @property
     def motor_links(self) -> tuple:
@@ -677,10 +686,6 @@ class Robot(Tracked):
     @property
     def n_motors(self) -> int:
         return len(self.motor_links)
-
-    @property
-    def motor_index(self) -> slice:
-        return slice(self.n_joints + self.nf, self.nq)
 
     @property
     def torque_limits(self):

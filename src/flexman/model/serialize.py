@@ -462,8 +462,6 @@ def _mimic(items, parsed) -> dict:
 
 def _frames(data) -> dict:
     """Named fixed frames: ``{name: {link: <name, index or base>, xyz: [...], rpy: [...]}}``."""
-    from .rotations import rpy_matrix
-
     if not isinstance(data, dict):
         raise ModelError(f"frames: expected a mapping {{name: {{link, xyz, rpy}}}} (got {describe_value(data)})")
     out = {}
@@ -473,10 +471,7 @@ def _frames(data) -> dict:
         check_fields(item, where, FRAME_FIELDS)
         if "link" not in item:
             raise ModelError(f"{join(where, 'link')}: required field missing (the link the frame is fixed to, or base)")
-        T = np.array(rpy_matrix([_angle(v, join(join(where, "rpy"), i)) for i, v in
-                                 enumerate(_numbers_or_angles(item.get("rpy", [0.0, 0.0, 0.0]), join(where, "rpy")))]))
-        T[:3, 3] = _vec3(item.get("xyz", [0.0, 0.0, 0.0]), join(where, "xyz"))
-        out[name] = (_parent(item["link"], join(where, "link")), T)
+        out[name] = (_parent(item["link"], join(where, "link")), _pose(item, where))
     return out
 
 
@@ -485,7 +480,6 @@ def _visuals(data, links) -> list:
     ``{link: <name or base>, mesh: <file> | box: [x, y, z] | cylinder: [radius, length] |
     sphere: [radius], xyz, rpy, scale, rgba, name}``. Only described here: a mesh file is read when
     a report or picture draws it (a relative path: from the model file's folder, see ``io.load``)."""
-    from .rotations import rpy_matrix
     from .visuals import Visual
 
     if not isinstance(data, list):
@@ -508,10 +502,7 @@ def _visuals(data, links) -> list:
         if len(shapes) != 1:
             raise ModelError(f"{where}: give exactly one of {', '.join(VISUAL_SHAPES)} (got {', '.join(shapes) or 'none'})")
         kind = shapes[0]
-        T = np.array(rpy_matrix([_angle(v, join(join(where, "rpy"), i)) for i, v in
-                                 enumerate(_numbers_or_angles(item.get("rpy", [0.0, 0.0, 0.0]), join(where, "rpy")))]))
-        T[:3, 3] = _vec3(item.get("xyz", [0.0, 0.0, 0.0]), join(where, "xyz"))
-        kw = {"link": index, "origin": T, "kind": kind, "name": _text(item.get("name", ""), join(where, "name"))[:200]}
+        kw = {"link": index, "origin": _pose(item, where), "kind": kind, "name": _text(item.get("name", ""), join(where, "name"))[:200]}
         if kind == "mesh":
             path = _text(item["mesh"], join(where, "mesh"))
             if not path.strip() or len(path) > 4096 or "\0" in path:
@@ -541,8 +532,6 @@ def visuals_to_list(robot, base_dir=None) -> list:
     """``visuals:`` data of a robot's visuals; mesh paths relative to ``base_dir`` where they can be."""
     import os
 
-    from .rotations import matrix_rpy
-
     names = [link.name for link in robot.links]
     out = []
     for vis in getattr(robot, "visuals", None) or []:
@@ -563,12 +552,28 @@ def visuals_to_list(robot, base_dir=None) -> list:
                 item["scale"] = _floats(vis.scale)
         else:
             item[vis.kind] = _floats(vis.size)
-        item["xyz"] = _floats(vis.origin[:3, 3])
-        item["rpy"] = _floats(matrix_rpy(vis.origin[:3, :3]))
+        item.update(_pose_dict(vis.origin))
         if vis.rgba is not None:
             item["rgba"] = _floats(vis.rgba)
         out.append(item)
     return out
+
+
+def _pose(item, where: str) -> np.ndarray:
+    """The 4x4 transform of a mapping's ``xyz`` (m) and ``rpy`` (angles; both default 0)."""
+    from .rotations import rpy_matrix
+
+    T = np.array(rpy_matrix([_angle(v, join(join(where, "rpy"), i)) for i, v in
+                             enumerate(_numbers_or_angles(item.get("rpy", [0.0, 0.0, 0.0]), join(where, "rpy")))]))
+    T[:3, 3] = _vec3(item.get("xyz", [0.0, 0.0, 0.0]), join(where, "xyz"))
+    return T
+
+
+def _pose_dict(T) -> dict:
+    """``{xyz, rpy}`` of a 4x4 transform: what :func:`_pose` reads."""
+    from .rotations import matrix_rpy
+
+    return {"xyz": _floats(T[:3, 3]), "rpy": _floats(matrix_rpy(T[:3, :3]))}
 
 
 def _numbers_or_angles(value, where: str) -> list:
@@ -762,11 +767,8 @@ def robot_to_dict(robot: Robot, base_dir=None) -> dict:
     if robot.payload is not None:
         out["payload"] = _body_dict(robot.payload)
     if robot.frames:
-        from .rotations import matrix_rpy
-
         ref = lambda i: moved.get(i, i) if isinstance(_link_ref(names, i), int) and i >= 0 else _link_ref(names, i)
-        out["frames"] = {name: {"link": ref(i), "xyz": _floats(T[:3, 3]), "rpy": _floats(matrix_rpy(T[:3, :3]))}
-                         for name, (i, T) in robot.frames.items()}
+        out["frames"] = {name: {"link": ref(i), **_pose_dict(T)} for name, (i, T) in robot.frames.items()}
     if robot.end_effector is not None:
         out["end_effector"] = robot.end_effector
     if getattr(robot, "controller", None) is not None:

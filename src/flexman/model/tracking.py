@@ -68,20 +68,19 @@ class Tracked:
             self.__dict__[key] = frozen(value) if not key.startswith("_") else value
 
 
+def _counted(base, name):
+    """``base.name`` (a list or dict method that edits in place), counting the edit."""
+    edit = getattr(base, name)
+
+    def method(self, *args, **kwargs):
+        EDITS[0] += 1
+        return edit(self, *args, **kwargs)
+    method.__name__ = name
+    return method
+
+
 class TrackedList(list):
     """A list whose edits are counted (:data:`EDITS`)."""
-
-    def _edit(name):
-        def method(self, *args, **kwargs):
-            EDITS[0] += 1
-            return getattr(list, name)(self, *args, **kwargs)
-        method.__name__ = name
-        return method
-
-    for _name in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "extend", "insert", "pop",
-                  "remove", "clear", "sort", "reverse"):
-        locals()[_name] = _edit(_name)
-    del _name, _edit
 
     def __reduce_ex__(self, protocol):  # copies and pickles stay tracked lists
         return TrackedList, (list(self),)
@@ -108,20 +107,17 @@ class TrackedDict(dict):
             self[key] = default
         return dict.__getitem__(self, key)
 
-    def _edit(name):
-        def method(self, *args, **kwargs):
-            EDITS[0] += 1
-            return getattr(dict, name)(self, *args, **kwargs)
-        method.__name__ = name
-        return method
-
     def __ior__(self, other):
         self.update(other)
         return self
 
-    for _name in ("__delitem__", "pop", "popitem", "clear"):
-        locals()[_name] = _edit(_name)
-    del _name, _edit
-
     def __reduce_ex__(self, protocol):
         return TrackedDict, (dict(self),)
+
+
+for _name in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "extend", "insert", "pop", "remove",
+              "clear", "sort", "reverse"):
+    setattr(TrackedList, _name, _counted(list, _name))
+for _name in ("__delitem__", "pop", "popitem", "clear"):  # (setting items freezes them: TrackedDict.__setitem__)
+    setattr(TrackedDict, _name, _counted(dict, _name))
+del _name
