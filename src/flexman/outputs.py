@@ -45,16 +45,27 @@ class terminable:
 
     def __enter__(self):
         self.handlers = {}
-        if threading.current_thread() is threading.main_thread():
-            for sig in CLEANUP_SIGNALS:
-                if signal.getsignal(sig) == signal.SIG_DFL:
-                    self.handlers[sig] = signal.signal(sig, _terminate)
+        _install(CLEANUP_SIGNALS, _terminate, lambda current: current == signal.SIG_DFL, self.handlers)
         return self
 
     def __exit__(self, kind, exc, tb):
-        for sig, previous in self.handlers.items():
-            signal.signal(sig, previous)
+        _restore(self.handlers)
         return False
+
+
+def _install(signals, handler, replaces, previous: dict) -> None:
+    """Set ``handler`` for each of ``signals`` whose current handler ``replaces(current)`` accepts
+    (signals are handled in the main thread only: elsewhere nothing), recording each previous
+    handler in ``previous`` as it goes (a signal arriving midway leaves a record to restore)."""
+    if threading.current_thread() is threading.main_thread():
+        for sig in signals:
+            if replaces(signal.getsignal(sig)):
+                previous[sig] = signal.signal(sig, handler)
+
+
+def _restore(previous: dict) -> None:
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
 
 
 def _nonempty(path, option: str) -> Path:
@@ -175,15 +186,12 @@ class _held_signals:
         self.received = []
         self.handlers = {}
 
-    def hold(self):
-        if threading.current_thread() is threading.main_thread():
-            for sig in self.SIGNALS:
-                if signal.getsignal(sig) is not None:  # None: a handler set outside Python, left alone
-                    self.handlers[sig] = signal.signal(sig, lambda signum, frame: self.received.append(signum))
+    def hold(self):  # (a handler set outside Python, None, is left alone)
+        _install(self.SIGNALS, lambda signum, frame: self.received.append(signum), lambda current: current is not None,
+                 self.handlers)
 
     def release(self):
-        for sig, previous in self.handlers.items():
-            signal.signal(sig, previous)
+        _restore(self.handlers)
         self.handlers = {}
 
     def deliver(self):
