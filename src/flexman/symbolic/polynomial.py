@@ -30,6 +30,7 @@ cheapest of these.
 from __future__ import annotations
 
 import heapq
+import operator
 
 import numpy as np
 
@@ -82,9 +83,9 @@ def _pad(m, n):
 
 
 def _mono_mul(a, b):
-    n = max(len(a), len(b))
-    a, b = _pad(a, n), _pad(b, n)
-    return tuple(x + y for x, y in zip(a, b))
+    if len(a) < len(b):
+        a, b = b, a
+    return tuple(map(operator.add, a, b)) + a[len(b):]
 
 
 def _clean(m):
@@ -268,9 +269,7 @@ def _normalize(p):
     n = max(len(m) for m in ms)
     ms = [_pad(m, n) for m in ms]
     g = tuple(min(col) for col in zip(*ms)) if ms else ()
-    rest = {}
-    for m, c in p.items():
-        rest[_clean(tuple(e - x for e, x in zip(_pad(m, n), g)))] = c
+    rest = {_clean(tuple(map(operator.sub, m, g))): c for m, c in zip(ms, p.values())}
     first = min(rest)
     s = rest[first]
     return s, _clean(g), {m: c / s for m, c in rest.items()}
@@ -366,11 +365,23 @@ _OPS = {"add": T.add, "sub": lambda a, b: T.add(a, T.neg(b)), "neg": T.neg, "mul
 
 
 def _node_key(name, nodes, cache):
-    """(scale, (common monomial, normalized rest)) of an intermediate's polynomial, cached."""
+    """(scale, key number) of an intermediate's polynomial, cached: two polynomials are constant
+    multiples of each other exactly when their keys agree, and then their scales' ratio is the
+    constant. The scale is the coefficient :func:`_normalize` takes (that of the first monomial
+    once the common factor is divided out: subtracting the exponents' column minima keeps the
+    order of the monomials padded with zeros), and the key is the monomials as they are with
+    their coefficients over the scale, which skips the subtraction (terms x atoms, once most of
+    a large symbolic model's build)."""
     if name not in cache:
-        s, g, rest = _normalize(_coefficients(nodes[name]))
-        cache[name] = (s, (g, _key(rest)))
+        p = _coefficients(nodes[name])
+        n = max(map(len, p))
+        s = p[min(p, key=lambda m: _pad(m, n))]
+        ids = cache.setdefault(_KEY_IDS, {})  # each distinct key as a small number: cheap to hash again
+        cache[name] = (s, ids.setdefault(_key({m: c / s for m, c in p.items()}), len(ids)))
     return cache[name]
+
+
+_KEY_IDS = ("distinct keys",)  # (not a node name: those are strings)
 
 
 def simplify_nodes(program: Program, atoms, nodes, max_terms=3, rank=None, collect=True, cache=None) -> Program:
