@@ -181,28 +181,39 @@ class SensorSet:
         q, qd, qdd = np.broadcast_arrays(q, qd, qdd)
         return frame_readings(numeric_model(robot), q, qd, qdd, self.frame_taps())
 
+    def _derived(self, what, build):
+        """``build(robot)`` cached on the robot (for its content) under this set's frame sensors and
+        ``what``: sets of the same sensors on the same robot share their traced and compiled programs."""
+        key = repr([(kind, link, T.tobytes().hex()) for kind, link, T in self.frame_taps()])
+        return self.robot.derived(f"frame_sensors/{what}/{key}", build)
+
     def frame_program(self, jacobians=True):
         """The traced program of the frame sensors' readings (:mod:`flexman.symbolic.frame_sensors`),
-        with their Jacobians when ``jacobians``; built once per set."""
-        key = "jacobians" if jacobians else "readings"
-        cache = self.__dict__.setdefault("_frame_programs", {})
-        if key not in cache:
-            from ..symbolic.frame_sensors import frame_sensor_program
+        with their Jacobians when ``jacobians``."""
+        from ..symbolic.frame_sensors import frame_sensor_program
 
-            cache[key] = frame_sensor_program(self.robot, self.frame_taps(), jacobians=jacobians)
-        return cache[key]
+        taps = self.frame_taps()
+        return self._derived(f"program/{bool(jacobians)}", lambda r: frame_sensor_program(r, taps, jacobians=jacobians))
+
+    def frame_library(self):
+        """The frame sensors' program compiled to C (:class:`flexman.codegen.frame_sensors.FrameSensorLibrary`:
+        entry points ``fm_frame_sensors`` and ``fm_frame_sensor_jacobians``)."""
+        from ..codegen.frame_sensors import FrameSensorLibrary
+
+        return self._derived("c", lambda r: FrameSensorLibrary(self.frame_program(jacobians=False), self.frame_program()))
 
     def _frame_jacobians(self, q, qd, qdd):
         """(dy/dq, dy/dqd, dy/dqdd) of the frame sensors' channels, from the traced program run as
         generated NumPy code (exact: forward derivatives of the tape)."""
-        if "_frame_code" not in self.__dict__:
-            from ..symbolic.emit import function_source
+        from ..symbolic.emit import function_source
 
+        def build(robot):
             env = {"np": np}
             exec(compile(function_source("numpy", self.frame_program(), "f"), "<flexman frame sensors>", "exec"),
                  env)  # our own generated code
-            self._frame_code = env["f"]
-        return self._frame_code(q, qd, qdd)[1:]
+            return env["f"]
+
+        return self._derived("numpy", build)(q, qd, qdd)[1:]
 
     def _torque_jacobians(self, q, qd, qdd):
         """(d tau/dq, d tau/dqd, M) of the model torque sensors read: its own partial derivatives
@@ -247,22 +258,55 @@ class SensorSet:
         """The readings as data for the compiled sampled loop (:mod:`flexman.simulate.compiled_sampled`),
         or None when this set's evaluation is overridden: per channel its sensor's ``types``, its
         row ``H`` in q (encoders, strain gauges; zero otherwise), ``coordinate`` (a torque sensor's
-        row of the inverse dynamics, -1 otherwise), ``bias``, ``noise``, ``quantum``; and the
-        ``model`` torque sensors evaluate."""
+        row of the inverse dynamics, -1 otherwise), ``frame_at`` (a frame sensor's output of
+        :meth:`frame_program`, -1 otherwise), ``bias``, ``noise``, ``quantum``; the ``model``
+        torque sensors evaluate and the set itself (``sensors``: its compiled frame program, its lags)."""
         kind = type(self)
         if any(getattr(kind, name) is not getattr(SensorSet, name) or name in vars(self)
-               for name in ("h", "read", "read_one", "reseed")):
+               for name in ("h", "read", "read_one", "reseed", "late", "lags")):
             return None
         nq = self.robot.nq
         H, coordinate, types = np.zeros((self.m, nq)), np.full(self.m, -1), [None] * self.m
+        frame_at, n_frames = np.full(self.m, -1), 0
         for k, (s, sl) in enumerate(zip(self.sensors, self.slices)):
             types[sl] = [s.type] * (sl.stop - sl.start)
             if k in self.linear_rows:
                 H[sl] = self.linear_rows[k]
             elif s.type == "torque":
                 coordinate[sl] = s.index
+            else:
+                frame_at[sl] = np.arange(n_frames, n_frames + 3)
+                n_frames += 3
         return {"types": types, "H": H, "coordinate": coordinate, "bias": self.bias, "noise": self.noise,
-                "quantum": self.quantum, "model": self.model}
+                "quantum": self.quantum, "model": self.model, "frame_at": frame_at, "sensors": self}
+
+    def lags(self, period) -> list:
+        """Each sensor's latency in samples of ``period`` s (a position sensor's; 0 for the
+        others): a whole number where it is one to 1e-9, else the fraction."""
+        out = []
+        for s in self.sensors:
+            lag = s.latency / period if s.type == "position" else 0.0
+            out.append(int(round(lag)) if abs(lag - round(lag)) <= 1e-9 * max(lag, 1.0) else lag)
+        return out
+
+    def late(self, y_true, past, period) -> np.ndarray:
+        """``y_true`` with every position sensor that has a latency read at the positions of that
+        long ago: ``past`` holds the positions q of the samples so far, ``period`` s apart (the
+        last the current one, the first the run's start, taken for any time before it),
+        interpolated linearly between samples."""
+        lags = self.lags(period)
+        if not any(lags):
+            return y_true
+        y = np.array(y_true, dtype=float)
+        n = len(past)
+        at = lambda j: past[max(n - 1 - j, 0)]  # the positions j samples ago
+        for lag, sl in zip(lags, self.slices):
+            if lag:
+                whole = int(np.floor(lag))
+                frac = lag - whole
+                q = at(whole) if frac == 0.0 else (1.0 - frac) * at(whole) + frac * at(whole + 1)
+                y[..., sl] = self.h(q)[..., sl]
+        return y
 
     def draws(self, n) -> np.ndarray:
         """The standard normal draws (n, m) that ``n`` calls of :meth:`read` make in turn, taken
