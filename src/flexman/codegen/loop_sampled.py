@@ -6,8 +6,8 @@ Python loop does (:func:`flexman.simulate.sampled.run_sampled` with
 :meth:`flexman.control.Sampled.sample`): between samples RK4 on the output grid under the held
 torque; at each sample the sensors' readings (encoders and strain gauges: a row in q; joint
 torque sensors: a row of ``M qdd + b``; accelerometers, gyroscopes and position sensors: the
-set's compiled frame-sensor program, a late position sensor at the positions of an earlier
-sample), their bias, noise and count, the steady-state Kalman
+set's compiled frame-sensor program, a late position sensor at the positions of earlier samples,
+interpolated between two as in Python), their bias, noise and count, the steady-state Kalman
 filter's correction with its fixed gain, the law (a built-in one of ``fm_control_law``) at the
 estimate carried over the delay by the filter's model, the delay line, the filter's prediction
 (RK4 of the model over the sample) and the torque disturbance. The random draws (sensor noise,
@@ -46,37 +46,51 @@ typedef struct {
 
 /* The frame sensors' channels (accelerometers, gyroscopes, position sensors), NULL: none. eval: the
    set's fm_frame_sensors(q, qd, qdd, y) (flexman.codegen.frame_sensors), n outputs; reading r is output
-   at[r] (-1: not a frame channel), lag[r] samples late (a position sensor's latency: the positions of
-   sample k - lag[r], the initial ones before the run); max_lag the largest. */
+   at[r] (-1: not a frame channel), read lag[r] + frac[r] samples late (a position sensor's latency:
+   the positions of sample k - lag[r], or (1 - frac) of those plus frac of the sample before; the
+   initial positions stand for any sample before the run); max_lag: the largest lag[r] + 1. */
 typedef struct fm_frames {
     void (*eval)(const double *, const double *, const double *, double *);
     int n;
     const int *at, *lag;
+    const double *frac;
     int max_lag;
 } fm_frames;
 
-/* Scratch of the frame sensors: their outputs (n), zero rates (nq), the ring of the last
-   max_lag + 1 samples' positions. */
+/* Scratch of the frame sensors: their outputs (n), zero rates (nq), positions read late (nq), the
+   ring of the last max_lag + 1 samples' positions. */
 static long fm_frames_size(const fm_frames *f, int nq)
 {
-    return f ? f->n + nq + (long)(f->max_lag + 1) * nq : 0;
+    return f ? f->n + 2L * nq + (long)(f->max_lag + 1) * nq : 0;
 }
 
-/* The late readings of y (sample k at positions q; q0 the initial ones): reading r with lag[r] > 0
-   is the frame output at[r] at the positions of sample k - lag[r] (flexman.sensors.SensorSet.late). */
+/* The positions of sample j from the ring (the initial ones q0 before the run). */
+static const double *fm_frames_past(const fm_frames *f, int nq, long j, const double *q0, const double *hist)
+{
+    return j < 0 ? q0 : hist + (j % (f->max_lag + 1)) * nq;
+}
+
+/* The late readings of y (sample k at positions q; q0 the initial ones): reading r with a latency is
+   the frame output at[r] at the positions that long ago (flexman.sensors.SensorSet.late). */
 static void fm_frames_late(const fm_frames *f, int m, int nq, long k, const double *q, const double *q0,
                            double *y, double *w)
 {
-    long ring = f->max_lag + 1, last = -2;
-    double *yf = w, *zero = yf + f->n, *hist = zero + nq;
+    long ring = f->max_lag + 1;
+    int last = -1;
+    double *yf = w, *zero = yf + f->n, *ql = zero + nq, *hist = ql + nq;
     memcpy(hist + (k % ring) * nq, q, sizeof(double) * nq);
     for (int r = 0; r < m; ++r) {
-        if (f->lag[r] <= 0) continue;
-        long j = k - f->lag[r];
-        if (j < 0) j = -1;
-        if (j != last) {
-            f->eval(j < 0 ? q0 : hist + (j % ring) * nq, zero, zero, yf);
-            last = j;
+        if (f->lag[r] <= 0 && f->frac[r] == 0.0) continue;
+        if (last < 0 || f->lag[r] != f->lag[last] || f->frac[r] != f->frac[last]) {
+            const double *a = fm_frames_past(f, nq, k - f->lag[r], q0, hist);
+            if (f->frac[r] == 0.0)
+                memcpy(ql, a, sizeof(double) * nq);
+            else {
+                const double *b = fm_frames_past(f, nq, k - f->lag[r] - 1, q0, hist);
+                for (int i = 0; i < nq; ++i) ql[i] = (1.0 - f->frac[r]) * a[i] + f->frac[r] * b[i];
+            }
+            f->eval(ql, zero, zero, yf);
+            last = r;
         }
         y[r] = yf[f->at[r]];
     }
@@ -271,7 +285,8 @@ class Sampler(ctypes.Structure):
 class Frames(ctypes.Structure):
     """``fm_frames``: the frame sensors' program and where its outputs go (see :data:`SOURCE`)."""
     _fields_ = [("eval", ctypes.c_void_p), ("n", ctypes.c_int), ("at", ctypes.POINTER(ctypes.c_int)),
-                ("lag", ctypes.POINTER(ctypes.c_int)), ("max_lag", ctypes.c_int)]
+                ("lag", ctypes.POINTER(ctypes.c_int)), ("frac", ctypes.POINTER(ctypes.c_double)),
+                ("max_lag", ctypes.c_int)]
 
 
 def type_entry_points(lib):

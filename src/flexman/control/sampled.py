@@ -76,7 +76,7 @@ class Sampled:
         if self.sensors is not None:
             self.sensors.reseed(self.run_seed)
             lags = self.sensors.lags(self.period)  # late position sensors: the samples' positions they look back on
-            self.past, self.keep = [], int(np.ceil(max(lags, default=0))) + 2
+            self.past, self.keep = [], max((whole + 2 for whole, _ in lags), default=2)
         if self.estimator is not None:
             self.estimator.reset(q0, qd0)
 

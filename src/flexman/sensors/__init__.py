@@ -281,12 +281,16 @@ class SensorSet:
                 "quantum": self.quantum, "model": self.model, "frame_at": frame_at, "sensors": self}
 
     def lags(self, period) -> list:
-        """Each sensor's latency in samples of ``period`` s (a position sensor's; 0 for the
-        others): a whole number where it is one to 1e-9, else the fraction."""
+        """Each sensor's latency in samples of ``period`` s as (whole samples, fraction of the
+        sample before): a position sensor's (the fraction 0 where the latency is a whole number
+        of samples to 1e-9), (0, 0.0) for the others."""
         out = []
         for s in self.sensors:
             lag = s.latency / period if s.type == "position" else 0.0
-            out.append(int(round(lag)) if abs(lag - round(lag)) <= 1e-9 * max(lag, 1.0) else lag)
+            if abs(lag - round(lag)) <= 1e-9 * max(lag, 1.0):
+                out.append((int(round(lag)), 0.0))
+            else:
+                out.append((int(np.floor(lag)), lag - np.floor(lag)))
         return out
 
     def late(self, y_true, past, period) -> np.ndarray:
@@ -295,15 +299,13 @@ class SensorSet:
         last the current one, the first the run's start, taken for any time before it),
         interpolated linearly between samples."""
         lags = self.lags(period)
-        if not any(lags):
+        if not any(whole or frac for whole, frac in lags):
             return y_true
         y = np.array(y_true, dtype=float)
         n = len(past)
         at = lambda j: past[max(n - 1 - j, 0)]  # the positions j samples ago
-        for lag, sl in zip(lags, self.slices):
-            if lag:
-                whole = int(np.floor(lag))
-                frac = lag - whole
+        for (whole, frac), sl in zip(lags, self.slices):
+            if whole or frac:
                 q = at(whole) if frac == 0.0 else (1.0 - frac) * at(whole) + frac * at(whole + 1)
                 y[..., sl] = self.h(q)[..., sl]
         return y

@@ -5,12 +5,11 @@ A sampled run goes through the compiled loop when, besides what the continuous c
 needs of its law (a compiled model, a built-in law on a built-in trajectory, designed on the
 simulated robot; :mod:`.compiled_loop`), its readings are computed in C (encoders, strain gauges
 and joint torque sensors: a row in q or of ``M qdd + b``; accelerometers, gyroscopes and position
-sensors: the set's frame-sensor program compiled, :mod:`flexman.codegen.frame_sensors`, a position
-sensor's latency a whole number of samples) and its estimator is none or the steady-state Kalman
-filter on the simulated model. A latency between samples (read by interpolation in Python), the
-extended Kalman filter (it relinearizes at every sample), and any law, sensor set or filter
-written or overridden in Python keep the Python loop (:mod:`.sampled`); ``stats["loop_reason"]``
-says why.
+sensors: the set's frame-sensor program compiled, :mod:`flexman.codegen.frame_sensors`, a late
+position sensor at the samples' positions interpolated as in Python) and its estimator is none or
+the steady-state Kalman filter on the simulated model. The extended Kalman filter (it
+relinearizes at every sample) and any law, sensor set or filter written or overridden in Python
+keep the Python loop (:mod:`.sampled`); ``stats["loop_reason"]`` says why.
 
 The noise is NumPy's: the draws of every sensor's stream and of the disturbance are taken in
 Python for all the run's samples (:meth:`Sampled.draws`), so both loops read the same numbers
@@ -75,10 +74,6 @@ def _describe(model, controller, nj, t_grid):
         other = next((t for t in readings["types"] if t not in SENSORS), None)
         if other is not None:
             return f"the compiled loop does not read a {other} (it reads {', '.join(SENSORS)} sensors)"
-        late = next((s for s, lag in zip(sensors.sensors, sensors.lags(spec["period"])) if lag != int(lag)), None)
-        if late is not None:
-            return (f"the position sensor {late.name} reports {late.latency:g} s late, not a whole number of samples "
-                    f"of {spec['period']:g} s (the compiled loop delays readings by whole samples)")
         if "torque" in readings["types"] and readings["model"] is not model:
             return "the torque sensors evaluate another model than the one simulated"
     if estimator is not None:
@@ -138,16 +133,18 @@ class SampledLoop:
     @staticmethod
     def _frames(readings, period, keep):
         """The ``loop_sampled.Frames`` of the frame sensors: their compiled program, where each
-        reading takes its output, and each reading's latency in whole samples."""
+        reading takes its output, and each reading's latency (whole samples and a fraction)."""
         sensors = readings["sensors"]
         lib = sensors.frame_library()
         at = np.ascontiguousarray(readings["frame_at"], dtype=np.intc)
-        lag = np.ascontiguousarray([lag for lag, s in zip(sensors.lags(period), sensors.sensors)
-                                    for _ in range(s.n_channels)], dtype=np.intc)
-        f = loop_sampled.Frames(eval=lib.address(), n=lib.m, max_lag=int(lag.max(initial=0)),
+        per_channel = [lag for lag, s in zip(sensors.lags(period), sensors.sensors) for _ in range(s.n_channels)]
+        lag = np.ascontiguousarray([whole for whole, _ in per_channel], dtype=np.intc)
+        frac = _array([f for _, f in per_channel])
+        reach = max((whole + (f > 0.0) for whole, f in per_channel), default=0)  # the oldest sample read
+        f = loop_sampled.Frames(eval=lib.address(), n=lib.m, max_lag=int(reach),
                                 at=at.ctypes.data_as(ctypes.POINTER(ctypes.c_int)),
-                                lag=lag.ctypes.data_as(ctypes.POINTER(ctypes.c_int)))
-        keep.extend((lib, at, lag, f))
+                                lag=lag.ctypes.data_as(ctypes.POINTER(ctypes.c_int)), frac=_ptr(frac))
+        keep.extend((lib, at, lag, frac, f))
         return f
 
     def run(self, controller, t_grid, q0, qd0, nq, nj, steps):
