@@ -65,15 +65,16 @@ def test_accelerometer_equals_the_complex_step_derivative_of_the_point_velocity(
 
 
 def test_accelerometer_at_rest_reads_minus_gravity_in_its_frame():
-    """At rest the specific force is -R^T g, R the sensor frame's rotation (a named frame: the
-    named frame ``tool`` off the flexible UR5's last link, its offset included)."""
+    """At rest the specific force is -R^T g, R the sensor frame's rotation (the named frame
+    ``tool`` off the flexible UR5's last link, its offset included, and a link's frame)."""
     data = robot_to_dict(fm.examples.load("ur5_like_flexible"))
     data["frames"] = {"tool": {"link": len(data["links"]) - 1, "xyz": [0.0, 0.05, 0.1], "rpy": [0.3, -0.4, 1.0]}}
     robot = robot_from_dict(data)
     name = "tool"
     sset = SensorSet(robot, [S.accelerometer(robot, name, [0.0, 0.0, 0.1]), S.accelerometer(robot, 2)])
     for seed in range(3):
-        q = np.random.default_rng(seed).normal(size=robot.nq) * np.where(np.isin(np.arange(robot.nq), robot.flex_index), 0.02, 1.0)
+        q = np.random.default_rng(seed).normal(size=robot.nq)
+        q[robot.flex_index] *= 0.02
         expected = [-robot.frame(q, where, order=2)[:3, :3].T @ robot.gravity for where in (name, 2)]
         assert np.allclose(sset.h(q), np.concatenate(expected), rtol=0, atol=1e-13)
 

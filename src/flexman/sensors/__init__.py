@@ -193,14 +193,16 @@ class SensorSet:
         from ..symbolic.frame_sensors import frame_sensor_program
 
         taps = self.frame_taps()
-        return self._derived(f"program/{bool(jacobians)}", lambda r: frame_sensor_program(r, taps, jacobians=jacobians))
+        return self._derived(f"program/{bool(jacobians)}",
+                             lambda r: frame_sensor_program(r, taps, jacobians=jacobians))
 
     def frame_library(self):
         """The frame sensors' program compiled to C (:class:`flexman.codegen.frame_sensors.FrameSensorLibrary`:
         entry points ``fm_frame_sensors`` and ``fm_frame_sensor_jacobians``)."""
         from ..codegen.frame_sensors import FrameSensorLibrary
 
-        return self._derived("c", lambda r: FrameSensorLibrary(self.frame_program(jacobians=False), self.frame_program()))
+        return self._derived("c", lambda r: FrameSensorLibrary(self.frame_program(jacobians=False),
+                                                               self.frame_program()))
 
     def _frame_jacobians(self, q, qd, qdd):
         """(dy/dq, dy/dqd, dy/dqdd) of the frame sensors' channels, from the traced program run as
@@ -216,7 +218,7 @@ class SensorSet:
         return self._derived("numpy", build)(q, qd, qdd)[1:]
 
     def _torque_jacobians(self, q, qd, qdd):
-        """(d tau/dq, d tau/dqd, M) of the model torque sensors read: its own partial derivatives
+        """(d tau/dq, d tau/dqd, M) of the model the torque sensors read: its own partial derivatives
         (a compiled model's or the robot's, complex-step exact), else the robot's."""
         model = self.model if hasattr(self.model, "inverse_dynamics_derivatives") else self.robot
         return tuple(np.asarray(a, dtype=float) for a in model.inverse_dynamics_derivatives(q, qd, qdd))
