@@ -5,7 +5,9 @@ uses its plant, controller law and LDL^T solve. It does, operation for operation
 Python loop does (:func:`flexman.simulate.sampled.run_sampled` with
 :meth:`flexman.control.Sampled.sample`): between samples RK4 on the output grid under the held
 torque; at each sample the sensors' readings (encoders and strain gauges: a row in q; joint
-torque sensors: a row of ``M qdd + b``), their bias, noise and count, the steady-state Kalman
+torque sensors: a row of ``M qdd + b``; accelerometers, gyroscopes and position sensors: the
+set's compiled frame-sensor program, a late position sensor at the positions of earlier samples,
+interpolated between two as in Python), their bias, noise and count, the steady-state Kalman
 filter's correction with its fixed gain, the law (a built-in one of ``fm_control_law``) at the
 estimate carried over the delay by the filter's model, the delay line, the filter's prediction
 (RK4 of the model over the sample) and the torque disturbance. The random draws (sensor noise,
@@ -39,7 +41,60 @@ typedef struct {
     int delay, nz;
     double period;
     const double *dist_sd, *dist_draws;
+    const struct fm_frames *frames;
 } fm_sampler;
+
+/* The frame sensors' channels (accelerometers, gyroscopes, position sensors), NULL: none. eval: the
+   set's fm_frame_sensors(q, qd, qdd, y) (flexman.codegen.frame_sensors), n outputs; reading r is output
+   at[r] (-1: not a frame channel), read lag[r] + frac[r] samples late (a position sensor's latency:
+   the positions of sample k - lag[r], or (1 - frac) of those plus frac of the sample before; the
+   initial positions stand for any sample before the run); max_lag: the largest lag[r] + 1. */
+typedef struct fm_frames {
+    void (*eval)(const double *, const double *, const double *, double *);
+    int n;
+    const int *at, *lag;
+    const double *frac;
+    int max_lag;
+} fm_frames;
+
+/* Scratch of the frame sensors: their outputs (n), zero rates (nq), positions read late (nq), the
+   ring of the last max_lag + 1 samples' positions. */
+static long fm_frames_size(const fm_frames *f, int nq)
+{
+    return f ? f->n + 2L * nq + (long)(f->max_lag + 1) * nq : 0;
+}
+
+/* The positions of sample j from the ring (the initial ones q0 before the run). */
+static const double *fm_frames_past(const fm_frames *f, int nq, long j, const double *q0, const double *hist)
+{
+    return j < 0 ? q0 : hist + (j % (f->max_lag + 1)) * nq;
+}
+
+/* The late readings of y (sample k at positions q; q0 the initial ones): reading r with a latency is
+   the frame output at[r] at the positions that long ago (flexman.sensors.SensorSet.late). */
+static void fm_frames_late(const fm_frames *f, int m, int nq, long k, const double *q, const double *q0,
+                           double *y, double *w)
+{
+    long ring = f->max_lag + 1;
+    int last = -1;
+    double *yf = w, *zero = yf + f->n, *ql = zero + nq, *hist = ql + nq;
+    memcpy(hist + (k % ring) * nq, q, sizeof(double) * nq);
+    for (int r = 0; r < m; ++r) {
+        if (f->lag[r] <= 0 && f->frac[r] == 0.0) continue;
+        if (last < 0 || f->lag[r] != f->lag[last] || f->frac[r] != f->frac[last]) {
+            const double *a = fm_frames_past(f, nq, k - f->lag[r], q0, hist);
+            if (f->frac[r] == 0.0)
+                memcpy(ql, a, sizeof(double) * nq);
+            else {
+                const double *b = fm_frames_past(f, nq, k - f->lag[r] - 1, q0, hist);
+                for (int i = 0; i < nq; ++i) ql[i] = (1.0 - f->frac[r]) * a[i] + f->frac[r] * b[i];
+            }
+            f->eval(ql, zero, zero, yf);
+            last = r;
+        }
+        y[r] = yf[f->at[r]];
+    }
+}
 
 /* qdd of the plant under the joint torques tau (M qdd = S tau - b); NaN when M is singular, so
    that the state turns non-finite as the Python loop's does. M, b: scratch (nq x nq, nq). */
@@ -84,12 +139,15 @@ static void fm_sampled_rk4(const fm_plant *pl, double *x, const double *tau, dou
 
 /* The noiseless readings at (q, qd, qdd) (flexman.sensors.SensorSet.h). M, b: scratch. */
 static void fm_sampled_h(const fm_plant *pl, const fm_sampler *s, const double *q, const double *qd,
-                         const double *qdd, double *y, double *M, double *b)
+                         const double *qdd, double *y, double *M, double *b, double *yf)
 {
     int nq = pl->nq, eom = 0;
+    if (s->frames) s->frames->eval(q, qd, qdd, yf);
     for (int r = 0; r < s->m; ++r) {
         double v = 0.0;
-        if (s->row[r] < 0) {
+        if (s->frames && s->frames->at[r] >= 0) {
+            v = yf[s->frames->at[r]];
+        } else if (s->row[r] < 0) {
             for (int k = 0; k < nq; ++k) v += q[k] * s->H[(long)r * nq + k];
         } else {
             if (!eom) { fm_eom(pl, pl->p, q, qd, M, b); eom = 1; }
@@ -119,7 +177,8 @@ int fm_sampled_run(const fm_plant *pl, const fm_control *c, const fm_sampler *s,
                 + 4L * nx + 3L * nq + (long)nq * nq                   /* x, xbar, xlaw, xhat; qdd, b, dz; M */
                 + 2L * m + (long)(s->nz > 0 ? s->nz : 1) + (long)nd * nj + 4L * nj;
     double *work = (double *)malloc(sizeof(double) * size);
-    if (!work) { *n_out = 0; *n_samples = 0; return FM_NOMEMORY; }
+    double *fw = s->frames ? (double *)calloc(fm_frames_size(s->frames, nq), sizeof(double)) : NULL;
+    if (!work || (s->frames && !fw)) { free(work); free(fw); *n_out = 0; *n_samples = 0; return FM_NOMEMORY; }
     double *rk = work + ws, *x = rk + 5L * nx + (long)nq * nq + nq, *xbar = x + nx, *xlaw = xbar + nx;
     double *xhat = xlaw + nx, *qdd = xhat + nx, *b = qdd + nq, *dz = b + nq, *M = dz + nq;
     double *innov = M + (long)nq * nq, *yh = innov + m, *z = yh + m, *pend = z + (s->nz > 0 ? s->nz : 1);
@@ -139,7 +198,8 @@ int fm_sampled_run(const fm_plant *pl, const fm_control *c, const fm_sampler *s,
         if (m) {
             double *ytrue = YTRUE + k * m, *y = Y + k * m;
             if (s->needs_qdd) fm_sampled_qdd(pl, x, x + nq, applied, qdd, M, b);
-            fm_sampled_h(pl, s, x, x + nq, qdd, ytrue, M, b);
+            fm_sampled_h(pl, s, x, x + nq, qdd, ytrue, M, b, fw);
+            if (s->frames && s->frames->max_lag) fm_frames_late(s->frames, m, nq, k, x, x0, ytrue, fw);
             for (int r = 0; r < m; ++r) {
                 double v = ytrue[r] + s->bias[r] + s->draws[k * m + r] * s->sd[r];
                 y[r] = s->quantum[r] != 0.0 ? rint(v / s->quantum[r]) * s->quantum[r] : v;
@@ -148,7 +208,7 @@ int fm_sampled_run(const fm_plant *pl, const fm_control *c, const fm_sampler *s,
         /* the estimate: the filter's correction, or the true state */
         if (s->gain) {
             if (s->needs_qdd) fm_sampled_qdd(pl, xbar, xbar + nq, tau_prev, qdd, M, b);
-            fm_sampled_h(pl, s, xbar, xbar + nq, qdd, yh, M, b);
+            fm_sampled_h(pl, s, xbar, xbar + nq, qdd, yh, M, b, fw);
             for (int r = 0; r < m; ++r) innov[r] = Y[k * m + r] - yh[r];
             for (int a = 0; a < nx; ++a) {
                 double v = 0.0;
@@ -206,6 +266,7 @@ int fm_sampled_run(const fm_plant *pl, const fm_control *c, const fm_sampler *s,
     *n_out = i + 1 - diverged;
     *n_samples = k;
     free(work);
+    free(fw);
     return status ? status : (diverged ? FM_DIVERGED : FM_OK);
 }
 """
@@ -217,7 +278,15 @@ class Sampler(ctypes.Structure):
     _fields_ = [("m", ctypes.c_int), ("H", _P), ("row", ctypes.POINTER(ctypes.c_int)), ("bias", _P), ("sd", _P),
                 ("quantum", _P), ("draws", _P), ("gain", _P), ("est_steps", ctypes.c_int),
                 ("needs_qdd", ctypes.c_int), ("est_period", ctypes.c_double), ("delay", ctypes.c_int),
-                ("nz", ctypes.c_int), ("period", ctypes.c_double), ("dist_sd", _P), ("dist_draws", _P)]
+                ("nz", ctypes.c_int), ("period", ctypes.c_double), ("dist_sd", _P), ("dist_draws", _P),
+                ("frames", ctypes.c_void_p)]
+
+
+class Frames(ctypes.Structure):
+    """``fm_frames``: the frame sensors' program and where its outputs go (see :data:`SOURCE`)."""
+    _fields_ = [("eval", ctypes.c_void_p), ("n", ctypes.c_int), ("at", ctypes.POINTER(ctypes.c_int)),
+                ("lag", ctypes.POINTER(ctypes.c_int)), ("frac", ctypes.POINTER(ctypes.c_double)),
+                ("max_lag", ctypes.c_int)]
 
 
 def type_entry_points(lib):

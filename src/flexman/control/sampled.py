@@ -75,6 +75,8 @@ class Sampled:
         self.disturbance = np.random.default_rng([self.run_seed, 2 ** 31 - 1])
         if self.sensors is not None:
             self.sensors.reseed(self.run_seed)
+            lags = self.sensors.lags(self.period)  # late position sensors: the samples' positions they look back on
+            self.past, self.keep = [], max((whole + 2 for whole, _ in lags), default=2)
         if self.estimator is not None:
             self.estimator.reset(q0, qd0)
 
@@ -101,7 +103,9 @@ class Sampled:
         """(torque to hold over [t, t + T), readings y, true readings, estimate x̂) at one sample."""
         y = y_true = None
         if self.sensors is not None:
-            y_true = self.sensors.h(q, qd, qdd)
+            self.past.append(np.array(q, dtype=float))
+            del self.past[:-self.keep]
+            y_true = self.sensors.late(self.sensors.h(q, qd, qdd), self.past, self.period)
             y = self.sensors.read(y_true)
         if self.estimator is not None:
             xhat = self.estimator.correct(y, self.tau_prev)

@@ -16,7 +16,9 @@ The sensors themselves are data (:class:`flexman.model.sensors.Sensor`, from a m
 - torque: the joint's torque, the joint row of the inverse dynamics.
 
 Encoders and strain gauges are linear in q (their Jacobian rows are exact and computed once);
-the others are differentiated by central differences. A reading adds the bias and Gaussian
+the frame sensors are read from the frame recursion exactly (:mod:`flexman.dynamics.sensing`) and
+differentiated exactly on their traced program; torque sensors by the inverse dynamics' partial
+derivatives. A reading adds the bias and Gaussian
 noise of standard deviation ``noise`` from the sensor's own seeded stream (an encoder counts
 after that: its noise is the jitter across count edges).
 """
@@ -28,7 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..analysis.strain import curvature
+from ..dynamics.sensing import FRAME_KINDS, frame_readings
+from ..dynamics.structure import numeric_model
 from ..model import ModelError
+from ..model.inputs import link_frame
 from ..model.sensors import CHANNELS, Sensor, check_sensor, unique_names
 
 __all__ = ["SensorSet", "Measurements", "Channel", "encoder", "strain_gauge", "accelerometer", "gyroscope",
@@ -144,55 +149,102 @@ class SensorSet:
         qd = np.zeros_like(q) if qd is None else np.asarray(qd, dtype=float)
         qdd = np.zeros_like(q) if qdd is None else np.asarray(qdd, dtype=float)
         out = np.zeros(np.broadcast_shapes(q.shape, qd.shape, qdd.shape)[:-1] + (self.m,))
+        frames = iter(self._frame_readings(q, qd, qdd) if any(s.type in FRAME_KINDS for s in self.sensors) else ())
         for k, (s, sl) in enumerate(zip(self.sensors, self.slices)):
             if k in self.linear_rows:
                 out[..., sl] = (q @ self.linear_rows[k])[..., None]
             elif s.type == "torque":
                 out[..., sl] = self.model.inverse_dynamics(q, qd, qdd)[..., s.index, None]
             else:
-                out[..., sl] = self._frame_reading(s, q, qd, qdd)
+                out[..., sl] = next(frames)
         return out
 
-    def _frame_reading(self, s, q, qd, qdd):
-        robot, ref = self.robot, self._frame(s)
-        T = robot.frame(q, ref, order=2)
-        R = T[..., :3, :3]
-        if s.type == "position":
-            p = T[..., :3, 3]
-            return p if s.point is None else p + (R @ s.point)
-        J = robot.jacobian(q, ref, s.point, order=2)
-        if s.type == "gyroscope":
-            return np.einsum("...ji,...j->...i", R, (J[..., 3:, :] @ qd[..., None])[..., 0])
-        # accelerometer: J qdd + (dJ/dt) qd, dJ/dt by a central difference along qd
-        scale = np.maximum(np.linalg.norm(qd, axis=-1, keepdims=True), 1.0)
-        e = 1e-5 / scale
-        Jp, Jm = robot.jacobian(q + e * qd, ref, s.point, order=2), robot.jacobian(q - e * qd, ref, s.point, order=2)
-        jdot_qd = ((Jp - Jm)[..., :3, :] @ qd[..., None])[..., 0] / (2.0 * e)
-        a = (J[..., :3, :] @ qdd[..., None])[..., 0] + jdot_qd
-        return np.einsum("...ji,...j->...i", R, a - np.asarray(robot.gravity, dtype=float))
+    def frame_taps(self) -> list:
+        """The frame sensors as taps of :mod:`flexman.dynamics.sensing`, in order: (kind, link,
+        the sensor's 4x4 placement in that link's distal frame: a named frame's offset, then the point)."""
+        taps = []
+        for s in self.sensors:
+            if s.type in FRAME_KINDS:
+                i, T = link_frame(self.robot, self._frame(s))
+                P = np.eye(4)
+                if s.point is not None:
+                    P[:3, 3] = s.point
+                taps.append((s.type, i, P if T is None else np.asarray(T, dtype=float) @ P))
+        return taps
 
-    def jacobians(self, q, qd=None, qdd=None, eps=1e-6, eps_rate=1e-3):
-        """(dh/dq, dh/dqd, dh/dqdd), each (m, nq), at one state: exact rows for encoders and
-        strain gauges, central differences for the others (step ``eps`` in q; ``eps_rate`` in qd
-        and qdd, where every reading is at most quadratic, so the difference is exact but for
-        round-off)."""
+    def _frame_readings(self, q, qd, qdd):
+        """The frame sensors' readings (..., 3) each, exact (:func:`flexman.dynamics.sensing.frame_readings`)."""
+        robot = self.robot
+        if getattr(robot, "mimic", None):  # the full robot at G q + c, rates G qd, G qdd
+            G, c = robot.mimic_map()
+            robot, q, qd, qdd = robot.full, q @ G.T + c, qd @ G.T, qdd @ G.T
+        q, qd, qdd = np.broadcast_arrays(q, qd, qdd)
+        return frame_readings(numeric_model(robot), q, qd, qdd, self.frame_taps())
+
+    def _derived(self, what, build):
+        """``build(robot)`` cached on the robot (for its content) under this set's frame sensors and
+        ``what``: sets of the same sensors on the same robot share their traced and compiled programs."""
+        key = repr([(kind, link, T.tobytes().hex()) for kind, link, T in self.frame_taps()])
+        return self.robot.derived(f"frame_sensors/{what}/{key}", build)
+
+    def frame_program(self, jacobians=True):
+        """The traced program of the frame sensors' readings (:mod:`flexman.symbolic.frame_sensors`),
+        with their Jacobians when ``jacobians``."""
+        from ..symbolic.frame_sensors import frame_sensor_program
+
+        taps = self.frame_taps()
+        return self._derived(f"program/{bool(jacobians)}",
+                             lambda r: frame_sensor_program(r, taps, jacobians=jacobians))
+
+    def frame_library(self):
+        """The frame sensors' program compiled to C (:class:`flexman.codegen.frame_sensors.FrameSensorLibrary`:
+        entry points ``fm_frame_sensors`` and ``fm_frame_sensor_jacobians``)."""
+        from ..codegen.frame_sensors import FrameSensorLibrary
+
+        return self._derived("c", lambda r: FrameSensorLibrary(self.frame_program(jacobians=False),
+                                                               self.frame_program()))
+
+    def _frame_jacobians(self, q, qd, qdd):
+        """(dy/dq, dy/dqd, dy/dqdd) of the frame sensors' channels, from the traced program run as
+        generated NumPy code (exact: forward derivatives of the tape)."""
+        from ..symbolic.emit import function_source
+
+        def build(robot):
+            env = {"np": np}
+            exec(compile(function_source("numpy", self.frame_program(), "f"), "<flexman frame sensors>", "exec"),
+                 env)  # our own generated code
+            return env["f"]
+
+        return self._derived("numpy", build)(q, qd, qdd)[1:]
+
+    def _torque_jacobians(self, q, qd, qdd):
+        """(d tau/dq, d tau/dqd, M) of the model the torque sensors read: its own partial derivatives
+        (a compiled model's or the robot's, complex-step exact), else the robot's."""
+        model = self.model if hasattr(self.model, "inverse_dynamics_derivatives") else self.robot
+        return tuple(np.asarray(a, dtype=float) for a in model.inverse_dynamics_derivatives(q, qd, qdd))
+
+    def jacobians(self, q, qd=None, qdd=None):
+        """(dh/dq, dh/dqd, dh/dqdd), each (m, nq), at one state, all exact: the rows of encoders
+        and strain gauges (linear in q), the frame sensors' by forward differentiation of their
+        traced program, the torque sensors' rows of the inverse dynamics' partial derivatives."""
         q = np.asarray(q, dtype=float)
         nq = q.shape[-1]
         qd = np.zeros(nq) if qd is None else np.asarray(qd, dtype=float)
         qdd = np.zeros(nq) if qdd is None else np.asarray(qdd, dtype=float)
         out = [np.zeros((self.m, nq)) for _ in range(3)]
-        if len(self.linear_rows) < len(self.sensors):
-            base = np.stack([q, qd, qdd])
-            X = np.repeat(base[None, None], 2 * nq, axis=1).repeat(3, axis=0)  # (3 arguments, 2 nq, 3, nq)
-            for a, step in enumerate((eps, eps_rate, eps_rate)):
-                X[a, :nq, a] += step * np.eye(nq)
-                X[a, nq:, a] -= step * np.eye(nq)
-            Y = self.h(X[..., 0, :], X[..., 1, :], X[..., 2, :])  # (3, 2 nq, m)
-            for a, step in enumerate((eps, eps_rate, eps_rate)):
-                out[a] = ((Y[a, :nq] - Y[a, nq:]) / (2.0 * step)).T
-        for k, row in self.linear_rows.items():
-            sl = self.slices[k]
-            out[0][sl], out[1][sl], out[2][sl] = row, 0.0, 0.0
+        kinds = [s.type for s in self.sensors]
+        frames = self._frame_jacobians(q, qd, qdd) if any(k in FRAME_KINDS for k in kinds) else None
+        torque = self._torque_jacobians(q, qd, qdd) if "torque" in kinds else None
+        row = 0  # the next row of the frame program's Jacobians
+        for k, (s, sl) in enumerate(zip(self.sensors, self.slices)):
+            for a in range(3):
+                if k in self.linear_rows:
+                    out[a][sl] = self.linear_rows[k] if a == 0 else 0.0
+                elif s.type == "torque":
+                    out[a][sl] = torque[a][s.index]
+                else:
+                    out[a][sl] = frames[a][row:row + 3]
+            row += 3 if s.type in FRAME_KINDS else 0
         return tuple(out)
 
     def read(self, y_true) -> np.ndarray:
@@ -208,22 +260,57 @@ class SensorSet:
         """The readings as data for the compiled sampled loop (:mod:`flexman.simulate.compiled_sampled`),
         or None when this set's evaluation is overridden: per channel its sensor's ``types``, its
         row ``H`` in q (encoders, strain gauges; zero otherwise), ``coordinate`` (a torque sensor's
-        row of the inverse dynamics, -1 otherwise), ``bias``, ``noise``, ``quantum``; and the
-        ``model`` torque sensors evaluate."""
+        row of the inverse dynamics, -1 otherwise), ``frame_at`` (a frame sensor's output of
+        :meth:`frame_program`, -1 otherwise), ``bias``, ``noise``, ``quantum``; the ``model``
+        torque sensors evaluate and the set itself (``sensors``: its compiled frame program, its lags)."""
         kind = type(self)
         if any(getattr(kind, name) is not getattr(SensorSet, name) or name in vars(self)
-               for name in ("h", "read", "read_one", "reseed")):
+               for name in ("h", "read", "read_one", "reseed", "late", "lags")):
             return None
         nq = self.robot.nq
         H, coordinate, types = np.zeros((self.m, nq)), np.full(self.m, -1), [None] * self.m
+        frame_at, n_frames = np.full(self.m, -1), 0
         for k, (s, sl) in enumerate(zip(self.sensors, self.slices)):
             types[sl] = [s.type] * (sl.stop - sl.start)
             if k in self.linear_rows:
                 H[sl] = self.linear_rows[k]
             elif s.type == "torque":
                 coordinate[sl] = s.index
+            else:
+                frame_at[sl] = np.arange(n_frames, n_frames + 3)
+                n_frames += 3
         return {"types": types, "H": H, "coordinate": coordinate, "bias": self.bias, "noise": self.noise,
-                "quantum": self.quantum, "model": self.model}
+                "quantum": self.quantum, "model": self.model, "frame_at": frame_at, "sensors": self}
+
+    def lags(self, period) -> list:
+        """Each sensor's latency in samples of ``period`` s as (whole samples, fraction of the
+        sample before): a position sensor's (the fraction 0 where the latency is a whole number
+        of samples to 1e-9), (0, 0.0) for the others."""
+        out = []
+        for s in self.sensors:
+            lag = s.latency / period if s.type == "position" else 0.0
+            if abs(lag - round(lag)) <= 1e-9 * max(lag, 1.0):
+                out.append((int(round(lag)), 0.0))
+            else:
+                out.append((int(np.floor(lag)), lag - np.floor(lag)))
+        return out
+
+    def late(self, y_true, past, period) -> np.ndarray:
+        """``y_true`` with every position sensor that has a latency read at the positions of that
+        long ago: ``past`` holds the positions q of the samples so far, ``period`` s apart (the
+        last the current one, the first the run's start, taken for any time before it),
+        interpolated linearly between samples."""
+        lags = self.lags(period)
+        if not any(whole or frac for whole, frac in lags):
+            return y_true
+        y = np.array(y_true, dtype=float)
+        n = len(past)
+        at = lambda j: past[max(n - 1 - j, 0)]  # the positions j samples ago
+        for (whole, frac), sl in zip(lags, self.slices):
+            if whole or frac:
+                q = at(whole) if frac == 0.0 else (1.0 - frac) * at(whole) + frac * at(whole + 1)
+                y[..., sl] = self.h(q)[..., sl]
+        return y
 
     def draws(self, n) -> np.ndarray:
         """The standard normal draws (n, m) that ``n`` calls of :meth:`read` make in turn, taken

@@ -3,12 +3,13 @@
 
 A sampled run goes through the compiled loop when, besides what the continuous compiled loop
 needs of its law (a compiled model, a built-in law on a built-in trajectory, designed on the
-simulated robot; :mod:`.compiled_loop`), its sensors are encoders, strain gauges or joint torque
-sensors (readings that are a row in q or of ``M qdd + b``) and its estimator is none or the
-steady-state Kalman filter on the simulated model. Frame sensors (accelerometers, gyroscopes,
-position sensors) need the robot's kinematics, and the extended Kalman filter relinearizes by
-differences at every sample: those runs, and any law, sensor set or filter written or
-overridden in Python, keep the Python loop (:mod:`.sampled`); ``stats["loop_reason"]`` says why.
+simulated robot; :mod:`.compiled_loop`), its readings are computed in C (encoders, strain gauges
+and joint torque sensors: a row in q or of ``M qdd + b``; accelerometers, gyroscopes and position
+sensors: the set's frame-sensor program compiled, :mod:`flexman.codegen.frame_sensors`, a late
+position sensor at the samples' positions interpolated as in Python) and its estimator is none or
+the steady-state Kalman filter on the simulated model. The extended Kalman filter (it
+relinearizes at every sample) and any law, sensor set or filter written or overridden in Python
+keep the Python loop (:mod:`.sampled`); ``stats["loop_reason"]`` says why.
 
 The noise is NumPy's: the draws of every sensor's stream and of the disturbance are taken in
 Python for all the run's samples (:meth:`Sampled.draws`), so both loops read the same numbers
@@ -26,7 +27,7 @@ from .compiled_loop import LOOPS, LoopUnavailable, plan
 from .run import check_first_torque
 
 #: the sensor types whose readings the compiled loop evaluates
-SENSORS = ("encoder", "strain_gauge", "torque")
+SENSORS = ("encoder", "strain_gauge", "torque", "accelerometer", "gyroscope", "position")
 _P = ctypes.POINTER(ctypes.c_double)
 
 
@@ -72,8 +73,7 @@ def _describe(model, controller, nj, t_grid):
             return "the sensor set's readings are written in Python"
         other = next((t for t in readings["types"] if t not in SENSORS), None)
         if other is not None:
-            return (f"a {other} needs the robot's kinematics, which the compiled loop does not evaluate (it reads "
-                    f"{', '.join(SENSORS)} sensors)")
+            return f"the compiled loop does not read a {other} (it reads {', '.join(SENSORS)} sensors)"
         if "torque" in readings["types"] and readings["model"] is not model:
             return "the torque sensors evaluate another model than the one simulated"
     if estimator is not None:
@@ -111,6 +111,9 @@ class SampledLoop:
             s.H, s.bias, s.sd, s.quantum, s.draws = (_ptr(a) for a in arrays)
             s.row = row.ctypes.data_as(ctypes.POINTER(ctypes.c_int))
             s.needs_qdd = int(np.any(row >= 0))
+            if np.any(r["frame_at"] >= 0):
+                s.frames = ctypes.addressof(self._frames(r, spec["period"], keep))
+                s.needs_qdd = 1
         filt = spec["estimator"].loop_spec() if spec["estimator"] is not None else None
         if filt is not None:
             gain = _array(filt["gain"])
@@ -126,6 +129,23 @@ class SampledLoop:
         xbar = _array(filt["x"]) if filt is not None else np.zeros(1)
         keep.extend((z, xbar))
         return s, z, xbar
+
+    @staticmethod
+    def _frames(readings, period, keep):
+        """The ``loop_sampled.Frames`` of the frame sensors: their compiled program, where each
+        reading takes its output, and each reading's latency (whole samples and a fraction)."""
+        sensors = readings["sensors"]
+        lib = sensors.frame_library()
+        at = np.ascontiguousarray(readings["frame_at"], dtype=np.intc)
+        per_channel = [lag for lag, s in zip(sensors.lags(period), sensors.sensors) for _ in range(s.n_channels)]
+        lag = np.ascontiguousarray([whole for whole, _ in per_channel], dtype=np.intc)
+        frac = _array([f for _, f in per_channel])
+        reach = max((whole + (f > 0.0) for whole, f in per_channel), default=0)  # the oldest sample read
+        f = loop_sampled.Frames(eval=lib.address(), n=lib.m, max_lag=int(reach),
+                                at=at.ctypes.data_as(ctypes.POINTER(ctypes.c_int)),
+                                lag=lag.ctypes.data_as(ctypes.POINTER(ctypes.c_int)), frac=_ptr(frac))
+        keep.extend((lib, at, lag, frac, f))
+        return f
 
     def run(self, controller, t_grid, q0, qd0, nq, nj, steps):
         """(t, X (N, 2 nq), taus (N, nj), record, stats) as :func:`.sampled.run_sampled` returns
