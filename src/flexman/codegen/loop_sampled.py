@@ -5,10 +5,13 @@ uses its plant, controller law and LDL^T solve. It does, operation for operation
 Python loop does (:func:`flexman.simulate.sampled.run_sampled` with
 :meth:`flexman.control.Sampled.sample`): between samples RK4 on the output grid under the held
 torque; at each sample the sensors' readings (encoders and strain gauges: a row in q; joint
-torque sensors: a row of ``M qdd + b``), their bias, noise and count, the steady-state Kalman
-filter's correction with its fixed gain, the law (a built-in one of ``fm_control_law``) at the
-estimate carried over the delay by the filter's model, the delay line, the filter's prediction
-(RK4 of the model over the sample) and the torque disturbance. The random draws (sensor noise,
+torque sensors: a row of ``M qdd + b``), their bias, noise and count, the Kalman filter's
+correction (the steady-state filter's fixed gain, or the extended filter's gain from its own
+covariance by a dense LDL^T solve of ``C P C^T + R``), the law (a built-in one of
+``fm_control_law``) at the estimate carried over the delay by the filter's model, the delay
+line, the filter's prediction (RK4 of the model over the sample; the extended filter's
+covariance through the exact derivative of that RK4 prediction, each stage's tangent from the
+model's partial derivatives) and the torque disturbance. The random draws (sensor noise,
 disturbance) are NumPy's, made in Python before the run and passed as arrays, so both loops read
 the same numbers. Forward dynamics differ from the Python loop's by round-off only (the model's
 M and b, solved here by LDL^T).

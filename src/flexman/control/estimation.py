@@ -21,6 +21,8 @@ and torque sensors.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 __all__ = ["forward_partials", "linearize_plant", "discretize", "KalmanFilter", "kalman", "observability",
@@ -31,11 +33,31 @@ def _forward(model, q, qd, tau):
     return np.asarray(model.forward_dynamics(q, qd, tau), dtype=float)
 
 
+_WITH_PARTIALS = weakref.WeakKeyDictionary()  # compiled model -> its variant compiled with the partials
+
+
+def _partials_model(model):
+    """The model that evaluates ``model``'s partial derivatives fastest: for a compiled model without
+    them, its robot's variant compiled with them once that is built (looked up once per model: the
+    look-up serializes the robot, a millisecond per call), else ``model`` itself."""
+    if getattr(model, "backend", None) != "c" or getattr(model, "has_derivatives", True):
+        return model
+    found = _WITH_PARTIALS.get(model)
+    if found is None:
+        from ..codegen.modelcache import existing_model
+
+        found = existing_model(model.robot, derivatives=True)
+        if found is None:
+            return model
+        _WITH_PARTIALS[model] = found
+    return found
+
+
 def forward_partials(model, q, qd, tau, eps=1e-6):
     """(d qdd/d q, d qdd/d qd, d qdd/d tau) of the forward dynamics at one state: the model's own
     analytic partial derivatives (``forward_dynamics_derivatives``: a robot's or a compiled
     model's), or central differences (batched) for a model without them."""
-    exact = getattr(model, "forward_dynamics_derivatives", None)
+    exact = getattr(_partials_model(model), "forward_dynamics_derivatives", None)
     if exact is not None:
         return tuple(np.asarray(d, dtype=float) for d in exact(q, qd, tau))
     nq = model.nq

@@ -7,11 +7,12 @@ simulated robot; :mod:`.compiled_loop`), its sensors are encoders, strain gauges
 sensors (readings that are a row in q or of ``M qdd + b``) and its estimator is none or the
 steady-state or extended Kalman filter on the simulated model. The extended filter propagates
 its covariance through the exact derivative of its RK4 prediction, from the model's partial
-derivatives in C (the variant compiled with them, :func:`.compiled_loop.partials_model`; while it
-is not built the run keeps the Python loop and it is built for the next one; a compiled EKF run
-says ``stats["jacobian"] == "analytic"``). Frame sensors (accelerometers, gyroscopes, position
-sensors) need the robot's kinematics: those runs, and any law, sensor set or filter written or
-overridden in Python, keep the Python loop (:mod:`.sampled`); ``stats["loop_reason"]`` says why.
+derivatives in C (the variant compiled with them, :func:`.compiled_loop.partials_model`); while
+that is not built the run keeps the Python loop (a background build, where on, readies it for
+the next run), and a compiled EKF run says ``stats["jacobian"] == "analytic"``. Frame sensors
+(accelerometers, gyroscopes, position sensors) need the robot's kinematics: those runs, and any
+law, sensor set or filter written or overridden in Python, keep the Python loop (:mod:`.sampled`);
+``stats["loop_reason"]`` says why.
 
 The noise is NumPy's: the draws of every sensor's stream and of the disturbance are taken in
 Python for all the run's samples (:meth:`Sampled.draws`), so both loops read the same numbers
@@ -105,8 +106,8 @@ def _extended(model, compiled, readings):
         return (f"the extended Kalman filter's Jacobian of a {other} is evaluated in Python (the compiled loop "
                 f"linearizes {', '.join(EKF_SENSORS)} sensors)")
     if not compiled.use_partials(partials_model(model)):
-        return ("the extended Kalman filter needs the model's partial derivatives in C, which are not built yet "
-                "(they are being built for the next run; robot.compiled(derivatives=True) builds them now)")
+        return ("the extended Kalman filter needs the model's partial derivatives in C, which are not built "
+                "(robot.compiled(derivatives=True) builds them; with background builds on, the next run has them)")
     return None
 
 
