@@ -1,11 +1,12 @@
 """Sampled control in the compiled C loop (flexman.codegen.loop_sampled, flexman.simulate.compiled_sampled):
 a whole sampled run in C equals the Python loop it replaces to 1e-10 (states, torques, readings,
-their true values, estimates), for the showcase's LQG (encoders, strain gauges, steady-state
-Kalman filter, decoupling + LQR) with and without delay, a joint torque sensor in the filter,
+their true values, estimates), for the showcase's LQG (encoders, strain gauges, steady-state or
+extended Kalman filter, decoupling + LQR) with and without delay, a joint torque sensor in the filter,
 sampled PID and computed torque with a torque disturbance and an output grid whose last step is
 short, and a run that diverges; what C does not evaluate keeps the Python loop and says why."""
 from __future__ import annotations
 
+import importlib
 import shutil
 import warnings
 
@@ -114,6 +115,28 @@ def test_filter_prediction_steps_and_a_separate_sensor_seed(compiled_backend, ar
     assert a.stats["samples"] == 150
 
 
+def test_extended_kalman_filter_compiled_equals_python(compiled_backend, arm, law):
+    """The showcase's LQG with the extended Kalman filter (encoders, gauges and a torque sensor; two RK4
+    steps per prediction, one sample of delay): the compiled run equals the Python loop, the filter's
+    final covariances included, its transition Jacobian from the model's partial derivatives in C."""
+    arm.compiled(derivatives=True)
+    sensors = lab_sensors(arm, torque_sensor=True)
+    filters = []
+
+    def make():
+        kf = fm.control.kalman(arm, sensors, 1000.0, q=design_pose(arm, law), torque_noise=0.5, extended=True, steps=2)
+        filters.append(kf)
+        return Sampled(law, 1000.0, delay=1, estimator=kf, torque_noise=0.5, seed=3)
+
+    a, b = both_loops(arm, 0.6, make)
+    assert_same_sampled_run(a, b)
+    assert a.stats["jacobian"] == "analytic" and a.stats["samples"] == 600 and np.ptp(a.q[:, 0]) > 0.15
+    compiled, python = filters
+    for name in ("Pk", "Pk_post"):
+        same(getattr(compiled, name), getattr(python, name))
+    assert np.abs(python.Pk - python.P).max() > 0.01 * np.abs(python.P).max()  # the covariance moved with the arm
+
+
 @pytest.fixture(scope="module")
 def rigid():
     return fm.examples.load("dynaman_2r")
@@ -155,9 +178,9 @@ def test_divergence_compiled_equals_python(compiled_backend, rigid):
     assert_same_sampled_run(a, b)
 
 
-def test_python_laws_and_frame_sensors_keep_the_python_loop(compiled_backend, arm, law, rigid):
-    """A law written in Python, an extended Kalman filter and an accelerometer run in the Python
-    loop, saying why; loop='compiled' refuses them in one line."""
+def test_python_laws_and_frame_sensors_keep_the_python_loop(compiled_backend, arm, law, rigid, monkeypatch):
+    """A law written in Python, an extended Kalman filter without the model's partial derivatives and
+    an accelerometer run in the Python loop, saying why; loop='compiled' refuses them in one line."""
     def python_law(t, q, qd):
         return -50.0 * q[:2] - 5.0 * qd[:2]
 
@@ -167,9 +190,17 @@ def test_python_laws_and_frame_sensors_keep_the_python_loop(compiled_backend, ar
     with pytest.raises(LoopUnavailable, match=message):
         fm.simulate(rigid, 0.02, dt=1e-3, controller=Sampled(python_law, 1000.0), backend="compiled", loop="compiled")
 
+    compiled_sampled = importlib.import_module("flexman.simulate.compiled_sampled")  # fm.simulate is the function
     ekf = fm.control.lqg(arm, law, lab_sensors(arm), rate=1000.0, extended=True)
+    monkeypatch.setattr(compiled_sampled, "partials_model", lambda model: None)  # the derivatives not built
     res = fm.simulate(arm, 0.005, dt=1e-3, controller=ekf, backend="compiled", progress=False)
-    assert res.stats["loop"] == "python" and "extended Kalman filter" in res.stats["loop_reason"]
+    assert res.stats["loop"] == "python" and "jacobian" not in res.stats
+    assert res.stats["loop_reason"].startswith("the extended Kalman filter needs the model's partial derivatives in C")
+    with pytest.raises(LoopUnavailable, match=r"^loop='compiled': the extended Kalman filter needs the model's partial "
+                                              r"derivatives in C, which are not built \(robot.compiled\(derivatives=True\) "
+                                              r"builds them; [^\n]*\)$"):
+        fm.simulate(arm, 0.005, dt=1e-3, controller=ekf, backend="compiled", loop="compiled", progress=False)
+    monkeypatch.undo()
 
     accel = Sampled(law, 1000.0, sensors=fm.sensors.SensorSet(arm, [S.accelerometer(arm, "fore", noise=0.01)]))
     res = fm.simulate(arm, 0.005, dt=1e-3, controller=accel, backend="compiled", progress=False)
