@@ -132,8 +132,8 @@ static void fm_ekf_readings(int nq, const fm_sampler *s, double *Cm)
 }
 
 /* The correction of the prediction x (2 nq, in place) by the innovation: K = P C^T S^-1 with
-   S = C P C^T + R (LDL^T), x += K innov, P_post = P - K C P (symmetrized). A singular S (only with
-   non-finite covariances) makes x NaN, so that the run stops as diverged. w: fm_ekf_work_size. */
+   S = C P C^T + R (LDL^T), x += K innov, P_post = P - K C P (symmetrized). S is positive definite
+   (R > 0); should a pivot still vanish, x turns NaN and the run stops as diverged. w: fm_ekf_work_size. */
 static void fm_ekf_correct(int nq, const fm_sampler *s, const double *innov, double *x, double *w)
 {
     const fm_ekf *e = s->ekf;
