@@ -118,8 +118,7 @@ def test_extended_filter_equals_the_differenced_one(arm):
                + [S.torque(arm, 1, noise=0.05)])
     runs = []
     for kind in (KalmanFilter, DifferencedEKF):
-        kf = fm.control.kalman(arm, sensors, 1000.0, q=design_pose(arm, law), torque_noise=0.5, extended=True)
-        kf.__class__ = kind
+        kf = kind(arm, fm.sensors.SensorSet(arm, sensors), 1e-3, design_pose(arm, law), 0.5, extended=True)
         res = fm.simulate(arm, 0.2, dt=1e-3, controller=Sampled(law, 1000.0, delay=1, estimator=kf, torque_noise=0.5,
                                                                  seed=2), backend="compiled", loop="python", progress=False)
         runs.append((res, kf))
