@@ -119,8 +119,8 @@ def test_extended_filter_equals_the_differenced_one(arm):
     runs = []
     for kind in (KalmanFilter, DifferencedEKF):
         kf = kind(arm, fm.sensors.SensorSet(arm, sensors), 1e-3, design_pose(arm, law), 0.5, extended=True)
-        res = fm.simulate(arm, 0.2, dt=1e-3, controller=Sampled(law, 1000.0, delay=1, estimator=kf, torque_noise=0.5,
-                                                                 seed=2), backend="compiled", loop="python", progress=False)
+        lqg = Sampled(law, 1000.0, delay=1, estimator=kf, torque_noise=0.5, seed=2)
+        res = fm.simulate(arm, 0.2, dt=1e-3, controller=lqg, backend="compiled", loop="python", progress=False)
         runs.append((res, kf))
     (a, exact), (b, differenced) = runs
     assert a.stats["samples"] == 200 and np.ptp(a.q[:, 0]) > 0.05

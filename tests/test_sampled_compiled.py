@@ -196,9 +196,9 @@ def test_python_laws_and_frame_sensors_keep_the_python_loop(compiled_backend, ar
     res = fm.simulate(arm, 0.005, dt=1e-3, controller=ekf, backend="compiled", progress=False)
     assert res.stats["loop"] == "python" and "jacobian" not in res.stats
     assert res.stats["loop_reason"].startswith("the extended Kalman filter needs the model's partial derivatives in C")
-    with pytest.raises(LoopUnavailable, match=r"^loop='compiled': the extended Kalman filter needs the model's partial "
-                                              r"derivatives in C, which are not built \(robot.compiled\(derivatives=True\) "
-                                              r"builds them; [^\n]*\)$"):
+    with pytest.raises(LoopUnavailable, match=r"^loop='compiled': the extended Kalman filter needs the model's "
+                                              r"partial derivatives in C, which are not built \(robot.compiled\("
+                                              r"derivatives=True\) builds them; [^\n]*\)$"):
         fm.simulate(arm, 0.005, dt=1e-3, controller=ekf, backend="compiled", loop="compiled", progress=False)
     monkeypatch.undo()
 

@@ -184,7 +184,8 @@ static void fm_ekf_stage(const fm_plant *pl, const double *y, const double *dy, 
                          double *dk, double *w)
 {
     int nq = pl->nq, nj = pl->nj, nx = 2 * nq, nz = nx + nj;
-    double *Fq = w, *Fqd = Fq + (long)nq * nq, *Ft = Fqd + (long)nq * nq, *M = Ft + (long)nq * nj, *b = M + (long)nq * nq;
+    double *Fq = w, *Fqd = Fq + (long)nq * nq, *Ft = Fqd + (long)nq * nq, *M = Ft + (long)nq * nj;
+    double *b = M + (long)nq * nq;
     memcpy(k, y + nq, sizeof(double) * nq);
     fm_sampled_qdd(pl, y, y + nq, tau, k + nq, M, b);
     if (pl->has_p_partials) ((fm_fdp_p)pl->fd_partials)(1, y, y + nq, tau, pl->p, Fq, Fqd, Ft);
@@ -193,7 +194,8 @@ static void fm_ekf_stage(const fm_plant *pl, const double *y, const double *dy, 
     for (int i = 0; i < nq; ++i)
         for (int c = 0; c < nz; ++c) {
             double v = 0.0;
-            for (int j = 0; j < nq; ++j) v += Fq[i * nq + j] * dy[(long)j * nz + c] + Fqd[i * nq + j] * dy[(long)(nq + j) * nz + c];
+            for (int j = 0; j < nq; ++j)
+                v += Fq[i * nq + j] * dy[(long)j * nz + c] + Fqd[i * nq + j] * dy[(long)(nq + j) * nz + c];
             dk[(long)(nq + i) * nz + c] = c < nx ? v : v + Ft[i * nj + c - nx];
         }
 }
@@ -223,8 +225,10 @@ static void fm_ekf_predict(const fm_plant *pl, const fm_sampler *s, const double
             }
             fm_ekf_stage(pl, at, dat, tau, k + stage * nx, dk + stage * nd, st);
         }
-        for (int i = 0; i < nx; ++i) x[i] = x[i] + h / 6.0 * (k[i] + 2.0 * k[nx + i] + 2.0 * k[2 * nx + i] + k[3 * nx + i]);
-        for (long i = 0; i < nd; ++i) D[i] = D[i] + h / 6.0 * (dk[i] + 2.0 * dk[nd + i] + 2.0 * dk[2 * nd + i] + dk[3 * nd + i]);
+        for (int i = 0; i < nx; ++i)
+            x[i] = x[i] + h / 6.0 * (k[i] + 2.0 * k[nx + i] + 2.0 * k[2 * nx + i] + k[3 * nx + i]);
+        for (long i = 0; i < nd; ++i)
+            D[i] = D[i] + h / 6.0 * (dk[i] + 2.0 * dk[nd + i] + 2.0 * dk[2 * nd + i] + dk[3 * nd + i]);
     }
     for (int a = 0; a < nx; ++a)  /* F P_post and G W: F = D[:, :nx], G = D[:, nx:] */
         for (int b = 0; b < nx; ++b) {

@@ -2,11 +2,12 @@
 
 The plant is ``x = (q, qd)`` under joint torques held over each sample (zero-order hold). Its
 linearization at a pose (``linearize_plant``: the model's analytic partial derivatives of the
-forward dynamics, :func:`forward_partials`) is discretized exactly (:func:`discretize`, the matrix exponential), and the readings
-``y = h(q, qd, qdd)`` of a :class:`flexman.sensors.SensorSet` are linearized through
-``qdd = f(q, qd, tau)``. Process noise is a white torque disturbance on the joints, held over a
-sample like the input (covariance ``Bd diag(torque_noise^2) Bd^T``); the readings' noise is
-their standard deviation plus the encoders' quantisation (quantum^2 / 12).
+forward dynamics, :func:`forward_partials`) is discretized exactly (:func:`discretize`, the
+matrix exponential), and the readings ``y = h(q, qd, qdd)`` of a
+:class:`flexman.sensors.SensorSet` are linearized through ``qdd = f(q, qd, tau)``. Process
+noise is a white torque disturbance on the joints, held over a sample like the input
+(covariance ``Bd diag(torque_noise^2) Bd^T``); the readings' noise is their standard deviation
+plus the encoders' quantisation (quantum^2 / 12).
 
 :class:`KalmanFilter` runs in the *current* form: at sample k the prediction ``xbar_k`` is
 corrected with the reading, ``xhat_k = xbar_k + M (y_k - h(xbar_k))``, and
