@@ -11,7 +11,9 @@ The showcase arm (``flx_three_link_lqr``) under its model file's decoupling + LQ
 * ``sampled, true state``: the law sampled at 1 kHz, one sample of delay, reading the true state;
 * ``LQG``: the law on the estimate of a steady-state Kalman filter of three 16-bit encoders and one
   strain gauge per tube (docs/lab.md), 1 kHz, one sample of delay, a torque disturbance of 0.5 N m;
-* ``LQG, EKF``: the same with the extended Kalman filter (Python loop only).
+* ``LQG, EKF``: the same with the extended Kalman filter (its covariance through the exact
+  derivative of its RK4 prediction, from the model's partial derivatives: the model's variant
+  compiled with them is built first).
 
 Each sampled row runs in both loops; printed: the integration's wall seconds (``stats["wall_time"]``,
 best of ``--repeat``), microseconds per sample, the Python loop's time over the compiled one, the
@@ -72,6 +74,7 @@ def main(argv=None):
     sensors = lab_sensors(arm)
     T = args.t_final
     fm.simulate(arm, 0.01, dt=1e-3, controller=law, backend="compiled", progress=False)  # build and load first
+    arm.compiled(derivatives=True)  # the extended Kalman filter's partial derivatives, in both loops
     cont, res = timed(arm, T, lambda: law, "compiled", args.repeat)
     assert res.stats["loop"] == "compiled"
     samples = int(round(T * 1000))

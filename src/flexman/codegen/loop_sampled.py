@@ -7,10 +7,13 @@ Python loop does (:func:`flexman.simulate.sampled.run_sampled` with
 torque; at each sample the sensors' readings (encoders and strain gauges: a row in q; joint
 torque sensors: a row of ``M qdd + b``; accelerometers, gyroscopes and position sensors: the
 set's compiled frame-sensor program, a late position sensor at the positions of earlier samples,
-interpolated between two as in Python), their bias, noise and count, the steady-state Kalman
-filter's correction with its fixed gain, the law (a built-in one of ``fm_control_law``) at the
-estimate carried over the delay by the filter's model, the delay line, the filter's prediction
-(RK4 of the model over the sample) and the torque disturbance. The random draws (sensor noise,
+interpolated between two as in Python), their bias, noise and count, the Kalman filter's
+correction (the steady-state filter's fixed gain, or the extended filter's gain from its own
+covariance by a dense LDL^T solve of ``C P C^T + R``), the law (a built-in one of
+``fm_control_law``) at the estimate carried over the delay by the filter's model, the delay
+line, the filter's prediction (RK4 of the model over the sample; the extended filter's
+covariance through the exact derivative of that RK4 prediction, each stage's tangent from the
+model's partial derivatives) and the torque disturbance. The random draws (sensor noise,
 disturbance) are NumPy's, made in Python before the run and passed as arrays, so both loops read
 the same numbers. Forward dynamics differ from the Python loop's by round-off only (the model's
 M and b, solved here by LDL^T).
@@ -42,7 +45,17 @@ typedef struct {
     double period;
     const double *dist_sd, *dist_draws;
     const struct fm_frames *frames;
+    const struct fm_ekf *ekf;  /* the extended Kalman filter (NULL: the steady-state gain) */
 } fm_sampler;
+
+/* The extended Kalman filter's covariances (flexman.control.estimation.KalmanFilter, extended=True):
+   P the prediction's (2 nq x 2 nq), P_post the corrected estimate's, both updated in place at every
+   sample; R (m x m) the readings' noise, W (nj x nj) the torque disturbance's. The model's partial
+   derivatives (fm_plant.fd_partials) give the exact derivative of the filter's RK4 prediction. */
+typedef struct fm_ekf {
+    double *P, *P_post;
+    const double *R, *W;
+} fm_ekf;
 
 /* The frame sensors' channels (accelerometers, gyroscopes, position sensors), NULL: none. eval: the
    set's fm_frame_sensors(q, qd, qdd, y) (flexman.codegen.frame_sensors), n outputs; reading r is output
@@ -158,6 +171,143 @@ static void fm_sampled_h(const fm_plant *pl, const fm_sampler *s, const double *
     }
 }
 
+/* ----- the extended Kalman filter (flexman.control.estimation: KalmanFilter.correct and .predict) ----- */
+
+/* Doubles of scratch space the EKF's correction and prediction need. */
+static long fm_ekf_work_size(int nq, int nj, int m)
+{
+    long nx = 2L * nq, nz = nx + nj;
+    return 3L * m * nx + (long)m * m + m + 6 * nx + 6 * nx * nz + 3L * nq * nq + (long)nq * nj + nq + nx * nx + nx * nj;
+}
+
+/* The readings' Jacobian C (m x 2 nq) at the prediction: an encoder's or strain gauge's row H in q; a
+   torque sensor's row is zero (it reads ID(q, qd, FD(q, qd, tau)) = S tau whatever the state). */
+static void fm_ekf_readings(int nq, const fm_sampler *s, double *Cm)
+{
+    int nx = 2 * nq;
+    for (int r = 0; r < s->m; ++r)
+        for (int k = 0; k < nx; ++k) Cm[(long)r * nx + k] = s->row[r] < 0 && k < nq ? s->H[(long)r * nq + k] : 0.0;
+}
+
+/* The correction of the prediction x (2 nq, in place) by the innovation: K = P C^T S^-1 with
+   S = C P C^T + R (LDL^T), x += K innov, P_post = P - K C P (symmetrized). S is positive definite
+   (R > 0); should a pivot still vanish, x turns NaN and the run stops as diverged. w: fm_ekf_work_size. */
+static void fm_ekf_correct(int nq, const fm_sampler *s, const double *innov, double *x, double *w)
+{
+    const fm_ekf *e = s->ekf;
+    int nx = 2 * nq, m = s->m;
+    double *Cm = w, *CP = Cm + (long)m * nx, *X = CP + (long)m * nx, *S = X + (long)m * nx, *col = S + (long)m * m;
+    fm_ekf_readings(nq, s, Cm);
+    for (int r = 0; r < m; ++r)
+        for (int a = 0; a < nx; ++a) {
+            double v = 0.0;
+            for (int k = 0; k < nx; ++k) v += Cm[(long)r * nx + k] * e->P[(long)k * nx + a];
+            CP[(long)r * nx + a] = v;
+        }
+    for (int r = 0; r < m; ++r)
+        for (int c = 0; c < m; ++c) {
+            double v = 0.0;
+            for (int k = 0; k < nx; ++k) v += CP[(long)r * nx + k] * Cm[(long)c * nx + k];
+            S[r * m + c] = v + e->R[r * m + c];
+        }
+    if (fm_ldl(m, S)) {
+        for (int a = 0; a < nx; ++a) x[a] = NAN;
+        return;
+    }
+    for (int a = 0; a < nx; ++a) {  /* X = S^-1 C P, column by column: the gain is X^T */
+        for (int r = 0; r < m; ++r) col[r] = CP[(long)r * nx + a];
+        fm_ldl_apply(m, S, col);
+        for (int r = 0; r < m; ++r) X[(long)r * nx + a] = col[r];
+    }
+    for (int a = 0; a < nx; ++a) {
+        double v = 0.0;
+        for (int r = 0; r < m; ++r) v += X[(long)r * nx + a] * innov[r];
+        x[a] = x[a] + v;
+        for (int b = 0; b < nx; ++b) {
+            double u = 0.0;
+            for (int r = 0; r < m; ++r) u += X[(long)r * nx + a] * CP[(long)r * nx + b];
+            e->P_post[(long)a * nx + b] = e->P[(long)a * nx + b] - u;
+        }
+    }
+    for (int a = 0; a < nx; ++a)
+        for (int b = a + 1; b < nx; ++b) {
+            double v = 0.5 * (e->P_post[(long)a * nx + b] + e->P_post[(long)b * nx + a]);
+            e->P_post[(long)a * nx + b] = e->P_post[(long)b * nx + a] = v;
+        }
+}
+
+/* One RK4 stage with its tangent: k = (qd, qdd) at y under tau, dk = d k / d (x, tau) from the tangent
+   dy (2 nq x nz, nz = 2 nq + nj) and the forward dynamics' partials (d qdd = F_q dq + F_qd dqd + F_tau dtau). */
+static void fm_ekf_stage(const fm_plant *pl, const double *y, const double *dy, const double *tau, double *k,
+                         double *dk, double *w)
+{
+    int nq = pl->nq, nj = pl->nj, nx = 2 * nq, nz = nx + nj;
+    double *Fq = w, *Fqd = Fq + (long)nq * nq, *Ft = Fqd + (long)nq * nq, *M = Ft + (long)nq * nj;
+    double *b = M + (long)nq * nq;
+    memcpy(k, y + nq, sizeof(double) * nq);
+    fm_sampled_qdd(pl, y, y + nq, tau, k + nq, M, b);
+    if (pl->has_p_partials) ((fm_fdp_p)pl->fd_partials)(1, y, y + nq, tau, pl->p, Fq, Fqd, Ft);
+    else ((fm_fdp_nop)pl->fd_partials)(1, y, y + nq, tau, Fq, Fqd, Ft);
+    memcpy(dk, dy + (long)nq * nz, sizeof(double) * nq * nz);
+    for (int i = 0; i < nq; ++i)
+        for (int c = 0; c < nz; ++c) {
+            double v = 0.0;
+            for (int j = 0; j < nq; ++j)
+                v += Fq[i * nq + j] * dy[(long)j * nz + c] + Fqd[i * nq + j] * dy[(long)(nq + j) * nz + c];
+            dk[(long)(nq + i) * nz + c] = c < nx ? v : v + Ft[i * nj + c - nx];
+        }
+}
+
+/* The covariance prediction P = F P_post F^T + G W G^T, (F, G) the exact derivative of the filter's RK4
+   prediction from xhat under tau in x and tau: its est_steps steps carrying their tangent
+   (flexman.control.estimation.rk4_transition). w: fm_ekf_work_size. */
+static void fm_ekf_predict(const fm_plant *pl, const fm_sampler *s, const double *xhat, const double *tau, double *w)
+{
+    const fm_ekf *e = s->ekf;
+    int nq = pl->nq, nj = pl->nj, nx = 2 * nq, nz = nx + nj;
+    long nd = (long)nx * nz;
+    double h = s->est_period / s->est_steps;
+    double *x = w, *y = x + nx, *k = y + nx, *D = k + 4L * nx, *Dy = D + nd, *dk = Dy + nd, *st = dk + 4 * nd;
+    double *FP = st + 3L * nq * nq + (long)nq * nj + nq, *GW = FP + (long)nx * nx;
+    memcpy(x, xhat, sizeof(double) * nx);
+    for (long i = 0; i < nd; ++i) D[i] = 0.0;
+    for (int i = 0; i < nx; ++i) D[(long)i * nz + i] = 1.0;
+    for (int step = 0; step < s->est_steps; ++step) {
+        for (int stage = 0; stage < 4; ++stage) {
+            const double *at = x, *dat = D;
+            if (stage) {
+                double c = stage == 3 ? h : 0.5 * h;
+                for (int i = 0; i < nx; ++i) y[i] = x[i] + c * k[(stage - 1) * nx + i];
+                for (long i = 0; i < nd; ++i) Dy[i] = D[i] + c * dk[(stage - 1) * nd + i];
+                at = y, dat = Dy;
+            }
+            fm_ekf_stage(pl, at, dat, tau, k + stage * nx, dk + stage * nd, st);
+        }
+        for (int i = 0; i < nx; ++i)
+            x[i] = x[i] + h / 6.0 * (k[i] + 2.0 * k[nx + i] + 2.0 * k[2 * nx + i] + k[3 * nx + i]);
+        for (long i = 0; i < nd; ++i)
+            D[i] = D[i] + h / 6.0 * (dk[i] + 2.0 * dk[nd + i] + 2.0 * dk[2 * nd + i] + dk[3 * nd + i]);
+    }
+    for (int a = 0; a < nx; ++a)  /* F P_post and G W: F = D[:, :nx], G = D[:, nx:] */
+        for (int b = 0; b < nx; ++b) {
+            double v = 0.0;
+            for (int c = 0; c < nx; ++c) v += D[(long)a * nz + c] * e->P_post[(long)c * nx + b];
+            FP[(long)a * nx + b] = v;
+            if (b < nj) {
+                double u = 0.0;
+                for (int c = 0; c < nj; ++c) u += D[(long)a * nz + nx + c] * e->W[c * nj + b];
+                GW[(long)a * nj + b] = u;
+            }
+        }
+    for (int a = 0; a < nx; ++a)
+        for (int b = 0; b < nx; ++b) {
+            double v = 0.0, u = 0.0;
+            for (int c = 0; c < nx; ++c) v += FP[(long)a * nx + c] * D[(long)b * nz + c];
+            for (int c = 0; c < nj; ++c) u += GW[(long)a * nj + c] * D[(long)b * nz + nx + c];
+            e->P[(long)a * nx + b] = v + u;
+        }
+}
+
 /* A run of the sampled loop over the grid t[0..n_t-1] from x0 = [q0, qd0]: a sample every `steps`
    grid steps, RK4 at the grid between them under the held torque. xbar0 (2 nq): the filter's
    prediction at the first sample; z0 (nz): the law's states. Results: X (n_t x 2 nq) and TAU
@@ -178,7 +328,10 @@ int fm_sampled_run(const fm_plant *pl, const fm_control *c, const fm_sampler *s,
                 + 2L * m + (long)(s->nz > 0 ? s->nz : 1) + (long)nd * nj + 4L * nj;
     double *work = (double *)malloc(sizeof(double) * size);
     double *fw = s->frames ? (double *)calloc(fm_frames_size(s->frames, nq), sizeof(double)) : NULL;
-    if (!work || (s->frames && !fw)) { free(work); free(fw); *n_out = 0; *n_samples = 0; return FM_NOMEMORY; }
+    double *ekf_work = s->ekf ? (double *)malloc(sizeof(double) * fm_ekf_work_size(nq, nj, m)) : NULL;
+    if (!work || (s->frames && !fw) || (s->ekf && !ekf_work)) {
+        free(work); free(fw); free(ekf_work); *n_out = 0; *n_samples = 0; return FM_NOMEMORY;
+    }
     double *rk = work + ws, *x = rk + 5L * nx + (long)nq * nq + nq, *xbar = x + nx, *xlaw = xbar + nx;
     double *xhat = xlaw + nx, *qdd = xhat + nx, *b = qdd + nq, *dz = b + nq, *M = dz + nq;
     double *innov = M + (long)nq * nq, *yh = innov + m, *z = yh + m, *pend = z + (s->nz > 0 ? s->nz : 1);
@@ -210,11 +363,14 @@ int fm_sampled_run(const fm_plant *pl, const fm_control *c, const fm_sampler *s,
             if (s->needs_qdd) fm_sampled_qdd(pl, xbar, xbar + nq, tau_prev, qdd, M, b);
             fm_sampled_h(pl, s, xbar, xbar + nq, qdd, yh, M, b, fw);
             for (int r = 0; r < m; ++r) innov[r] = Y[k * m + r] - yh[r];
-            for (int a = 0; a < nx; ++a) {
-                double v = 0.0;
-                for (int r = 0; r < m; ++r) v += s->gain[(long)a * m + r] * innov[r];
-                xbar[a] = xbar[a] + v;
-            }
+            if (s->ekf)
+                fm_ekf_correct(nq, s, innov, xbar, ekf_work);
+            else
+                for (int a = 0; a < nx; ++a) {
+                    double v = 0.0;
+                    for (int r = 0; r < m; ++r) v += s->gain[(long)a * m + r] * innov[r];
+                    xbar[a] = xbar[a] + v;
+                }
             memcpy(xhat, xbar, sizeof(double) * nx);
         } else
             memcpy(xhat, x, sizeof(double) * nx);
@@ -243,6 +399,7 @@ int fm_sampled_run(const fm_plant *pl, const fm_control *c, const fm_sampler *s,
         } else
             memcpy(tau, tau_new, sizeof(double) * nj);
         if (s->gain && !predicted) fm_sampled_rk4(pl, xbar, tau, s->est_period / s->est_steps, s->est_steps, rk);
+        if (s->ekf) fm_ekf_predict(pl, s, xhat, tau, ekf_work);
         memcpy(tau_prev, tau, sizeof(double) * nj);
         for (int j = 0; j < nj; ++j)
             applied[j] = s->dist_sd ? tau[j] + s->dist_draws[k * nj + j] * s->dist_sd[j] : tau[j];
@@ -267,6 +424,7 @@ int fm_sampled_run(const fm_plant *pl, const fm_control *c, const fm_sampler *s,
     *n_samples = k;
     free(work);
     free(fw);
+    free(ekf_work);
     return status ? status : (diverged ? FM_DIVERGED : FM_OK);
 }
 """
@@ -279,7 +437,7 @@ class Sampler(ctypes.Structure):
                 ("quantum", _P), ("draws", _P), ("gain", _P), ("est_steps", ctypes.c_int),
                 ("needs_qdd", ctypes.c_int), ("est_period", ctypes.c_double), ("delay", ctypes.c_int),
                 ("nz", ctypes.c_int), ("period", ctypes.c_double), ("dist_sd", _P), ("dist_draws", _P),
-                ("frames", ctypes.c_void_p)]
+                ("frames", ctypes.c_void_p), ("ekf", ctypes.c_void_p)]
 
 
 class Frames(ctypes.Structure):
@@ -287,6 +445,11 @@ class Frames(ctypes.Structure):
     _fields_ = [("eval", ctypes.c_void_p), ("n", ctypes.c_int), ("at", ctypes.POINTER(ctypes.c_int)),
                 ("lag", ctypes.POINTER(ctypes.c_int)), ("frac", ctypes.POINTER(ctypes.c_double)),
                 ("max_lag", ctypes.c_int)]
+
+
+class Ekf(ctypes.Structure):
+    """``fm_ekf``: the extended Kalman filter's covariances P, P_post (updated in place), R and W."""
+    _fields_ = [("P", _P), ("P_post", _P), ("R", _P), ("W", _P)]
 
 
 def type_entry_points(lib):

@@ -1,52 +1,90 @@
 """State estimation from sensor readings: discrete Kalman filters designed from the model.
 
 The plant is ``x = (q, qd)`` under joint torques held over each sample (zero-order hold). Its
-linearization at a pose (``linearize_plant``: central differences of the forward dynamics) is
-discretized exactly (:func:`discretize`, the matrix exponential), and the readings
-``y = h(q, qd, qdd)`` of a :class:`flexman.sensors.SensorSet` are linearized through
-``qdd = f(q, qd, tau)``. Process noise is a white torque disturbance on the joints, held over a
-sample like the input (covariance ``Bd diag(torque_noise^2) Bd^T``); the readings' noise is
-their standard deviation plus the encoders' quantisation (quantum^2 / 12).
+linearization at a pose (``linearize_plant``: the model's analytic partial derivatives of the
+forward dynamics, :func:`forward_partials`) is discretized exactly (:func:`discretize`, the
+matrix exponential), and the readings ``y = h(q, qd, qdd)`` of a
+:class:`flexman.sensors.SensorSet` are linearized through ``qdd = f(q, qd, tau)``. Process
+noise is a white torque disturbance on the joints, held over a sample like the input
+(covariance ``Bd diag(torque_noise^2) Bd^T``); the readings' noise is their standard deviation
+plus the encoders' quantisation (quantum^2 / 12).
 
 :class:`KalmanFilter` runs in the *current* form: at sample k the prediction ``xbar_k`` is
 corrected with the reading, ``xhat_k = xbar_k + M (y_k - h(xbar_k))``, and
 ``xbar_{k+1}`` is one sample of the nonlinear model (RK4) from ``xhat_k`` under the applied
 torque. The steady-state gain ``M = P C^T (C P C^T + R)^-1`` comes from the discrete Riccati
 equation; ``Ad M`` is the predictor gain that python-control's ``dlqe`` returns. With
-``extended=True`` the filter relinearizes the model and the readings at every sample (EKF).
+``extended=True`` the filter relinearizes the model and the readings at every sample (EKF): its
+covariance goes through the exact derivative of its own RK4 prediction (:func:`rk4_transition`,
+the tangent of the RK4 stages), and the readings' Jacobian is exact for encoders, strain gauges
+and torque sensors.
 :func:`observability` is the PBH test: the modes of ``Ad`` the readings cannot see.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
-__all__ = ["linearize_plant", "discretize", "KalmanFilter", "kalman", "observability", "rk4_sample"]
+__all__ = ["forward_partials", "linearize_plant", "discretize", "KalmanFilter", "kalman", "observability",
+           "rk4_sample", "rk4_transition"]
 
 
 def _forward(model, q, qd, tau):
     return np.asarray(model.forward_dynamics(q, qd, tau), dtype=float)
 
 
-def linearize_plant(model, q, qd=None, tau=None, eps=1e-6):
-    """(A, B) of ``x' = (qd, f(q, qd, tau))`` at (q, qd, tau) by central differences (batched).
+_WITH_PARTIALS = weakref.WeakKeyDictionary()  # compiled model -> its variant compiled with the partials
+
+
+def _partials_model(model):
+    """The model that evaluates ``model``'s partial derivatives fastest: for a compiled model without
+    them, its robot's variant compiled with them once that is built (looked up once per model: the
+    look-up serializes the robot, a millisecond per call), else ``model`` itself."""
+    if getattr(model, "backend", None) != "c" or getattr(model, "has_derivatives", True):
+        return model
+    found = _WITH_PARTIALS.get(model)
+    if found is None:
+        from ..codegen.modelcache import existing_model
+
+        found = existing_model(model.robot, derivatives=True)
+        if found is None:
+            return model
+        _WITH_PARTIALS[model] = found
+    return found
+
+
+def forward_partials(model, q, qd, tau, eps=1e-6):
+    """(d qdd/d q, d qdd/d qd, d qdd/d tau) of the forward dynamics at one state: the model's own
+    analytic partial derivatives (``forward_dynamics_derivatives``: a robot's or a compiled
+    model's), or central differences (batched) for a model without them."""
+    exact = getattr(_partials_model(model), "forward_dynamics_derivatives", None)
+    if exact is not None:
+        return tuple(np.asarray(d, dtype=float) for d in exact(q, qd, tau))
+    nq = model.nq
+    n, nx = 2 * nq, 2 * nq + len(tau)
+    X = np.repeat(np.concatenate([q, qd, tau])[None], 2 * nx, axis=0)
+    X[:nx] += eps * np.eye(nx)
+    X[nx:] -= eps * np.eye(nx)
+    F = _forward(model, X[:, :nq], X[:, nq:n], X[:, n:])
+    D = ((F[:nx] - F[nx:]) / (2.0 * eps)).T  # (nq, 2 nq + nj)
+    return D[:, :nq], D[:, nq:n], D[:, n:]
+
+
+def linearize_plant(model, q, qd=None, tau=None):
+    """(A, B) of ``x' = (qd, f(q, qd, tau))`` at (q, qd, tau) from :func:`forward_partials`.
     ``tau`` defaults to the joint rows of the bias forces at rest (the torque that holds the pose)."""
     q = np.asarray(q, dtype=float)
     nq, nj = model.nq, model.n_joints
     qd = np.zeros(nq) if qd is None else np.asarray(qd, dtype=float)
     if tau is None:
         tau = np.asarray(model.bias_forces(q, np.zeros(nq)), dtype=float)[:nj]
-    n, nx = 2 * nq, 2 * nq + nj
-    base = np.concatenate([q, qd, tau])
-    X = np.repeat(base[None], 2 * nx, axis=0)
-    X[:nx] += eps * np.eye(nx)
-    X[nx:] -= eps * np.eye(nx)
-    F = _forward(model, X[:, :nq], X[:, nq:n], X[:, n:])
-    D = ((F[:nx] - F[nx:]) / (2.0 * eps)).T  # (nq, 2 nq + nj)
-    A = np.zeros((n, n))
+    Fq, Fqd, Ftau = forward_partials(model, q, qd, np.asarray(tau, dtype=float))
+    A = np.zeros((2 * nq, 2 * nq))
     A[:nq, nq:] = np.eye(nq)
-    A[nq:] = D[:, :n]
-    B = np.zeros((n, nj))
-    B[nq:] = D[:, n:]
+    A[nq:, :nq], A[nq:, nq:] = Fq, Fqd
+    B = np.zeros((2 * nq, nj))
+    B[nq:] = Ftau
     return A, B
 
 
@@ -61,33 +99,75 @@ def discretize(A, B, T):
     return Phi[:n, :n], Phi[:n, n:]
 
 
+def _rk4(f, z, h, steps):
+    """``steps`` RK4 steps of z' = f(z) for z a tuple of arrays (a state, or a state and its tangent)."""
+    for _ in range(steps):
+        k1 = f(z)
+        k2 = f(tuple(u + 0.5 * h * k for u, k in zip(z, k1)))
+        k3 = f(tuple(u + 0.5 * h * k for u, k in zip(z, k2)))
+        k4 = f(tuple(u + h * k for u, k in zip(z, k3)))
+        z = tuple(u + (h / 6.0) * (a + 2.0 * b + 2.0 * c + d) for u, a, b, c, d in zip(z, k1, k2, k3, k4))
+    return z
+
+
 def rk4_sample(model, x, tau, T, steps):
     """The state (..., 2 nq) after T seconds under the constant torque ``tau``: ``steps`` RK4
     steps of the forward dynamics (the plant's own integrator in the Python loop)."""
     nq = model.nq
-    h = T / steps
 
-    def f(x):
-        return np.concatenate([x[..., nq:], _forward(model, x[..., :nq], x[..., nq:], tau)], axis=-1)
+    def f(z):
+        x, = z
+        return np.concatenate([x[..., nq:], _forward(model, x[..., :nq], x[..., nq:], tau)], axis=-1),
 
-    for _ in range(steps):
-        k1 = f(x)
-        k2 = f(x + 0.5 * h * k1)
-        k3 = f(x + 0.5 * h * k2)
-        k4 = f(x + h * k3)
-        x = x + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
-    return x
+    return _rk4(f, (x,), T / steps, steps)[0]
+
+
+def rk4_transition(model, x, tau, T, steps):
+    """(x after T, F = d x_T / d x, G = d x_T / d tau) of :func:`rk4_sample` at one state: the
+    same RK4 steps carrying their tangent (each stage's Jacobian from :func:`forward_partials`),
+    so F and G are the exact derivatives of the discrete prediction, free of the round-off that
+    differencing it amplifies."""
+    nq = model.nq
+    x, tau = np.asarray(x, dtype=float), np.asarray(tau, dtype=float)
+    n, nj = len(x), len(tau)
+    E = np.hstack([np.zeros((nj, n)), np.eye(nj)])  # d tau / d (x, tau)
+
+    def f(z):
+        y, dy = z
+        Fq, Fqd, Ftau = forward_partials(model, y[:nq], y[nq:], tau)
+        qdd = _forward(model, y[:nq], y[nq:], tau)
+        return np.concatenate([y[nq:], qdd]), np.vstack([dy[nq:], Fq @ dy[:nq] + Fqd @ dy[nq:] + Ftau @ E])
+
+    x, D = _rk4(f, (x, np.hstack([np.eye(n), np.zeros((n, nj))])), T / steps, steps)
+    return x, D[:, :n], D[:, n:]
 
 
 def _output_matrices(sensors, model, q, qd, tau):
-    """(C, D): the readings' Jacobians in x = (q, qd) and in tau through qdd = f(q, qd, tau)."""
+    """(C, D): the readings' Jacobians in x = (q, qd) and in tau through qdd = f(q, qd, tau).
+    Encoders and strain gauges are exact rows in q; frame sensors take ``SensorSet.jacobians``,
+    composed with :func:`forward_partials`. A torque sensor reads the inverse dynamics at the
+    filter's own accelerations, ``ID(q, qd, FD(q, qd, tau)) = S tau``: its row is exactly zero in
+    x and S's row in tau (what its inverse-dynamics derivatives give, ``dID/dx + M dFD/dx = 0``,
+    here without their round-off)."""
     nq, nj = model.nq, model.n_joints
-    qdd = _forward(model, q, qd, tau)
-    Hq, Hqd, Hqdd = sensors.jacobians(q, qd, qdd)
-    if not np.any(Hqdd):
-        return np.hstack([Hq, Hqd]), np.zeros((sensors.m, nj))
-    A, B = linearize_plant(model, q, qd, tau)
-    return np.hstack([Hq, Hqd]) + Hqdd @ A[nq:], Hqdd @ B[nq:]
+    torque = [(sl, s.index) for s, sl in zip(sensors.sensors, sensors.slices) if s.type == "torque"]
+    if len(sensors.linear_rows) + len(torque) == len(sensors.sensors):
+        Hq, Hqd, Hqdd = (np.zeros((sensors.m, nq)) for _ in range(3))
+        for k, row in sensors.linear_rows.items():
+            Hq[sensors.slices[k]] = row
+    else:
+        Hq, Hqd, Hqdd = (np.array(H, dtype=float) for H in sensors.jacobians(q, qd, _forward(model, q, qd, tau)))
+    for sl, _ in torque:
+        Hq[sl], Hqd[sl], Hqdd[sl] = 0.0, 0.0, 0.0
+    C, D = np.hstack([Hq, Hqd]), np.zeros((sensors.m, nj))
+    if np.any(Hqdd):
+        Fq, Fqd, Ftau = forward_partials(model, q, qd, tau)
+        C += np.hstack([Hqdd @ Fq, Hqdd @ Fqd])
+        D = Hqdd @ Ftau
+    actuated = np.asarray(model.actuated)
+    for sl, i in torque:
+        D[sl] = (actuated == i).astype(float)
+    return C, D
 
 
 def observability(Ad, C, names, T, tol=1e-8):
@@ -182,14 +262,17 @@ class KalmanFilter:
         """The filter as data for the compiled sampled loop (:mod:`flexman.simulate.compiled_sampled`),
         or None when its correction or prediction is overridden: ``extended``, the steady-state
         ``gain``, the prediction's ``period`` and RK4 ``steps``, its ``model`` and ``sensors``, the
-        current prediction ``x`` and ``needs_qdd`` (whether the correction evaluates qdd)."""
+        current prediction ``x`` and ``needs_qdd`` (whether the correction evaluates qdd); for the
+        EKF the run's covariances ``P`` and ``P_post`` (a compiled run updates them in place, as it
+        does ``x``) and the noise covariances ``R`` and ``W``."""
         kind = type(self)
         if any(getattr(kind, name) is not getattr(KalmanFilter, name) or name in vars(self)
                for name in ("correct", "predict")):
             return None
         return {"extended": self.extended, "gain": self.gain, "period": self.period, "steps": self.steps,
                 "model": self.model, "sensors": self.sensors, "x": self.x,
-                "needs_qdd": bool(np.any(self.D) or self._needs_qdd)}
+                "needs_qdd": bool(np.any(self.D) or self._needs_qdd), "P": self.Pk, "P_post": self.Pk_post,
+                "R": self.R, "W": self.W}
 
     @property
     def _needs_qdd(self):
@@ -197,23 +280,13 @@ class KalmanFilter:
 
     def predict(self, tau):
         """The prediction one sample ahead under the applied torque (nonlinear model; the EKF also
-        propagates its covariance through the model linearized there)."""
+        propagates its covariance through the exact derivative of that prediction)."""
         if self.extended:
-            F, G = self._transition(self.x, tau)
+            self.x, F, G = rk4_transition(self.model, self.x, tau, self.period, self.steps)
             self.Pk = F @ self.Pk_post @ F.T + G @ self.W @ G.T
-        self.x = rk4_sample(self.model, self.x, tau, self.period, self.steps)
+        else:
+            self.x = rk4_sample(self.model, self.x, tau, self.period, self.steps)
         return self.x.copy()
-
-    def _transition(self, x, tau, eps=1e-6):
-        """(dPhi/dx, dPhi/dtau) of one sample of the model, by central differences (batched)."""
-        n, nj = len(x), len(tau)
-        nz = n + nj
-        Z = np.repeat(np.concatenate([x, tau])[None], 2 * nz, axis=0)
-        Z[:nz] += eps * np.eye(nz)
-        Z[nz:] -= eps * np.eye(nz)
-        out = rk4_sample(self.model, Z[:, :n], Z[:, n:], self.period, self.steps)
-        J = ((out[:nz] - out[nz:]) / (2.0 * eps)).T
-        return J[:, :n], J[:, n:]
 
     def covariance(self):
         """The covariance of the current corrected estimate (steady state, or the EKF's own)."""

@@ -7,9 +7,14 @@ simulated robot; :mod:`.compiled_loop`), its readings are computed in C (encoder
 and joint torque sensors: a row in q or of ``M qdd + b``; accelerometers, gyroscopes and position
 sensors: the set's frame-sensor program compiled, :mod:`flexman.codegen.frame_sensors`, a late
 position sensor at the samples' positions interpolated as in Python) and its estimator is none or
-the steady-state Kalman filter on the simulated model. The extended Kalman filter (it
-relinearizes at every sample) and any law, sensor set or filter written or overridden in Python
-keep the Python loop (:mod:`.sampled`); ``stats["loop_reason"]`` says why.
+the steady-state or extended Kalman filter on the simulated model. The extended filter propagates
+its covariance through the exact derivative of its RK4 prediction, from the model's partial
+derivatives in C (the variant compiled with them, :func:`.compiled_loop.partials_model`); while
+that is not built the run keeps the Python loop (a background build, where on, readies it for
+the next run), and a compiled EKF run says ``stats["jacobian"] == "analytic"``. The compiled
+extended filter relinearizes encoders, strain gauges and torque sensors (:data:`EKF_SENSORS`); an
+extended filter reading frame sensors, and any law, sensor set or filter written or overridden in
+Python, keep the Python loop (:mod:`.sampled`); ``stats["loop_reason"]`` says why.
 
 The noise is NumPy's: the draws of every sensor's stream and of the disturbance are taken in
 Python for all the run's samples (:meth:`Sampled.draws`), so both loops read the same numbers
@@ -23,11 +28,13 @@ import time
 import numpy as np
 
 from ..codegen import loop_sampled
-from .compiled_loop import LOOPS, LoopUnavailable, plan
+from .compiled_loop import LOOPS, LoopUnavailable, partials_model, plan
 from .run import check_first_torque
 
 #: the sensor types whose readings the compiled loop evaluates
 SENSORS = ("encoder", "strain_gauge", "torque", "accelerometer", "gyroscope", "position")
+#: the sensor types whose readings' Jacobian the compiled extended Kalman filter evaluates
+EKF_SENSORS = ("encoder", "strain_gauge", "torque")
 _P = ctypes.POINTER(ctypes.c_double)
 
 
@@ -80,14 +87,29 @@ def _describe(model, controller, nj, t_grid):
         filt = estimator.loop_spec() if hasattr(estimator, "loop_spec") else None
         if filt is None:
             return f"the estimator ({type(estimator).__name__}) is written in Python"
-        if filt["extended"]:
-            return ("the extended Kalman filter relinearizes at every sample in Python (the steady-state filter "
-                    "runs compiled)")
         if filt["model"] is not model:
             return "the estimator's model is another than the one simulated"
         if filt["sensors"] is not sensors:
             return "the estimator reads other sensors than the controller's"
+        if filt["extended"]:
+            why = _extended(model, compiled, readings)
+            if why:
+                return why
     return SampledLoop(compiled, readings)
+
+
+def _extended(model, compiled, readings):
+    """Why the extended Kalman filter cannot run compiled, or None once the loop has the model's
+    partial derivatives (the variant of the model compiled with them; when it is not built yet it
+    is built in the background for the next run, as for the implicit methods' Newton Jacobian)."""
+    other = next((t for t in readings["types"] if t not in EKF_SENSORS), None)
+    if other is not None:
+        return (f"the extended Kalman filter relinearizes {other} readings in Python (the compiled loop "
+                f"relinearizes {', '.join(EKF_SENSORS)} sensors)")
+    if not compiled.use_partials(partials_model(model)):
+        return ("the extended Kalman filter needs the model's partial derivatives in C, which are not built "
+                "(robot.compiled(derivatives=True) builds them; with background builds on, the next run has them)")
+    return None
 
 
 class SampledLoop:
@@ -120,6 +142,12 @@ class SampledLoop:
             keep.append(gain)
             s.gain, s.est_steps, s.est_period = _ptr(gain), int(filt["steps"]), float(filt["period"])
             s.needs_qdd = int(s.needs_qdd or filt["needs_qdd"])
+            if filt["extended"]:
+                ekf = [_array(filt[k]) for k in ("P", "P_post", "R", "W")]  # P, P_post: the filter's own, in place
+                keep.extend(ekf)
+                struct = loop_sampled.Ekf(*(_ptr(a) for a in ekf))
+                keep.append(struct)
+                s.ekf = ctypes.addressof(struct)
         if disturbance is not None:
             sd, draws = _array(np.broadcast_to(spec["torque_noise"], (nj,))), _array(disturbance)
             keep.extend((sd, draws))
@@ -182,4 +210,6 @@ class SampledLoop:
                  "samples": k, "success": status == 0, "diverged": status != 0,
                  "t_fault": None if status == 0 else float(t_fault.value), "message": message, "steps": n - 1,
                  "sample_rate": 1.0 / controller.period, "delay": controller.delay}
+        if sampler.ekf:  # the EKF's transition Jacobian: the model's partial derivatives through RK4
+            stats["jacobian"] = "analytic"
         return t_grid[:n], X[:n], taus[:n], record, stats
