@@ -61,9 +61,11 @@ typedef struct fm_ekf {
    set's fm_frame_sensors(q, qd, qdd, y) (flexman.codegen.frame_sensors), n outputs; reading r is output
    at[r] (-1: not a frame channel), read lag[r] + frac[r] samples late (a position sensor's latency:
    the positions of sample k - lag[r], or (1 - frac) of those plus frac of the sample before; the
-   initial positions stand for any sample before the run); max_lag: the largest lag[r] + 1. */
+   initial positions stand for any sample before the run); max_lag: the largest lag[r] + 1; jac: the
+   set's fm_frame_sensor_jacobians(q, qd, qdd, y, Hq, Hqd, Hqdd) (each n x nq), for the extended filter. */
 typedef struct fm_frames {
     void (*eval)(const double *, const double *, const double *, double *);
+    void (*jac)(const double *, const double *, const double *, double *, double *, double *, double *);
     int n;
     const int *at, *lag;
     const double *frac;
@@ -174,30 +176,58 @@ static void fm_sampled_h(const fm_plant *pl, const fm_sampler *s, const double *
 /* ----- the extended Kalman filter (flexman.control.estimation: KalmanFilter.correct and .predict) ----- */
 
 /* Doubles of scratch space the EKF's correction and prediction need. */
-static long fm_ekf_work_size(int nq, int nj, int m)
+static long fm_ekf_work_size(int nq, int nj, int m, const fm_frames *f)
 {
     long nx = 2L * nq, nz = nx + nj;
-    return 3L * m * nx + (long)m * m + m + 6 * nx + 6 * nx * nz + 3L * nq * nq + (long)nq * nj + nq + nx * nx + nx * nj;
+    long frames = f ? f->n * (1 + 3L * nq) + 2L * nq * nq + (long)nq * nj : 0;  /* fm_ekf_readings' (last) */
+    return 3L * m * nx + (long)m * m + m + 6 * nx + 6 * nx * nz + 3L * nq * nq + (long)nq * nj + nq + nx * nx + nx * nj
+           + frames;
 }
 
-/* The readings' Jacobian C (m x 2 nq) at the prediction: an encoder's or strain gauge's row H in q; a
-   torque sensor's row is zero (it reads ID(q, qd, FD(q, qd, tau)) = S tau whatever the state). */
-static void fm_ekf_readings(int nq, const fm_sampler *s, double *Cm)
+/* The readings' Jacobian C (m x 2 nq) at the prediction x = (q, qd) with qdd = FD(q, qd, tau): an
+   encoder's or strain gauge's row H in q; a torque sensor's row is zero (it reads
+   ID(q, qd, FD(q, qd, tau)) = S tau whatever the state); a frame sensor's row (Hq + Hqdd F_q,
+   Hqd + Hqdd F_qd) from its program's exact Jacobians and the forward dynamics' partials
+   (flexman.control.estimation._output_matrices). w: the frames' scratch of fm_ekf_work_size. */
+static void fm_ekf_readings(const fm_plant *pl, const fm_sampler *s, const double *x, const double *qdd,
+                            const double *tau, double *Cm, double *w)
 {
-    int nx = 2 * nq;
+    int nq = pl->nq, nj = pl->nj, nx = 2 * nq;
+    const fm_frames *f = s->frames;
     for (int r = 0; r < s->m; ++r)
         for (int k = 0; k < nx; ++k) Cm[(long)r * nx + k] = s->row[r] < 0 && k < nq ? s->H[(long)r * nq + k] : 0.0;
+    if (!f) return;
+    long fq = (long)f->n * nq;
+    double *yf = w, *Hq = yf + f->n, *Hqd = Hq + fq, *Hqdd = Hqd + fq, *Fq = Hqdd + fq, *Fqd = Fq + (long)nq * nq;
+    double *Ft = Fqd + (long)nq * nq;
+    f->jac(x, x + nq, qdd, yf, Hq, Hqd, Hqdd);
+    if (pl->has_p_partials) ((fm_fdp_p)pl->fd_partials)(1, x, x + nq, tau, pl->p, Fq, Fqd, Ft);
+    else ((fm_fdp_nop)pl->fd_partials)(1, x, x + nq, tau, Fq, Fqd, Ft);
+    for (int r = 0; r < s->m; ++r) {
+        int a = f->at[r];
+        if (a < 0) continue;
+        for (int k = 0; k < nq; ++k) {
+            double vq = Hq[(long)a * nq + k], vqd = Hqd[(long)a * nq + k];
+            for (int j = 0; j < nq; ++j) {
+                vq += Hqdd[(long)a * nq + j] * Fq[(long)j * nq + k];
+                vqd += Hqdd[(long)a * nq + j] * Fqd[(long)j * nq + k];
+            }
+            Cm[(long)r * nx + k] = vq;
+            Cm[(long)r * nx + nq + k] = vqd;
+        }
+    }
 }
 
 /* The correction of the prediction x (2 nq, in place) by the innovation: K = P C^T S^-1 with
    S = C P C^T + R (LDL^T), x += K innov, P_post = P - K C P (symmetrized). S is positive definite
    (R > 0); should a pivot still vanish, x turns NaN and the run stops as diverged. w: fm_ekf_work_size. */
-static void fm_ekf_correct(int nq, const fm_sampler *s, const double *innov, double *x, double *w)
+static void fm_ekf_correct(const fm_plant *pl, const fm_sampler *s, const double *innov, const double *qdd,
+                           const double *tau, double *x, double *w)
 {
     const fm_ekf *e = s->ekf;
-    int nx = 2 * nq, m = s->m;
+    int nq = pl->nq, nx = 2 * nq, m = s->m;
     double *Cm = w, *CP = Cm + (long)m * nx, *X = CP + (long)m * nx, *S = X + (long)m * nx, *col = S + (long)m * m;
-    fm_ekf_readings(nq, s, Cm);
+    fm_ekf_readings(pl, s, x, qdd, tau, Cm, w + fm_ekf_work_size(nq, pl->nj, m, NULL));
     for (int r = 0; r < m; ++r)
         for (int a = 0; a < nx; ++a) {
             double v = 0.0;
@@ -328,7 +358,7 @@ int fm_sampled_run(const fm_plant *pl, const fm_control *c, const fm_sampler *s,
                 + 2L * m + (long)(s->nz > 0 ? s->nz : 1) + (long)nd * nj + 4L * nj;
     double *work = (double *)malloc(sizeof(double) * size);
     double *fw = s->frames ? (double *)calloc(fm_frames_size(s->frames, nq), sizeof(double)) : NULL;
-    double *ekf_work = s->ekf ? (double *)malloc(sizeof(double) * fm_ekf_work_size(nq, nj, m)) : NULL;
+    double *ekf_work = s->ekf ? (double *)malloc(sizeof(double) * fm_ekf_work_size(nq, nj, m, s->frames)) : NULL;
     if (!work || (s->frames && !fw) || (s->ekf && !ekf_work)) {
         free(work); free(fw); free(ekf_work); *n_out = 0; *n_samples = 0; return FM_NOMEMORY;
     }
@@ -364,7 +394,7 @@ int fm_sampled_run(const fm_plant *pl, const fm_control *c, const fm_sampler *s,
             fm_sampled_h(pl, s, xbar, xbar + nq, qdd, yh, M, b, fw);
             for (int r = 0; r < m; ++r) innov[r] = Y[k * m + r] - yh[r];
             if (s->ekf)
-                fm_ekf_correct(nq, s, innov, xbar, ekf_work);
+                fm_ekf_correct(pl, s, innov, qdd, tau_prev, xbar, ekf_work);
             else
                 for (int a = 0; a < nx; ++a) {
                     double v = 0.0;
@@ -442,7 +472,7 @@ class Sampler(ctypes.Structure):
 
 class Frames(ctypes.Structure):
     """``fm_frames``: the frame sensors' program and where its outputs go (see :data:`SOURCE`)."""
-    _fields_ = [("eval", ctypes.c_void_p), ("n", ctypes.c_int), ("at", ctypes.POINTER(ctypes.c_int)),
+    _fields_ = [("eval", ctypes.c_void_p), ("jac", ctypes.c_void_p), ("n", ctypes.c_int), ("at", ctypes.POINTER(ctypes.c_int)),
                 ("lag", ctypes.POINTER(ctypes.c_int)), ("frac", ctypes.POINTER(ctypes.c_double)),
                 ("max_lag", ctypes.c_int)]
 

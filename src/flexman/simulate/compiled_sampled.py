@@ -11,10 +11,10 @@ the steady-state or extended Kalman filter on the simulated model. The extended 
 its covariance through the exact derivative of its RK4 prediction, from the model's partial
 derivatives in C (the variant compiled with them, :func:`.compiled_loop.partials_model`); while
 that is not built the run keeps the Python loop (a background build, where on, readies it for
-the next run), and a compiled EKF run says ``stats["jacobian"] == "analytic"``. The compiled
-extended filter relinearizes encoders, strain gauges and torque sensors (:data:`EKF_SENSORS`); an
-extended filter reading frame sensors, and any law, sensor set or filter written or overridden in
-Python, keep the Python loop (:mod:`.sampled`); ``stats["loop_reason"]`` says why.
+the next run), and a compiled EKF run says ``stats["jacobian"] == "analytic"``; it relinearizes
+frame sensors through their program's exact Jacobians (``fm_frame_sensor_jacobians``). Any law,
+sensor set or filter written or overridden in Python keeps the Python loop (:mod:`.sampled`);
+``stats["loop_reason"]`` says why.
 
 The noise is NumPy's: the draws of every sensor's stream and of the disturbance are taken in
 Python for all the run's samples (:meth:`Sampled.draws`), so both loops read the same numbers
@@ -28,13 +28,12 @@ import time
 import numpy as np
 
 from ..codegen import loop_sampled
+from ..codegen.frame_sensors import JACOBIANS
 from .compiled_loop import LOOPS, LoopUnavailable, partials_model, plan
 from .run import check_first_torque
 
 #: the sensor types whose readings the compiled loop evaluates
 SENSORS = ("encoder", "strain_gauge", "torque", "accelerometer", "gyroscope", "position")
-#: the sensor types whose readings' Jacobian the compiled extended Kalman filter evaluates
-EKF_SENSORS = ("encoder", "strain_gauge", "torque")
 _P = ctypes.POINTER(ctypes.c_double)
 
 
@@ -92,20 +91,16 @@ def _describe(model, controller, nj, t_grid):
         if filt["sensors"] is not sensors:
             return "the estimator reads other sensors than the controller's"
         if filt["extended"]:
-            why = _extended(model, compiled, readings)
+            why = _extended(model, compiled)
             if why:
                 return why
     return SampledLoop(compiled, readings)
 
 
-def _extended(model, compiled, readings):
+def _extended(model, compiled):
     """Why the extended Kalman filter cannot run compiled, or None once the loop has the model's
     partial derivatives (the variant of the model compiled with them; when it is not built yet it
     is built in the background for the next run, as for the implicit methods' Newton Jacobian)."""
-    other = next((t for t in readings["types"] if t not in EKF_SENSORS), None)
-    if other is not None:
-        return (f"the extended Kalman filter relinearizes {other} readings in Python (the compiled loop "
-                f"relinearizes {', '.join(EKF_SENSORS)} sensors)")
     if not compiled.use_partials(partials_model(model)):
         return ("the extended Kalman filter needs the model's partial derivatives in C, which are not built "
                 "(robot.compiled(derivatives=True) builds them; with background builds on, the next run has them)")
@@ -169,7 +164,7 @@ class SampledLoop:
         lag = np.ascontiguousarray([whole for whole, _ in per_channel], dtype=np.intc)
         frac = _array([f for _, f in per_channel])
         reach = max((whole + (f > 0.0) for whole, f in per_channel), default=0)  # the oldest sample read
-        f = loop_sampled.Frames(eval=lib.address(), n=lib.m, max_lag=int(reach),
+        f = loop_sampled.Frames(eval=lib.address(), jac=lib.address(JACOBIANS), n=lib.m, max_lag=int(reach),
                                 at=at.ctypes.data_as(ctypes.POINTER(ctypes.c_int)),
                                 lag=lag.ctypes.data_as(ctypes.POINTER(ctypes.c_int)), frac=_ptr(frac))
         keep.extend((lib, at, lag, frac, f))
