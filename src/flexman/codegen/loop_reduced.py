@@ -102,14 +102,96 @@ int fm_reduced_rhs(const fm_plant *pl, const fm_control *c, double t, const doub
     return FM_OK;
 }
 
+/* J = df/dx of fm_reduced_rhs at (t, x) from the full model's partial derivatives (its
+   fm_inverse_dynamics_derivatives_batch) and the law's (fm_law_partials); -1 when the model has none.
+   With q = (q_a, q_d), qd = (qd_a, 0) and a = (qdd_a, 0), the solution satisfies every row of
+   G = ID(q, qd, a) - S tau(q, qd, z) = 0 (the active rows give qdd_a, the dropped rows q_d).
+   Differentiating, with G_q = D_q - S T_q and G_qd = D_qd - S T_qd,
+       [M(:, a)  G_q(:, d)] [dqdd_a; dq_d] = -G_q(:, a) dq_a - G_qd(:, a) dqd_a + S T_z dz
+   (the implicit function theorem on the dropped rows together with the active ones), one LU of
+   the nq x nq matrix on the left; the rows of qdd_a go into J. q_d, qdd_a and tau are those of x
+   solved again here (from the warm start: one iteration when x was the last state solved), so
+   the Jacobian holds at x whatever was evaluated last; f0 and tau are not used. s:
+   fm_partials_work doubles. */
+static int fm_reduced_jacobian(const fm_plant *pl, const fm_control *c, int prescribed, double t, const double *x,
+                               const double *f0, const double *tau, int nx, double *J, double *s)
+{
+    fm_reduced *r = (fm_reduced *)pl;  /* the plant is its first member */
+    int nq = pl->nq, nj = pl->nj, na = r->na, nd = r->nd, nz = nx - 2 * na, pid_on = 0, status;
+    (void)prescribed; (void)f0; (void)tau;
+    if (!pl->id_partials) return -1;
+    double *Tq = s, *Tqd = Tq + (long)nj * nq, *Tz = Tqd + (long)nj * nq, *A = Tz + (long)nj * nj, *q = A + (long)nq * nq;
+    double *qd = q + nq, *a = qd + nq, *col = a + nq, *dx = col + nq, *tx = dx + nx, *w = tx + nj;
+    double *Dq = w, *Dqd = Dq + (long)nq * nq, *M = Dqd + (long)nq * nq, *b = M + (long)nq * nq;
+    int piv[nq];
+    if ((status = fm_reduced_rhs(pl, c, t, x, dx, tx, NULL))) return status;
+    for (int i = 0; i < nq; ++i) q[i] = qd[i] = a[i] = 0.0;
+    for (int k = 0; k < na; ++k) { q[r->active[k]] = x[k]; qd[r->active[k]] = x[na + k]; a[r->active[k]] = dx[na + k]; }
+    for (int m = 0; m < nd; ++m) q[r->dropped[m]] = r->slaved ? r->last[m] : 0.0;
+    if ((status = fm_law_partials(pl, c, t, q, qd, tx, Tq, Tqd, Tz, w, &pid_on))) return status;
+    if (pl->has_p_partials) ((fm_idp_p)pl->id_partials)(1, q, qd, a, pl->p, Dq, Dqd);
+    else ((fm_idp_nop)pl->id_partials)(1, q, qd, a, Dq, Dqd);
+    fm_eom(pl, pl->p, q, qd, M, b);
+    for (int j = 0; j < nj; ++j) {  /* G = D - S T, in place */
+        long row = (long)(pl->act ? pl->act[j] : j) * nq;
+        for (int k = 0; k < nq; ++k) { Dq[row + k] -= Tq[(long)j * nq + k]; Dqd[row + k] -= Tqd[(long)j * nq + k]; }
+    }
+    for (int i = 0; i < nq; ++i) {
+        for (int k = 0; k < na; ++k) A[(long)i * nq + k] = M[(long)i * nq + r->active[k]];
+        for (int m = 0; m < nd; ++m) A[(long)i * nq + na + m] = r->slaved ? Dq[(long)i * nq + r->dropped[m]] : 0.0;
+    }
+    if (!r->slaved)  /* truncated: q_d = 0 whatever the state, so its rows only pin dq_d = 0 */
+        for (int m = 0; m < nd; ++m) A[(long)r->dropped[m] * nq + na + m] = 1.0;
+    for (long i = 0; i < (long)nx * nx; ++i) J[i] = 0.0;
+    for (int k = 0; k < na; ++k) J[(long)k * nx + na + k] = 1.0;
+    if (fm_lu(nq, A, piv)) return FM_SINGULAR;
+    for (int k = 0; k < na + na + nz && k < 2 * na + nj; ++k) {  /* column k of J: q_a, qd_a, then z */
+        for (int i = 0; i < nq; ++i) {
+            if (k < na) col[i] = -Dq[(long)i * nq + r->active[k]];
+            else if (k < 2 * na) col[i] = -Dqd[(long)i * nq + r->active[k - na]];
+            else col[i] = 0.0;
+        }
+        if (k >= 2 * na)
+            for (int j = 0; j < nj; ++j) col[pl->act ? pl->act[j] : j] += Tz[(long)j * nj + k - 2 * na];
+        if (!r->slaved)
+            for (int m = 0; m < nd; ++m) col[r->dropped[m]] = 0.0;
+        fm_lu_solve(nq, A, piv, col);
+        for (int l = 0; l < na; ++l) J[(long)(na + l) * nx + k] = col[l];
+    }
+    if (pid_on)  /* z' = q_d - q_r: the joints come first among the active coordinates */
+        for (int j = 0; j < nz && j < nj; ++j) J[(long)(2 * na + j) * nx + j] = -1.0;
+    return FM_OK;
+}
+
+/* J = df/dx of the reduced model's right-hand side at (t, x) from the partial derivatives
+   (fm_reduced_jacobian); -1 without them. For the tests. */
+int fm_reduced_loop_jacobian(fm_reduced *r, const fm_control *c, double t, const double *x, int nx, double *J)
+{
+    double *s = (double *)malloc(sizeof(double) * fm_partials_work(r->full.nq, r->full.nj));
+    if (!s) return FM_NOMEMORY;
+    int status = fm_reduced_jacobian(&r->full, c, 0, t, x, NULL, NULL, nx, J, s);
+    free(s);
+    return status;
+}
+
 /* One generalized-alpha run of the reduced model r, the arguments and results as fm_galpha_run's (the
-   Jacobian by forward differences of fm_reduced_rhs). */
+   Jacobian from the full model's partial derivatives when it has them, else by forward differences
+   of fm_reduced_rhs). */
 int fm_reduced_galpha_run(fm_reduced *r, const fm_control *c, const double *t, long n_t, const double *x0, int nx,
                           long every, double rho_inf, double *X, double *TAU, long *n_out, double *t_fault,
                           long *iterations, long *jacobians, long *analytic)
 {
-    return fm_galpha_with(fm_reduced_rhs, &r->full, c, 0, t, n_t, x0, nx, every, rho_inf, X, TAU, n_out, t_fault,
-                          iterations, jacobians, analytic);
+    return fm_galpha_with(fm_reduced_rhs, fm_reduced_jacobian, &r->full, c, 0, t, n_t, x0, nx, every, rho_inf, X, TAU,
+                          n_out, t_fault, iterations, jacobians, analytic);
+}
+
+/* One Radau IIA run of the reduced model r, the arguments and results as fm_radau_run's. */
+int fm_reduced_radau_run(fm_reduced *r, const fm_control *c, const double *t, long n_t, const double *x0, int nx,
+                         long every, double rtol, double atol, double max_step, double *X, double *TAU, long *n_out,
+                         double *t_fault, long *counts)
+{
+    return fm_radau_with(fm_reduced_rhs, fm_reduced_jacobian, &r->full, c, 0, t, n_t, x0, nx, every, rtol, atol,
+                         max_step, X, TAU, n_out, t_fault, counts);
 }
 
 /* One RK4 run of the reduced model r, the arguments and results as fm_rk4_run's (x: [q_a, qd_a, z]). */
@@ -132,6 +214,11 @@ def declare(lib) -> None:
     lib.fm_reduced_galpha_run.restype = I
     lib.fm_reduced_galpha_run.argtypes = [vp, vp, P, L, P, I, L, ctypes.c_double, P, P, ctypes.POINTER(L), P,
                                           ctypes.POINTER(L), ctypes.POINTER(L), ctypes.POINTER(L)]
+    lib.fm_reduced_radau_run.restype = I
+    lib.fm_reduced_radau_run.argtypes = [vp, vp, P, L, P, I, L, ctypes.c_double, ctypes.c_double, ctypes.c_double, P,
+                                         P, ctypes.POINTER(L), P, ctypes.POINTER(L)]
+    lib.fm_reduced_loop_jacobian.restype = I
+    lib.fm_reduced_loop_jacobian.argtypes = [vp, vp, ctypes.c_double, P, I, P]
     lib.fm_reduced_rhs.restype = I
     lib.fm_reduced_rhs.argtypes = [vp, vp, ctypes.c_double, P, P, P, P]
     lib.fm_reduced_work_size.restype = L

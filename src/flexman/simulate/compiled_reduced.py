@@ -1,5 +1,8 @@
-"""A reduced model's run in the compiled loop (:mod:`flexman.codegen.loop_reduced`): RK4 or
-generalized-alpha (its Jacobian by forward differences, as the Python loop's), the dropped coordinates iterated in C as :meth:`flexman.analysis.reduction.Reduced.solve` does.
+"""A reduced model's run in the compiled loop (:mod:`flexman.codegen.loop_reduced`): RK4,
+generalized-alpha or Radau IIA (radau5), the dropped coordinates iterated in C as
+:meth:`flexman.analysis.reduction.Reduced.solve` does. The implicit methods' Newton Jacobian
+comes from the full model's partial derivatives when its derivative variant is built
+(``compiled_loop.partials_model``), else by forward differences of the reduced right-hand side.
 
 The full robot's compiled loop (:func:`flexman.simulate.compiled_loop.plan`: its compiled model,
 its built-in controller and torque) is wrapped with the reduction's split of the coordinates,
@@ -15,11 +18,12 @@ import time
 import numpy as np
 
 from ..codegen import loop, loop_reduced
-from .compiled_loop import LoopUnavailable, plan, run_info
+from ..codegen.loop_radau import COUNTS
+from .compiled_loop import LoopUnavailable, _radau_stats, plan, run_info
 from .integrators import RHO_INF
 from .run import warn_fault
 
-METHODS = ("rk4", "generalized_alpha")  # the methods of a reduced model's compiled loop
+METHODS = ("rk4", "generalized_alpha", "radau5")  # the methods of a reduced model's compiled loop
 
 
 class ReducedLoop:
@@ -42,12 +46,13 @@ class ReducedLoop:
             dropped=self.dropped.ctypes.data_as(ints), newton=self.newton.ctypes.data_as(doubles),
             tol=slaved.tol, floor=slaved.floor, last=self.last.ctypes.data_as(doubles),
             scratch=self.scratch.ctypes.data_as(doubles))
-        self.struct.full.fd_partials = self.struct.full.id_partials = None  # the full model's: not this rhs's
 
-    def run(self, x0, t_grid, label="simulate", stacklevel=3, method="rk4", rho_inf=RHO_INF, **_):
-        """(t, X, taus, stats) of one RK4 or generalized-alpha run from x0 = [q_a, qd_a, z] over t_grid (as
-        ``CompiledLoop.run``); the one-line error of ``Reduced.solve`` when the dropped
-        coordinates do not converge."""
+    def run(self, x0, t_grid, label="simulate", stacklevel=3, method="rk4", rho_inf=RHO_INF, rtol=1e-8, atol=1e-10,
+            max_step=np.inf):
+        """(t, X, taus, stats) of one RK4, generalized-alpha or radau5 run from x0 = [q_a, qd_a, z]
+        over t_grid (as ``CompiledLoop.run``); the one-line error of ``Reduced.solve`` when the
+        dropped coordinates do not converge. ``stats["rhs_evaluations"]``: the reduced right-hand
+        sides evaluated (each one solve of the dropped coordinates), counted in C."""
         x0, t_grid = (np.ascontiguousarray(v, dtype=float) for v in (x0, t_grid))
         n_t, nx, nj = len(t_grid), len(x0), self.slaved.n_joints
         X, taus = np.empty((n_t, nx)), np.empty((n_t, nj))
@@ -59,8 +64,12 @@ class ReducedLoop:
         common = (ctypes.byref(self.struct), ctypes.byref(self.compiled.control), t_grid.ctypes.data_as(P), n_t,
                   x0.ctypes.data_as(P), nx, 1)
         out = (X.ctypes.data_as(P), taus.ctypes.data_as(P), ctypes.byref(n_out), ctypes.byref(t_fault))
+        radau = np.zeros(len(COUNTS), dtype=np.int_)
         if method == "generalized_alpha":
             status = self.lib.fm_reduced_galpha_run(*common, float(rho_inf), *out, *(ctypes.byref(v) for v in counts))
+        elif method == "radau5":
+            status = self.lib.fm_reduced_radau_run(*common, float(rtol), float(atol), float(max_step), *out,
+                                                   radau.ctypes.data_as(ctypes.POINTER(ctypes.c_long)))
         else:
             status = self.lib.fm_reduced_rk4_run(*common, *out)
         wall = time.perf_counter() - start
@@ -70,32 +79,35 @@ class ReducedLoop:
             raise MemoryError("the compiled loop could not allocate its work space")
         k = n_out.value
         t_out, X, taus = t_grid[:k], X[:k], taus[:k]
-        steps = n_t - 1 if status == 0 else k - 1
+        steps = int(radau[0]) if method == "radau5" else n_t - 1 if status == 0 else k - 1
         info = run_info(status, t_fault.value, steps, method, rho_inf)
         if status:
             warn_fault(label, method, info, t_out, stacklevel)
         solves = max(self.struct.solves, 1)
-        stats = {"rhs_evaluations": 4 * steps + 1, "wall_time": wall, "loop": "compiled",
-                 "reduced_iterations": self.struct.iterations / solves, **info}
-        if method == "generalized_alpha":  # as CompiledLoop.run's, every Jacobian by forward differences
-            iterations, jacobians = counts[0].value, counts[1].value
-            stats.update(rhs_evaluations=1 + steps + jacobians * nx + iterations, newton_iterations=iterations,
-                         jacobians=jacobians, jacobian="finite differences")
+        stats = {"wall_time": wall, "loop": "compiled", "reduced_iterations": self.struct.iterations / solves, **info}
+        if method == "generalized_alpha":
+            iterations, jacobians, analytic = (v.value for v in counts)
+            stats.update(newton_iterations=iterations, jacobians=jacobians,
+                         jacobian="analytic" if analytic == jacobians else "finite differences" if not analytic
+                         else "analytic where the law allows")
+        elif method == "radau5":
+            stats.update(_radau_stats(radau))
+        stats["rhs_evaluations"] = int(self.struct.solves)
         return t_out, X, taus, stats
 
 
 def plan_reduced(slaved, model, method, nj, controller, torque, t_grid, loop="auto"):
     """(ReducedLoop or None, reason) of a reduced model's run, as ``compiled_loop.plan`` (its
-    ``loop`` choices): compiled when the full robot's RK4 run would be and the method is one of
-    :data:`METHODS` (the full model's partial derivatives are not asked for: they are not the
-    reduced right-hand side's)."""
+    ``loop`` choices): compiled when the full robot's run would be and the method is one of
+    :data:`METHODS` (an implicit method's plant carries the full model's partial derivatives,
+    which fm_reduced_jacobian turns into the reduced right-hand side's)."""
     choice = "auto" if loop is None else str(loop).lower()  # other values: plan's one-line error
     if choice in ("auto", "compiled") and method not in METHODS:
-        why = f"method {method!r}: a reduced model's compiled loop runs rk4 and generalized_alpha"
+        why = f"method {method!r}: a reduced model's compiled loop runs rk4, generalized_alpha and radau5"
         if choice == "compiled":
             raise LoopUnavailable(f"loop='compiled': {why}")
         return None, why
-    compiled, why = plan(model, "rk4", nj, controller, torque, t_grid, loop=loop)
+    compiled, why = plan(model, method, nj, controller, torque, t_grid, loop=loop)
     if compiled is None:
         return None, why
     return ReducedLoop(compiled, slaved), why
