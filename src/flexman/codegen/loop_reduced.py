@@ -1,7 +1,9 @@
 """A reduced model's closed loop in C (``fm.reduce``): the dropped coordinates solved at every
-right-hand side, a whole RK4 or generalized-alpha run in one call (``fm_reduced_rk4_run``,
-``fm_reduced_galpha_run``: the loop's runs with this right-hand side; generalized-alpha's Jacobian
-by forward differences).
+right-hand side, a whole RK4, generalized-alpha or Radau IIA run in one call
+(``fm_reduced_rk4_run``, ``fm_reduced_galpha_run``, ``fm_reduced_radau_run``: the loop's runs with
+this right-hand side), many runs in one call (``fm_reduced_batch``). The implicit methods' Newton
+Jacobian ``fm_reduced_jacobian`` comes from the full model's partial derivatives (forward
+differences of the right-hand side where the model has none).
 
 :data:`SOURCE` is compiled after :data:`flexman.codegen.loop.SOURCE` into the same library and
 uses its plant (the full robot's compiled model), controller laws, LDL^T solve and RK4 run. The
@@ -200,6 +202,43 @@ int fm_reduced_rk4_run(fm_reduced *r, const fm_control *c, const double *t, long
 {
     return fm_rk4_with(fm_reduced_rhs, &r->full, c, t, n_t, x0, nx, every, X, TAU, n_out, t_fault);
 }
+
+/* n_runs runs of the reduced model r on one grid (method 0: RK4; 1: generalized-alpha with rho_inf;
+   2: Radau IIA with rtol, atol, max_step), each from its row of X0 and from q_d = 0, the arguments
+   and results as fm_implicit_batch's (counts: n_runs x 7, fm_radau_run's, the last entry the
+   reduced right-hand sides evaluated); LAST (n_runs x nd): each run's dropped coordinates at its
+   end; r->solves and r->iterations add up the runs'. */
+void fm_reduced_batch(fm_reduced *r, const fm_control *c, int method, const double *t, long n_t, long n_runs,
+                      const double *X0, int nx, long every, long n_samples, double rho_inf, double rtol, double atol,
+                      double max_step, double *X, double *TAU, int *status, long *n_out, double *t_fault,
+                      long *counts, double *LAST)
+{
+    fm_reduced one = *r;
+    double *scratch = (double *)malloc(sizeof(double) * fm_reduced_work_size(r->full.nq, r->full.nj));
+    for (long k = 0; k < n_runs; ++k) {
+        long *cr = counts + 7 * k;
+        double *Xr = X + k * n_samples * nx, *Tr = TAU + k * n_samples * r->full.nj;
+        for (int i = 0; i < 7; ++i) cr[i] = 0;
+        if (!scratch) { status[k] = FM_NOMEMORY; n_out[k] = 0; continue; }
+        one.scratch = scratch;
+        one.last = LAST + k * r->nd;
+        for (int m = 0; m < r->nd; ++m) one.last[m] = 0.0;
+        one.solves = one.iterations = 0;
+        if (method == 2)
+            status[k] = fm_reduced_radau_run(&one, c, t, n_t, X0 + k * nx, nx, every, rtol, atol, max_step, Xr, Tr,
+                                             &n_out[k], &t_fault[k], cr);
+        else if (method == 1)
+            status[k] = fm_reduced_galpha_run(&one, c, t, n_t, X0 + k * nx, nx, every, rho_inf, Xr, Tr, &n_out[k],
+                                              &t_fault[k], &cr[2], &cr[3], &cr[4]);
+        else
+            status[k] = fm_reduced_rk4_run(&one, c, t, n_t, X0 + k * nx, nx, every, Xr, Tr, &n_out[k], &t_fault[k]);
+        if (method != 2) cr[0] = status[k] ? n_out[k] - 1 : n_t - 1;
+        cr[6] = one.solves;
+        r->solves += one.solves;
+        r->iterations += one.iterations;
+    }
+    free(scratch);
+}
 """
 
 _P = ctypes.POINTER(ctypes.c_double)
@@ -219,6 +258,10 @@ def declare(lib) -> None:
                                          P, ctypes.POINTER(L), P, ctypes.POINTER(L)]
     lib.fm_reduced_loop_jacobian.restype = I
     lib.fm_reduced_loop_jacobian.argtypes = [vp, vp, ctypes.c_double, P, I, P]
+    lib.fm_reduced_batch.restype = None
+    lib.fm_reduced_batch.argtypes = [vp, vp, I, P, L, L, P, I, L, L, ctypes.c_double, ctypes.c_double, ctypes.c_double,
+                                     ctypes.c_double, P, P, ctypes.POINTER(I), ctypes.POINTER(L), P, ctypes.POINTER(L),
+                                     P]
     lib.fm_reduced_rhs.restype = I
     lib.fm_reduced_rhs.argtypes = [vp, vp, ctypes.c_double, P, P, P, P]
     lib.fm_reduced_work_size.restype = L
