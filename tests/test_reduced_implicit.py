@@ -137,3 +137,41 @@ def test_radau5_measures_the_reduction_error_as_rk4_does(arm):
     assert radau.tip_error[0] == pytest.approx(rk4.tip_error[0], rel=1e-3)
     assert radau.tip_error[1] == pytest.approx(rk4.tip_error[1], rel=0.1)
     assert radau.tip_error[1] < radau.tip_error[0] / 10
+
+
+@pytest.mark.parametrize("method", ["rk4", "generalized_alpha", "radau5"])
+def test_batch_equals_single_runs(arm, method):
+    """fm.simulate_batch of a reduced model: one C call for the batch, every run equal to
+    fm.simulate of it (states, torques, the dropped coordinates filled in), exactly; output_every
+    keeps those samples (radau5's samples come from its dense output: round-off)."""
+    robot, _, traj, q0 = arm
+    reduced = fm.reduce(robot, above_hz=20.0)
+    law = fm.control.PID(robot, traj, kp=100.0, ki=10.0, kd=20.0)
+    starts = np.array([q0, q0 + [0.05, 0.0, 0.0, 0.0], q0 - [0.1, 1e-3, 0.0, 0.0]])
+    kw = dict(controller=law, method=method, backend="compiled", progress=False, rtol=1e-8, atol=1e-10)
+    batch = fm.simulate_batch(reduced, 0.3, dt=2e-3, q0=starts, **kw)
+    every = fm.simulate_batch(reduced, 0.3, dt=2e-3, q0=starts, output_every=3, **kw)
+    assert batch.stats["loop"] == "compiled" and batch.robot is robot and batch.method == method
+    assert batch.q.shape == (3, len(batch.t), robot.nq)
+    for k in range(3):
+        single = fm.simulate(reduced, 0.3, dt=2e-3, q0=starts[k], **kw)
+        np.testing.assert_array_equal(batch.t, single.t)
+        np.testing.assert_allclose(batch.q[k], single.q, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(batch.qd[k], single.qd, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(batch.tau[k], single.tau, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(every.q[k], single.q[np.searchsorted(single.t, every.t)], rtol=0, atol=1e-14)
+    assert np.abs(batch.q[:, :, 3]).max() > 1e-6  # the slaved coordinates are filled in
+
+
+def test_batch_refusals_are_one_line(arm):
+    robot, _, traj, _ = arm
+    reduced = fm.reduce(robot, above_hz=20.0)
+    cases = [(dict(robots=[robot]), "robots: a reduced model's batch runs its own robot's parameters"),
+             (dict(method="dopri5"), "method: 'dopri5' is not run on a reduced model's batch"),
+             (dict(torque=np.zeros((2, 1)), q0=np.zeros((2, 4))), "torque: per-run torques"),
+             (dict(controller=lambda t, q, qd: -q[:1]), "a reduced model's batch runs in the compiled loop only, "
+                                                        "and this one cannot")]
+    for kwargs, match in cases:
+        with pytest.raises(ValueError, match=match) as err:
+            fm.simulate_batch(reduced, 0.02, dt=2e-3, backend="compiled", progress=False, **kwargs)
+        assert "\n" not in str(err.value)
