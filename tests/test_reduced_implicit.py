@@ -175,3 +175,19 @@ def test_batch_refusals_are_one_line(arm):
         with pytest.raises(ValueError, match=match) as err:
             fm.simulate_batch(reduced, 0.02, dt=2e-3, backend="compiled", progress=False, **kwargs)
         assert "\n" not in str(err.value)
+
+
+def test_auto_picks_generalized_alpha_for_a_stiff_reduced_loop(arm):
+    """method="auto" on a reduced model: the step check linearizes the reduced closed loop; at a
+    step above RK4's limit it runs generalized-alpha in the compiled loop with the analytic
+    Jacobian, and the reason names the loop's limit (no fm.reduce hint: the model is reduced)."""
+    robot, _, traj, q0 = arm
+    reduced = fm.reduce(robot, above_hz=60.0)
+    law = fm.control.PID(robot, traj, kp=100.0, ki=10.0, kd=20.0)
+    res = fm.simulate(reduced, 0.3, dt=3e-2, q0=q0, controller=law, backend="compiled", progress=False)
+    assert res.stats["method"] == "generalized_alpha" and res.stats["loop"] == "compiled"
+    assert res.stats["jacobian"] == "analytic" and res.stats["success"]
+    limit = res.stats["step_check"]["rk4_limit"]
+    assert limit < 3e-2 and f"above the loop's stability limit {limit:.3g} s" in res.stats["method_reason"]
+    assert "fm.reduce" not in res.stats["method_reason"]
+    assert res.stats["reduced"]["dropped"] == ["ey1_3"]

@@ -105,7 +105,9 @@ def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, cont
     loop, ``"compiled"`` insists. A model-based controller uses the robot's own model (nominal)
     while each run's plant has its parameters. ``method``: see the module docstring;
     ``rho_inf``: generalized-alpha's damping; ``rtol``, ``atol``: dopri5's and radau5's
-    tolerances, ``max_step`` radau5's longest step. ``stats["method"]`` says what ran.
+    tolerances, ``max_step`` radau5's longest step. ``stats["method"]`` says what ran. A reduced
+    model (``fm.reduce``) runs in one call of the compiled loop, every run as :func:`flexman.simulate`
+    runs it, the result in the full robot's coordinates (:mod:`flexman.simulate.reduced`).
     """
     reduced = getattr(robot, "is_reduced", False)
     if not reduced:

@@ -62,9 +62,10 @@ def simulate(robot, t_final, dt=1e-3, method="auto", rtol=1e-8, atol=1e-10, q0=N
     ``"compiled"`` insist (see :mod:`flexman.simulate.compiled_loop`; a sampled controller's run:
     :mod:`flexman.simulate.compiled_sampled`). ``res.stats["loop"]`` says which ran (and
     ``"loop_reason"`` why not compiled).
-    A reduced model (``fm.reduce(robot, above_hz=...)``) runs its active coordinates in the
-    Python loop; ``q0``, ``qd0`` give the full robot's coordinates or the active ones, and the
-    result holds the full coordinates (:mod:`flexman.simulate.reduced`).
+    A reduced model (``fm.reduce(robot, above_hz=...)``) runs its active coordinates (RK4,
+    generalized-alpha and radau5 in the compiled loop when the full robot's run would take it);
+    ``q0``, ``qd0`` give the full robot's coordinates or the active ones, and the result holds the
+    full coordinates (:mod:`flexman.simulate.reduced`).
     ``ee_frame``: the end effector of the result's figures, plots and report (a link's or a named
     frame's name, e.g. a URDF's ``tool0``); None: the robot's own (``robot.end_effector``, else the
     last link). ``res.robot`` is then the robot with that end effector.
