@@ -125,8 +125,8 @@ def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, cont
     if reduced:  # fm.reduce: one C call for the batch, the runs equal to fm.simulate's
         from .reduced import simulate_batch_reduced
 
-        return simulate_batch_reduced(robot, t_final, dt, q0, qd0, robots, controller, torque, method, rtol, atol,
-                                      output_every, backend, loop, rho_inf, max_step)
+        return BatchResult(**simulate_batch_reduced(robot, t_final, dt, q0, qd0, robots, controller, torque, method,
+                                                    rtol, atol, output_every, backend, loop, rho_inf, max_step))
     nq, nj = robot.nq, robot.n_joints
     robots = list(robots) if robots is not None else None
     (Q0, QD0), B = _batch_inputs(robot, q0, qd0, robots, len(robots) if robots else 0)

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..codegen import loop, loop_reduced
 from ..codegen.loop_radau import COUNTS
-from .compiled_loop import LoopUnavailable, _radau_stats, plan, run_info
+from .compiled_loop import LoopUnavailable, radau_stats, plan, run_info
 from .integrators import RHO_INF
 from .run import warn_fault
 
@@ -116,7 +116,7 @@ class ReducedLoop:
             stats.update(newton_iterations=c["newton_iterations"], jacobians=c["jacobians"],
                          jacobian=_jacobian_kind(c["jacobians"], c["analytic_jacobians"]))
         elif method == "radau5":
-            stats.update(_radau_stats(counts[0]))
+            stats.update(radau_stats(counts[0]))
         stats["rhs_evaluations"] = c["rhs_evaluations"]
         return t_out, X, taus, stats
 

@@ -149,9 +149,8 @@ def simulate_batch_reduced(reduced, t_final, dt, q0, qd0, robots, controller, to
     :func:`flexman.simulate` on it (the same grid, steps and iteration), so the batch equals the
     single runs. The first run's setup (step check, ``method="auto"``) serves all. Runs that the
     compiled loop cannot take (a Python function in the loop, per-run torques) are refused in one
-    line, as are other parameters per run (``robots``) and ``dopri5``."""
-    from .batch import BatchResult
-
+    line, as are other parameters per run (``robots``) and ``dopri5``. Returns the fields of the
+    :class:`~flexman.simulate.batch.BatchResult`."""
     if robots is not None:
         raise ValueError("robots: a reduced model's batch runs its own robot's parameters; reduce each robot "
                          "(fm.reduce) and run a batch of it")
@@ -194,5 +193,5 @@ def simulate_batch_reduced(reduced, t_final, dt, q0, qd0, robots, controller, to
         stats.update({("steps_per_run" if name == "steps" else name): counts[:, j].tolist()
                       for j, name in enumerate(COUNTS) if name not in ("analytic_jacobians", "rhs_evaluations")})
     stats.update(steps=int(counts[:, 0].max()), rhs_evaluations=int(counts[:, 6].sum()))  # all runs' solves
-    return BatchResult(t=grid[keep], q=Q, qd=QD, tau=TAU, controller_state=X[:, :, 2 * nq:], robot=full, params=None,
-                       method=method, stats=_stats(reduced, run, stats))
+    return dict(t=grid[keep], q=Q, qd=QD, tau=TAU, controller_state=X[:, :, 2 * nq:], robot=full, params=None,
+                method=method, stats=_stats(reduced, run, stats))
