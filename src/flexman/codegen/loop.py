@@ -1065,7 +1065,7 @@ def library():
         # the sampled loop (fm_sampled_run), radau5 and the reduced models' loop share this library
         from . import loop_radau, loop_reduced, loop_sampled
 
-        lib = cbuild.load(cbuild.build_shared(SOURCE + loop_sampled.SOURCE + loop_radau.SOURCE + loop_reduced.SOURCE))
+        lib = cbuild.load(cbuild.build_shared(SOURCE + loop_radau.SOURCE + loop_reduced.SOURCE + loop_sampled.SOURCE))
         loop_sampled.type_entry_points(lib)
         loop_radau.declare(lib)
         loop_reduced.declare(lib)

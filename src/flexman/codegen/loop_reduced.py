@@ -104,6 +104,52 @@ int fm_reduced_rhs(const fm_plant *pl, const fm_control *c, double t, const doub
     return FM_OK;
 }
 
+/* The reduced plant under the held joint torques tau (a sampled controller's, flexman.simulate.sampled):
+   xs = [q_a, qd_a] -> dxs = [qd_a, qdd_a], the dropped coordinates solved (r->last); x (2 nq) and qdd
+   (nq), when not NULL: the full state and accelerations there (dropped rates and accelerations 0).
+   tau_out: nj scratch. */
+static int fm_reduced_held(fm_reduced *r, double t, const double *xs, const double *tau, double *dxs, double *x,
+                           double *qdd, double *tau_out)
+{
+    int nq = r->full.nq, na = r->na;
+    fm_control held;
+    memset(&held, 0, sizeof held);
+    held.kind = FM_CTRL_NONE;
+    held.tau_const = tau;
+    held.off_at = held.lqr_at = INFINITY;
+    int status = fm_reduced_rhs(&r->full, &held, t, xs, dxs, tau_out, NULL);
+    if (status || !x) return status;
+    for (int i = 0; i < 2 * nq; ++i) x[i] = 0.0;
+    for (int i = 0; i < nq; ++i) qdd[i] = 0.0;
+    for (int k = 0; k < na; ++k) {
+        x[r->active[k]] = xs[k];
+        x[nq + r->active[k]] = xs[na + k];
+        qdd[r->active[k]] = dxs[na + k];
+    }
+    for (int m = 0; m < r->nd; ++m) x[r->dropped[m]] = r->slaved ? r->last[m] : 0.0;
+    return FM_OK;
+}
+
+/* One RK4 step of h of the reduced plant under the held torques tau from xs (2 na, in place), as the
+   Python loop's (flexman.simulate.sampled.run_sampled). s: 5 x 2 na + nj scratch. */
+static int fm_reduced_held_rk4(fm_reduced *r, double t, double *xs, const double *tau, double h, double *s)
+{
+    int ns = 2 * r->na, status;
+    double *k1 = s, *k2 = k1 + ns, *k3 = k2 + ns, *k4 = k3 + ns, *y = k4 + ns, *tau_out = y + ns;
+    double *ks[4] = {k1, k2, k3, k4};
+    for (int stage = 0; stage < 4; ++stage) {
+        const double *at = xs;
+        if (stage) {
+            double c = stage == 3 ? h : 0.5 * h;
+            for (int i = 0; i < ns; ++i) y[i] = xs[i] + c * ks[stage - 1][i];
+            at = y;
+        }
+        if ((status = fm_reduced_held(r, t, at, tau, ks[stage], NULL, NULL, tau_out))) return status;
+    }
+    for (int i = 0; i < ns; ++i) xs[i] = xs[i] + h / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]);
+    return FM_OK;
+}
+
 /* J = df/dx of fm_reduced_rhs at (t, x) from the full model's partial derivatives (its
    fm_inverse_dynamics_derivatives_batch) and the law's (fm_law_partials); -1 when the model has none.
    With q = (q_a, q_d), qd = (qd_a, 0) and a = (qdd_a, 0), the solution satisfies every row of

@@ -29,7 +29,7 @@ from .integrators import COMPILED_METHODS, RADAU_MIN_RTOL
 from .run import backend_name, controller_parts, drive_limits, energy, prepare, run_loop, saturate
 from .stability import loop_step_check, plant_step_check
 
-def _active(reduced, value, name):
+def active_values(reduced, value, name):
     """Active values from ``value``: the full robot's nq (the dropped entries are left out) or
     the reduced model's own nq; None stays None."""
     if value is None:
@@ -43,13 +43,10 @@ def _active(reduced, value, name):
     return arr
 
 
-def _refuse(prescribed, controller):
+def _refuse(prescribed):
     if prescribed is not None:
         raise ValueError("prescribed: prescribed motion is not run on a reduced model yet; simulate the full robot "
                          "(reduced.robot) or drive the reduced one with a controller")
-    if getattr(controller, "sample", None) is not None and hasattr(controller, "period"):
-        raise ValueError("controller: a sampled controller is not run on a reduced model yet; use a continuous one "
-                         "or the full robot (reduced.robot)")
 
 
 def _setup(reduced, t_final, dt, method, q0, qd0, controller, torque, backend, loop, runs=1):
@@ -58,8 +55,8 @@ def _setup(reduced, t_final, dt, method, q0, qd0, controller, torque, backend, l
     the step check (it picks ``method="auto"``'s method) and the compiled loop (or None and why).
     ``runs``: how many runs of this setup a batch makes (weighs the model's build)."""
     full = reduced.robot
-    method, q0, qd0, t_grid, applied, _ = prepare(reduced, t_final, dt, method, _active(reduced, q0, "q0"),
-                                                 _active(reduced, qd0, "qd0"), torque, controller)
+    method, q0, qd0, t_grid, applied, _ = prepare(reduced, t_final, dt, method, active_values(reduced, q0, "q0"),
+                                                 active_values(reduced, qd0, "qd0"), torque, controller)
     nq, nj = reduced.nq, reduced.n_joints
     asked = method
     work = fixed_step_work("rk4" if method == "auto" else method, runs * (len(t_grid) - 1))
@@ -122,7 +119,7 @@ def _stats(reduced, run, stats):
 def simulate_reduced(reduced, t_final, dt, method, rtol, atol, q0, qd0, controller, torque, progress, max_step,
                      backend, prescribed, loop, rho_inf, ee_frame):
     """A run of the reduced model (module doc); arguments as :func:`flexman.simulate`."""
-    _refuse(prescribed, controller)
+    _refuse(prescribed)
     full = reduced.robot
     run = _setup(reduced, t_final, dt, method, q0, qd0, controller, torque, backend, loop)
     method, slaved, model, nq, nj = run["method"], run["slaved"], run["model"], reduced.nq, reduced.n_joints
@@ -164,7 +161,7 @@ def simulate_batch_reduced(reduced, t_final, dt, q0, qd0, robots, controller, to
     B = max(len(rows[0]), len(rows[1]))
     if len(rows[0]) not in (1, B) or len(rows[1]) not in (1, B):
         raise ValueError(f"q0, qd0: batch sizes differ ({len(rows[0])} and {len(rows[1])} rows)")
-    starts = [[_active(reduced, r, name) for r in np.broadcast_to(a, (B, a.shape[1]))]
+    starts = [[active_values(reduced, r, name) for r in np.broadcast_to(a, (B, a.shape[1]))]
               for a, name in zip(rows, ("q0", "qd0"))]
     run = _setup(reduced, t_final, dt, method, starts[0][0], starts[1][0], controller, torque, backend, loop, runs=B)
     method, compiled, slaved, nq = run["method"], run["compiled"], run["slaved"], reduced.nq
