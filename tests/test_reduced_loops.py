@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import flexman as fm
+from flexman import Beam, Link, RigidBody, Robot
 from flexman.analysis import quasi_static_deflection
 from flexman.simulate.compiled_reduced import plan_reduced
 from flexman.trajectory import rest_to_rest
@@ -82,6 +83,33 @@ def test_reduced_jacobian_equals_central_differences(arm):
             label = f"{type(law).__name__}, static={static}"
             assert np.abs(J - central).max() <= 1e-7 * np.abs(central).max(), label
             assert np.abs(J[na:2 * na, :]).max() > 100.0, label  # the accelerations' rows are not empty
+
+
+def test_reduced_jacobian_with_an_elastic_joint():
+    """The same on the arm behind an elastic joint (the torque acts on the motor's coordinate, S
+    is not the joints' rows), under a PID (measured: 5e-11 of the largest entry)."""
+    beam = Beam(length=0.8, mass_per_length=0.65, EI=[30.0, 30.0], shapes="clamped_mass",
+                modes={"y": 3, "z": 0, "torsion": 0})
+    link = Link(joint="revolute", a=0.8, beam=beam, body=RigidBody(mass=0.2, com=[0.0, 0.0, 0.0], inertia=[1e-4] * 3),
+                hub=RigidBody(mass=1.0, com=[0.0, 0.0, 0.0], inertia=[0.025, 0.025, 0.05]),
+                drive=fm.Drive(gear_ratio=50.0, rotor_inertia=1e-4, stiffness=1e3))
+    robot = Robot(links=[link], gravity=[0.0, -9.81, 0.0], name="one_link_elastic_joint")
+    model = robot.compiled()
+    robot.compiled(derivatives=True)
+    law = fm.control.PID(robot, rest_to_rest([0.0], [0.6], 0.3), kp=100.0, ki=10.0, kd=20.0)
+    run = _loop((robot, model, None, None), law, "generalized_alpha")
+    assert run.slaved.coordinate_names == ["q1", "ey1_1", "q1_motor"]
+    run.struct.tol = 1e-14
+    x = np.random.default_rng(0).uniform(-0.4, 0.4, 7)
+    J = np.zeros((7, 7))
+    assert run.lib.fm_reduced_loop_jacobian(ctypes.byref(run.struct), ctypes.byref(run.compiled.control), 0.13,
+                                            x.ctypes.data_as(P), 7, J.ctypes.data_as(P)) == 0
+    central = np.zeros((7, 7))
+    for j in range(7):
+        e = np.zeros(7)
+        e[j] = 1e-6 * max(1.0, abs(x[j]))
+        central[:, j] = (_rhs(run, 0.13, x + e) - _rhs(run, 0.13, x - e)) / (2 * e[j])
+    assert np.abs(J - central).max() <= 1e-7 * np.abs(central).max()
 
 
 def test_generalized_alpha_with_the_analytic_jacobian(arm):
