@@ -198,6 +198,7 @@ def test_batch_refusals_are_one_line(arm):
     cases = [(dict(robots=[robot]), "robots: a reduced model's batch runs its own robot's parameters"),
              (dict(method="dopri5"), "method: 'dopri5' is not run on a reduced model's batch"),
              (dict(torque=np.zeros((2, 1)), q0=np.zeros((2, 4))), "torque: per-run torques"),
+             (dict(q0=np.array([np.zeros(4), [0.0, np.nan, 0.0, 0.0]])), r"q0\[1\] is nan; every entry must be a finite"),
              (dict(controller=lambda t, q, qd: -q[:1]), "a reduced model's batch runs in the compiled loop only, "
                                                         "and this one cannot")]
     for kwargs, match in cases:

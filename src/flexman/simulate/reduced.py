@@ -19,15 +19,17 @@ import time
 
 import numpy as np
 
+from ..codegen.loop_radau import COUNTS
+from ..model import inputs
 from ..model.checks import check_mass_matrix
 from .backend import evaluator, fixed_step_work
-from .result import Result
 from .compiled_loop import first_torque
-from ..codegen.loop_radau import COUNTS
 from .compiled_reduced import METHODS, plan_reduced
 from .integrators import COMPILED_METHODS, RADAU_MIN_RTOL
+from .result import Result
 from .run import backend_name, controller_parts, drive_limits, energy, prepare, run_loop, saturate
 from .stability import loop_step_check, plant_step_check
+
 
 def active_values(reduced, value, name):
     """Active values from ``value``: the full robot's nq (the dropped entries are left out) or
@@ -161,7 +163,7 @@ def simulate_batch_reduced(reduced, t_final, dt, q0, qd0, robots, controller, to
     B = max(len(rows[0]), len(rows[1]))
     if len(rows[0]) not in (1, B) or len(rows[1]) not in (1, B):
         raise ValueError(f"q0, qd0: batch sizes differ ({len(rows[0])} and {len(rows[1])} rows)")
-    starts = [[active_values(reduced, r, name) for r in np.broadcast_to(a, (B, a.shape[1]))]
+    starts = [[inputs.finite(active_values(reduced, r, name), name) for r in np.broadcast_to(a, (B, a.shape[1]))]
               for a, name in zip(rows, ("q0", "qd0"))]
     run = _setup(reduced, t_final, dt, method, starts[0][0], starts[1][0], controller, torque, backend, loop, runs=B)
     method, compiled, slaved, nq = run["method"], run["compiled"], run["slaved"], reduced.nq
