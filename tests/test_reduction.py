@@ -172,8 +172,9 @@ def test_compiled_loop_equals_the_python_loop(law, method):
     """The reduced model in the compiled loop (the dropped coordinates iterated in C) against the
     Python loop (Reduced.solve): the same iteration, tolerance and warm start, so states and
     torques agree to round-off (measured: 1e-16 rad, 2e-14 N m); the slaved model (above 20 Hz)
-    and the truncated one; generalized-alpha's Newton (its Jacobian by forward differences of the
-    reduced right-hand side) takes the same iterations."""
+    and the truncated one; generalized-alpha's Newton takes the same iterations (in C its Jacobian
+    is analytic once the model's derivative variant is built, by forward differences before, as
+    in the Python loop; tests/test_reduced_loops.py compares the two)."""
     robot = one_link()
     traj = rest_to_rest([0.0], [0.6], 0.3)
     q0 = np.concatenate([[0.0], quasi_static_deflection(robot, [0.0])])
