@@ -609,13 +609,8 @@ static long fm_partials_work(int nq, int nj)
    torque there: d tau = T_q dq + T_qd dqd + T_z dz (T_q, T_qd: nj x nq; T_z: nj x nj). PID: -kp, -kd,
    ki; computed torque tau = ID_r(q, qd, [u; 0]) with u = qdd_d + kd e' + kp e, so T = d ID_r/d(q, qd)
    - M_rr (kp, kd) on the joints; decoupling: see its branch; a saturated joint's row is 0. *pid_on:
-   whether a PID's integrals run (z' = q_d - q_r). w: fm_law_partials_work doubles. Shared by the full
-   model's Jacobian and a reduced model's (flexman.codegen.loop_reduced). */
-static long fm_law_partials_work(int nq, int nj)
-{
-    return 4L * nq * nq + 1L * nj * nj + 6L * nq + 3L * nj;
-}
-
+   whether a PID's integrals run (z' = q_d - q_r). w: 4 nq^2 + nj^2 + 6 nq + 3 nj doubles of scratch.
+   Shared by the full model's Jacobian and a reduced model's (flexman.codegen.loop_reduced). */
 static int fm_law_partials(const fm_plant *pl, const fm_control *c, double t, const double *qx, const double *qdx,
                            const double *tau, double *Tq, double *Tqd, double *Tz, double *w, int *pid_on)
 {
