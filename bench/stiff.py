@@ -8,7 +8,8 @@ Prints, for each integrator, the wall time of the integration, the real-time fac
 error against an RK4 reference at a tenth of RK4's stable step: the default (method="auto"),
 RK4 at its stable step, generalized-alpha and Radau IIA (radau5: compiled loop, step-size
 control), SciPy's Radau and BDF on the compiled model, and the model reduced above 500 Hz
-(fm.reduce: the forearm's two kilohertz modes slaved to their quasi-static deflection).
+(fm.reduce: the forearm's two kilohertz modes slaved to their quasi-static deflection) with the
+default method, generalized-alpha and radau5, and a batch of its runs (fm.simulate_batch).
 Run: .venv/bin/python bench/stiff.py [--quick]
 """
 from __future__ import annotations
@@ -69,6 +70,7 @@ def timed(robot, q0=None, model=None, **options):
 def main(argv):
     robot = stiff_arm()
     fm.simulate(robot, 0.01, controller=controller(robot), progress=False, backend="compiled")  # build once
+    robot.compiled(derivatives=True)  # the partial derivatives: the implicit methods' analytic Jacobian
     probe, _ = timed(robot, dt=1e-3, backend="compiled")
     h = probe.stats["step_check"]["rk4_limit"]
     print(f"{robot.name}: nq = {robot.nq}; RK4's stable step for the closed loop {h:.3g} s")
@@ -87,6 +89,10 @@ def main(argv):
                            ("radau5 (compiled loop), rtol 1e-6", dict(dt=1e-3, method="radau5", rtol=1e-6, atol=1e-8)),
                            ("radau5 (compiled loop), rtol 1e-8", dict(dt=1e-3, method="radau5", rtol=1e-8, atol=1e-10)),
                            (f"reduced above {CUTOFF_HZ:g} Hz (auto, dt = 1 ms)", dict(dt=1e-3, model=reduced)),
+                           (f"reduced above {CUTOFF_HZ:g} Hz, gen.-alpha 1 ms",
+                            dict(dt=1e-3, model=reduced, method="generalized_alpha")),
+                           (f"reduced above {CUTOFF_HZ:g} Hz, radau5 1e-6",
+                            dict(dt=1e-3, model=reduced, method="radau5", rtol=1e-6, atol=1e-8)),
                            ] + ([] if "--quick" in argv else [
                            ("SciPy Radau (compiled model)", dict(dt=1e-3, method="Radau", rtol=1e-6, atol=1e-8)),
                            ("SciPy BDF (compiled model)", dict(dt=1e-3, method="BDF", rtol=1e-6, atol=1e-8))]):
@@ -106,6 +112,12 @@ def main(argv):
             print(f"{label}: {res.stats['steps']} steps, {res.stats['rejected_steps']} rejected, "
                   f"{res.stats['newton_iterations']} Newton iterations, {res.stats['jacobians']} Jacobians "
                   f"({res.stats['jacobian']}), {res.stats['lu_decompositions']} LU pairs")
+    batch_runs = 8  # the reduced model's batch: one C call for all runs
+    start = time.perf_counter()
+    batch = fm.simulate_batch(reduced, T_FINAL, dt=1e-3, q0=np.tile(q0, (batch_runs, 1)), controller=controller(robot),
+                              backend="compiled", progress=False)
+    print(f"reduced batch of {batch_runs} runs ({batch.method}, compiled loop): {time.perf_counter() - start:.3f} s, "
+          f"the C call {batch.stats['wall_time']:.3f} s")
     print(f"reference: RK4 at {h_ref:.3g} s ({len(ref.t) - 1} steps, {wall_ref:.2f} s)")
     print(f"{'run':34s} {'ran':18s} {'wall s':>8s} {'x real time':>12s} {'joint err rad':>14s} {'beam err / peak':>16s}")
     for label, ran, wall, rtf, je, fe in rows:

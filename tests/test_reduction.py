@@ -172,8 +172,9 @@ def test_compiled_loop_equals_the_python_loop(law, method):
     """The reduced model in the compiled loop (the dropped coordinates iterated in C) against the
     Python loop (Reduced.solve): the same iteration, tolerance and warm start, so states and
     torques agree to round-off (measured: 1e-16 rad, 2e-14 N m); the slaved model (above 20 Hz)
-    and the truncated one; generalized-alpha's Newton (its Jacobian by forward differences of the
-    reduced right-hand side) takes the same iterations."""
+    and the truncated one; generalized-alpha's Newton takes the same iterations (in C its Jacobian
+    is analytic once the model's derivative variant is built, by forward differences before, as
+    in the Python loop; tests/test_reduced_loops.py compares the two)."""
     robot = one_link()
     traj = rest_to_rest([0.0], [0.6], 0.3)
     q0 = np.concatenate([[0.0], quasi_static_deflection(robot, [0.0])])
@@ -210,7 +211,8 @@ def test_compiled_loop_falls_back_with_a_reason():
     assert res.stats["loop"] == "python" and "written in Python" in res.stats["loop_reason"]
     res = fm.simulate(reduced, 0.02, dt=2e-3, torque=[0.5], method="Radau", backend="compiled", progress=False)
     assert res.stats["loop"] == "python"
-    assert res.stats["loop_reason"] == "method 'Radau': a reduced model's compiled loop runs rk4 and generalized_alpha"
+    assert res.stats["loop_reason"] == ("method 'Radau': a reduced model's compiled loop runs rk4, generalized_alpha and "
+                                       "radau5")
     res = fm.simulate(reduced, 0.02, dt=2e-3, torque=[0.5], method="rk4", backend="numeric", progress=False)
     assert res.stats["loop"] == "python" and "interpreted" in res.stats["loop_reason"]
     with pytest.raises(ValueError, match="loop='compiled': method 'Radau'") as err:

@@ -605,78 +605,25 @@ static long fm_partials_work(int nq, int nj)
     return 6L * nq * nq + 3L * nq * nj + 2L * nj * nj + 10L * nq + 8L * nj + 8;
 }
 
-/* J = df/dx from the model's partial derivatives (flexman.dynamics.derivatives) and the law's own:
-   closed loop x = [q, qd, z]: d qdd = F_q dq + F_qd dqd + F_tau (T_q dq + T_qd dqd + T_z dz), with
-   F the forward dynamics' partials at the applied torque tau and T the law's (PID: -kp, -kd, ki;
-   computed torque tau = ID_r(q, qd, [u; 0]) with u = qdd_d + kd e' + kp e, so T = d ID_r/d(q, qd)
-   - M_rr (kp, kd) on the joints; decoupling: see its branch; a saturated joint's row is 0);
-   prescribed x = [q_f, qd_f, W]: qdd_f solves ID_f(q, qd, qdd) = 0, so d qdd_f = -M_ff^-1 d ID_f,
-   and W' = qd_r . ID_r. Returns -1 when it cannot (no partials in the model): the caller
-   differentiates by forward differences. tau: the applied torque at (t, x) (what f returned there). */
-static int fm_jacobian_analytic(const fm_plant *pl, const fm_control *c, int prescribed, double t, const double *x,
-                                const double *f0, const double *tau, int nx, double *J, double *s)
+/* The built-in law's partial derivatives at the (full) state (q, qd) and its states z, tau the applied
+   torque there: d tau = T_q dq + T_qd dqd + T_z dz (T_q, T_qd: nj x nq; T_z: nj x nj). PID: -kp, -kd,
+   ki; computed torque tau = ID_r(q, qd, [u; 0]) with u = qdd_d + kd e' + kp e, so T = d ID_r/d(q, qd)
+   - M_rr (kp, kd) on the joints; decoupling: see its branch; a saturated joint's row is 0. *pid_on:
+   whether a PID's integrals run (z' = q_d - q_r). w: 4 nq^2 + nj^2 + 6 nq + 3 nj doubles of scratch.
+   Shared by the full model's Jacobian and a reduced model's (flexman.codegen.loop_reduced). */
+static int fm_law_partials(const fm_plant *pl, const fm_control *c, double t, const double *qx, const double *qdx,
+                           const double *tau, double *Tq, double *Tqd, double *Tz, double *w, int *pid_on)
 {
     int nq = pl->nq, nj = pl->nj, nf = nq - nj;
-    if (!pl->id_partials || (!prescribed && !pl->fd_partials)) return -1;
-    double *Dq = s, *Dqd = Dq + (long)nq * nq, *M = Dqd + (long)nq * nq, *b = M + (long)nq * nq;
-    double *Fq = b + nq, *Fqd = Fq + (long)nq * nq, *Ft = Fqd + (long)nq * nq, *Tq = Ft + (long)nq * nj;
-    double *Tqd = Tq + (long)nj * nq, *Tz = Tqd + (long)nj * nq, *qr = Tz + (long)nj * nj, *qdr = qr + nq;
-    double *qddr = qdr + nq, *a = qddr + nq, *e = a + nq, *ed = e + nj, *applied = ed + nj, *q = applied + nj;
-    double *qd = q + nq, *col = qd + nq;
-    for (long i = 0; i < (long)nx * nx; ++i) J[i] = 0.0;
+    double *Dq = w, *Dqd = Dq + (long)nq * nq, *M = Dqd + (long)nq * nq, *b = M + (long)nq * nq;
+    double *qr = b + nq, *qdr = qr + nq, *qddr = qdr + nq, *a = qddr + nq, *e = a + nq, *ed = e + nj;
+    double *applied = ed + nj, *col = applied + nj;
 #define FM_ID_PARTIALS(P, Q, QD, QDD) (pl->has_p_partials ? ((fm_idp_p)pl->id_partials)(1, Q, QD, QDD, P, Dq, Dqd) \
                                        : ((fm_idp_nop)pl->id_partials)(1, Q, QD, QDD, Dq, Dqd))
-    if (prescribed) {
-        fm_trajectory(&c->traj, t, q, qd, qddr);
-        memcpy(q + nj, x, sizeof(double) * nf);
-        memcpy(qd + nj, x + nf, sizeof(double) * nf);
-        memcpy(a, qddr, sizeof(double) * nj);
-        memcpy(a + nj, f0 + nf, sizeof(double) * nf);
-        FM_ID_PARTIALS(pl->p, q, qd, a);
-        fm_eom(pl, pl->p, q, qd, M, b);
-        double *Mff = Fq, *X1 = Fqd, *X2 = Ft;  /* (scratch reused) X = -M_ff^-1 d ID_f / d(q_f, qd_f) */
-        for (int i = 0; i < nf; ++i)
-            for (int k = 0; k < nf; ++k) Mff[i * nf + k] = M[(nj + i) * nq + nj + k];
-        if (nf && fm_ldl(nf, Mff)) return FM_SINGULAR;
-        for (int k = 0; k < nf; ++k) {
-            for (int i = 0; i < nf; ++i) col[i] = -Dq[(nj + i) * nq + nj + k];
-            fm_ldl_apply(nf, Mff, col);
-            for (int i = 0; i < nf; ++i) X1[i * nf + k] = col[i];
-            for (int i = 0; i < nf; ++i) col[i] = -Dqd[(nj + i) * nq + nj + k];
-            fm_ldl_apply(nf, Mff, col);
-            for (int i = 0; i < nf; ++i) X2[i * nf + k] = col[i];
-        }
-        for (int i = 0; i < nf; ++i) {
-            J[(long)i * nx + nf + i] = 1.0;
-            for (int k = 0; k < nf; ++k) {
-                J[(long)(nf + i) * nx + k] = X1[i * nf + k];
-                J[(long)(nf + i) * nx + nf + k] = X2[i * nf + k];
-            }
-        }
-        for (int k = 0; k < nf; ++k) {  /* W' = sum_r qd_r tau_r, tau_r = ID_r(q, qd, qdd(x)) */
-            double wq = 0.0, wqd = 0.0;
-            for (int r = 0; r < nj; ++r) {
-                double sq = Dq[r * nq + nj + k], sqd = Dqd[r * nq + nj + k];
-                for (int m = 0; m < nf; ++m) {
-                    sq += M[r * nq + nj + m] * X1[m * nf + k];
-                    sqd += M[r * nq + nj + m] * X2[m * nf + k];
-                }
-                wq += qd[r] * sq;
-                wqd += qd[r] * sqd;
-            }
-            J[(long)(2 * nf) * nx + k] = wq;
-            J[(long)(2 * nf) * nx + nf + k] = wqd;
-        }
-        return FM_OK;
-    }
-    int nz = nx - 2 * nq;
-    const double *qx = x, *qdx = x + nq;
-    if (pl->has_p_partials) ((fm_fdp_p)pl->fd_partials)(1, qx, qdx, tau, pl->p, Fq, Fqd, Ft);
-    else ((fm_fdp_nop)pl->fd_partials)(1, qx, qdx, tau, Fq, Fqd, Ft);
     for (long i = 0; i < (long)nj * nq; ++i) { Tq[i] = 0.0; Tqd[i] = 0.0; }
     for (long i = 0; i < (long)nj * nj; ++i) Tz[i] = 0.0;
-    int pid_on = c->kind == FM_CTRL_PID && !(t > c->off_at);
-    if (pid_on) {
+    *pid_on = c->kind == FM_CTRL_PID && !(t > c->off_at);
+    if (*pid_on) {
         for (int i = 0; i < nj; ++i)
             for (int j = 0; j < nj; ++j) {
                 Tq[i * nq + j] = -c->kp[i * nj + j];
@@ -773,6 +720,77 @@ static int fm_jacobian_analytic(const fm_plant *pl, const fm_control *c, int pre
                 for (int k = 0; k < nq; ++k) { Tq[i * nq + k] = 0.0; Tqd[i * nq + k] = 0.0; }
                 for (int k = 0; k < nj; ++k) Tz[i * nj + k] = 0.0;
             }
+    return FM_OK;
+}
+
+/* J = df/dx from the model's partial derivatives (flexman.dynamics.derivatives) and the law's own:
+   closed loop x = [q, qd, z]: d qdd = F_q dq + F_qd dqd + F_tau (T_q dq + T_qd dqd + T_z dz), with
+   F the forward dynamics' partials at the applied torque tau and T the law's (fm_law_partials);
+   prescribed x = [q_f, qd_f, W]: qdd_f solves ID_f(q, qd, qdd) = 0, so d qdd_f = -M_ff^-1 d ID_f,
+   and W' = qd_r . ID_r. Returns -1 when it cannot (no partials in the model): the caller
+   differentiates by forward differences. tau: the applied torque at (t, x) (what f returned there). */
+static int fm_jacobian_analytic(const fm_plant *pl, const fm_control *c, int prescribed, double t, const double *x,
+                                const double *f0, const double *tau, int nx, double *J, double *s)
+{
+    int nq = pl->nq, nj = pl->nj, nf = nq - nj;
+    if (!pl->id_partials || (!prescribed && !pl->fd_partials)) return -1;
+    for (long i = 0; i < (long)nx * nx; ++i) J[i] = 0.0;
+    if (prescribed) {
+        double *Dq = s, *Dqd = Dq + (long)nq * nq, *M = Dqd + (long)nq * nq, *b = M + (long)nq * nq;
+        double *Fq = b + nq, *Fqd = Fq + (long)nq * nq, *Ft = Fqd + (long)nq * nq, *q = Ft + (long)nq * nq;
+        double *qd = q + nq, *qddr = qd + nq, *a = qddr + nq, *col = a + nq;
+#define FM_ID_PARTIALS(P, Q, QD, QDD) (pl->has_p_partials ? ((fm_idp_p)pl->id_partials)(1, Q, QD, QDD, P, Dq, Dqd) \
+                                       : ((fm_idp_nop)pl->id_partials)(1, Q, QD, QDD, Dq, Dqd))
+        fm_trajectory(&c->traj, t, q, qd, qddr);
+        memcpy(q + nj, x, sizeof(double) * nf);
+        memcpy(qd + nj, x + nf, sizeof(double) * nf);
+        memcpy(a, qddr, sizeof(double) * nj);
+        memcpy(a + nj, f0 + nf, sizeof(double) * nf);
+        FM_ID_PARTIALS(pl->p, q, qd, a);
+        fm_eom(pl, pl->p, q, qd, M, b);
+        double *Mff = Fq, *X1 = Fqd, *X2 = Ft;  /* (scratch reused) X = -M_ff^-1 d ID_f / d(q_f, qd_f) */
+        for (int i = 0; i < nf; ++i)
+            for (int k = 0; k < nf; ++k) Mff[i * nf + k] = M[(nj + i) * nq + nj + k];
+        if (nf && fm_ldl(nf, Mff)) return FM_SINGULAR;
+        for (int k = 0; k < nf; ++k) {
+            for (int i = 0; i < nf; ++i) col[i] = -Dq[(nj + i) * nq + nj + k];
+            fm_ldl_apply(nf, Mff, col);
+            for (int i = 0; i < nf; ++i) X1[i * nf + k] = col[i];
+            for (int i = 0; i < nf; ++i) col[i] = -Dqd[(nj + i) * nq + nj + k];
+            fm_ldl_apply(nf, Mff, col);
+            for (int i = 0; i < nf; ++i) X2[i * nf + k] = col[i];
+        }
+        for (int i = 0; i < nf; ++i) {
+            J[(long)i * nx + nf + i] = 1.0;
+            for (int k = 0; k < nf; ++k) {
+                J[(long)(nf + i) * nx + k] = X1[i * nf + k];
+                J[(long)(nf + i) * nx + nf + k] = X2[i * nf + k];
+            }
+        }
+        for (int k = 0; k < nf; ++k) {  /* W' = sum_r qd_r tau_r, tau_r = ID_r(q, qd, qdd(x)) */
+            double wq = 0.0, wqd = 0.0;
+            for (int r = 0; r < nj; ++r) {
+                double sq = Dq[r * nq + nj + k], sqd = Dqd[r * nq + nj + k];
+                for (int m = 0; m < nf; ++m) {
+                    sq += M[r * nq + nj + m] * X1[m * nf + k];
+                    sqd += M[r * nq + nj + m] * X2[m * nf + k];
+                }
+                wq += qd[r] * sq;
+                wqd += qd[r] * sqd;
+            }
+            J[(long)(2 * nf) * nx + k] = wq;
+            J[(long)(2 * nf) * nx + nf + k] = wqd;
+        }
+        return FM_OK;
+    }
+#undef FM_ID_PARTIALS
+    int nz = nx - 2 * nq, pid_on = 0, status;
+    const double *qx = x, *qdx = x + nq;
+    double *Fq = s, *Fqd = Fq + (long)nq * nq, *Ft = Fqd + (long)nq * nq, *Tq = Ft + (long)nq * nj;
+    double *Tqd = Tq + (long)nj * nq, *Tz = Tqd + (long)nj * nq, *w = Tz + (long)nj * nj;
+    if (pl->has_p_partials) ((fm_fdp_p)pl->fd_partials)(1, qx, qdx, tau, pl->p, Fq, Fqd, Ft);
+    else ((fm_fdp_nop)pl->fd_partials)(1, qx, qdx, tau, Fq, Fqd, Ft);
+    if ((status = fm_law_partials(pl, c, t, qx, qdx, tau, Tq, Tqd, Tz, w, &pid_on))) return status;
     for (int i = 0; i < nq; ++i) {
         J[(long)i * nx + nq + i] = 1.0;
         double *row = J + (long)(nq + i) * nx;
@@ -793,12 +811,16 @@ static int fm_jacobian_analytic(const fm_plant *pl, const fm_control *c, int pre
     return FM_OK;
 }
 
-/* J by the model's partial derivatives when it has them (counted in *analytic), else forward differences. */
-static int fm_jacobian_any(fm_rhs f, const fm_plant *pl, const fm_control *c, int prescribed, double t,
+/* An analytic Jacobian (fm_jacobian_analytic's arguments; a reduced model's: fm_reduced_jacobian). */
+typedef int (*fm_jac)(const fm_plant *, const fm_control *, int, double, const double *, const double *,
+                      const double *, int, double *, double *);
+
+/* J by jac, the partial derivatives, when the model has them (counted in *analytic), else forward differences. */
+static int fm_jacobian_any(fm_rhs f, fm_jac jac, const fm_plant *pl, const fm_control *c, int prescribed, double t,
                            const double *x, const double *f0, const double *tau, int nx, double *J, double *xp,
                            double *fp, double *tau_scratch, double *work, double *s, long *analytic)
 {
-    int status = fm_jacobian_analytic(pl, c, prescribed, t, x, f0, tau, nx, J, s);
+    int status = jac(pl, c, prescribed, t, x, f0, tau, nx, J, s);
     if (status >= 0) {
         if (status == FM_OK) ++*analytic;
         return status;
@@ -842,23 +864,24 @@ long fm_galpha_scratch(int nq, int nj, int nx)
    the torque there; vn: the rates of the last step (the predictor; the first step's: f0), the new
    ones on return. s: fm_galpha_scratch doubles, piv: nx ints. FM_DIVERGED when Newton does not
    converge; x is then unchanged. */
-static int fm_galpha_step_with(fm_rhs f, int prescribed, const fm_plant *pl, const fm_control *c, double tk,
-                               double h, double rho_inf, double *x, double *vn, const double *f0, double *tau, int nx,
-                               double *s, int *piv, long *iterations, long *jacobians, long *analytic);
+static int fm_galpha_step_with(fm_rhs f, fm_jac jac, int prescribed, const fm_plant *pl, const fm_control *c,
+                               double tk, double h, double rho_inf, double *x, double *vn, const double *f0,
+                               double *tau, int nx, double *s, int *piv, long *iterations, long *jacobians,
+                               long *analytic);
 
 int fm_galpha_step(int prescribed, const fm_plant *pl, const fm_control *c, double tk, double h, double rho_inf,
                    double *x, double *vn, const double *f0, double *tau, int nx, double *s, int *piv,
                    long *iterations, long *jacobians, long *analytic)
 {
-    return fm_galpha_step_with(prescribed ? fm_prescribed_rhs : fm_closed_loop_rhs, prescribed, pl, c, tk, h, rho_inf,
-                               x, vn, f0, tau, nx, s, piv, iterations, jacobians, analytic);
+    return fm_galpha_step_with(prescribed ? fm_prescribed_rhs : fm_closed_loop_rhs, fm_jacobian_analytic, prescribed,
+                               pl, c, tk, h, rho_inf, x, vn, f0, tau, nx, s, piv, iterations, jacobians, analytic);
 }
 
-/* fm_galpha_step with the right-hand side f (a reduced model's: its plant has no partials, so the
-   Jacobian is by forward differences of f). */
-static int fm_galpha_step_with(fm_rhs f, int prescribed, const fm_plant *pl, const fm_control *c, double tk,
-                               double h, double rho_inf, double *x, double *vn, const double *f0, double *tau, int nx,
-                               double *s, int *piv, long *iterations, long *jacobians, long *analytic)
+/* fm_galpha_step with the right-hand side f and its analytic Jacobian jac (a reduced model's). */
+static int fm_galpha_step_with(fm_rhs f, fm_jac jac, int prescribed, const fm_plant *pl, const fm_control *c,
+                               double tk, double h, double rho_inf, double *x, double *vn, const double *f0,
+                               double *tau, int nx, double *s, int *piv, long *iterations, long *jacobians,
+                               long *analytic)
 {
     int nj = pl->nj, status = FM_OK;
     double am = 0.5 * (3.0 - rho_inf) / (1.0 + rho_inf), af = 1.0 / (1.0 + rho_inf), gm = 0.5 + am - af;
@@ -866,7 +889,7 @@ static int fm_galpha_step_with(fm_rhs f, int prescribed, const fm_plant *pl, con
     double *work = s, *ps_work = work + fm_work_size(pl->nq, nj), *v = ps_work + fm_partials_work(pl->nq, nj);
     double *xa = v + nx, *fa = xa + nx, *r = fa + nx, *xp = r + nx, *fp = xp + nx, *J = fp + nx;
     double *A = J + (long)nx * nx, *tau_fd = A + (long)nx * nx;
-    if ((status = fm_jacobian_any(f, pl, c, prescribed, tk, x, f0, tau, nx, J, xp, fp, tau_fd, work, ps_work,
+    if ((status = fm_jacobian_any(f, jac, pl, c, prescribed, tk, x, f0, tau, nx, J, xp, fp, tau_fd, work, ps_work,
                                   analytic))) return status;
     ++*jacobians;
     for (int i = 0; i < nx * nx; ++i) A[i] = -af * gm * h * J[i];
@@ -893,7 +916,7 @@ static int fm_galpha_step_with(fm_rhs f, int prescribed, const fm_plant *pl, con
         if (!(size == size)) return FM_DIVERGED;
         if (size <= 1e-12) { converged = 1; break; }  /* NEWTON_TOL of flexman.simulate.integrators */
         if (size > 0.5 * last && !refreshed) {  /* slow: the Jacobian at this iterate (fa = f there) */
-            if ((status = fm_jacobian_any(f, pl, c, prescribed, ta, xa, fa, tau, nx, J, xp, fp, tau_fd, work,
+            if ((status = fm_jacobian_any(f, jac, pl, c, prescribed, ta, xa, fa, tau, nx, J, xp, fp, tau_fd, work,
                                           ps_work, analytic))) return status;
             ++*jacobians;
             for (int i = 0; i < nx * nx; ++i) A[i] = -af * gm * h * J[i];
@@ -920,22 +943,24 @@ static int fm_galpha_step_with(fm_rhs f, int prescribed, const fm_plant *pl, con
    the closed loop (plant and controller together) at the step's start, refreshed when an
    iteration slows down. FM_DIVERGED also when Newton fails to converge. *iterations: Newton
    iterations in all. */
-static int fm_galpha_with(fm_rhs f, const fm_plant *pl, const fm_control *c, int prescribed, const double *t,
-                          long n_t, const double *x0, int nx, long every, double rho_inf, double *X, double *TAU,
-                          long *n_out, double *t_fault, long *iterations, long *jacobians, long *analytic);
+static int fm_galpha_with(fm_rhs f, fm_jac jac, const fm_plant *pl, const fm_control *c, int prescribed,
+                          const double *t, long n_t, const double *x0, int nx, long every, double rho_inf, double *X,
+                          double *TAU, long *n_out, double *t_fault, long *iterations, long *jacobians,
+                          long *analytic);
 
 int fm_galpha_run(const fm_plant *pl, const fm_control *c, int prescribed, const double *t, long n_t,
                   const double *x0, int nx, long every, double rho_inf, double *X, double *TAU, long *n_out,
                   double *t_fault, long *iterations, long *jacobians, long *analytic)
 {
-    return fm_galpha_with(prescribed ? fm_prescribed_rhs : fm_closed_loop_rhs, pl, c, prescribed, t, n_t, x0, nx,
-                          every, rho_inf, X, TAU, n_out, t_fault, iterations, jacobians, analytic);
+    return fm_galpha_with(prescribed ? fm_prescribed_rhs : fm_closed_loop_rhs, fm_jacobian_analytic, pl, c, prescribed,
+                          t, n_t, x0, nx, every, rho_inf, X, TAU, n_out, t_fault, iterations, jacobians, analytic);
 }
 
 /* fm_galpha_run with the right-hand side f (a reduced model's: flexman.codegen.loop_reduced). */
-static int fm_galpha_with(fm_rhs f, const fm_plant *pl, const fm_control *c, int prescribed, const double *t,
-                          long n_t, const double *x0, int nx, long every, double rho_inf, double *X, double *TAU,
-                          long *n_out, double *t_fault, long *iterations, long *jacobians, long *analytic)
+static int fm_galpha_with(fm_rhs f, fm_jac jac, const fm_plant *pl, const fm_control *c, int prescribed,
+                          const double *t, long n_t, const double *x0, int nx, long every, double rho_inf, double *X,
+                          double *TAU, long *n_out, double *t_fault, long *iterations, long *jacobians,
+                          long *analytic)
 {
     int nj = pl->nj;
     long ss = fm_galpha_scratch(pl->nq, nj, nx);
@@ -956,7 +981,7 @@ static int fm_galpha_with(fm_rhs f, const fm_plant *pl, const fm_control *c, int
         if ((status = f(pl, c, tk, x, f0, tau, work))) { *t_fault = tk; break; }
         if (k % every == 0) memcpy(TAU + (j - 1) * nj, tau, sizeof(double) * nj);
         if (k == 0) memcpy(vn, f0, sizeof(double) * nx);  /* the first step's predictor: the start's rates */
-        if ((status = fm_galpha_step_with(f, prescribed, pl, c, tk, h, rho_inf, x, vn, f0, tau, nx, work, piv,
+        if ((status = fm_galpha_step_with(f, jac, prescribed, pl, c, tk, h, rho_inf, x, vn, f0, tau, nx, work, piv,
                                           iterations, jacobians, analytic))) { *t_fault = tk; break; }
         if (fm_keep(x, nx, k, n_t, every, X, &j, tk + h, t_fault)) { status = FM_DIVERGED; break; }
     }
@@ -1035,7 +1060,7 @@ def library():
         # the sampled loop (fm_sampled_run), radau5 and the reduced models' loop share this library
         from . import loop_radau, loop_reduced, loop_sampled
 
-        lib = cbuild.load(cbuild.build_shared(SOURCE + loop_sampled.SOURCE + loop_radau.SOURCE + loop_reduced.SOURCE))
+        lib = cbuild.load(cbuild.build_shared(SOURCE + loop_radau.SOURCE + loop_reduced.SOURCE + loop_sampled.SOURCE))
         loop_sampled.type_entry_points(lib)
         loop_radau.declare(lib)
         loop_reduced.declare(lib)

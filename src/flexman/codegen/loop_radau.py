@@ -91,6 +91,7 @@ static double fm_rms(int m, int n, const double *v, const double *scale)
 
 typedef struct {  /* one Radau run's scratch and state */
     fm_rhs f;
+    fm_jac jac;
     const fm_plant *pl;
     const fm_control *c;
     int prescribed, nx;
@@ -103,7 +104,7 @@ typedef struct {  /* one Radau run's scratch and state */
 static int fm_radau_jacobian(fm_radau *r, double t, const double *x, const double *fx, const double *tau)
 {
     long analytic = 0;
-    int status = fm_jacobian_any(r->f, r->pl, r->c, r->prescribed, t, x, fx, tau, r->nx, r->J, r->xp, r->fp,
+    int status = fm_jacobian_any(r->f, r->jac, r->pl, r->c, r->prescribed, t, x, fx, tau, r->nx, r->J, r->xp, r->fp,
                                  r->tau_fd, r->work, r->ps, &analytic);
     ++r->counts[3];
     r->counts[4] += analytic;
@@ -189,9 +190,22 @@ static double fm_radau_factor_of(double h, double h_old, double err, double err_
    every size); *n_out: the samples written, *t_fault: the start of the step that met the fault.
    counts[7]: steps, rejected steps, Newton iterations, Jacobians, analytic ones, LU pairs,
    right-hand sides. */
+static int fm_radau_with(fm_rhs f, fm_jac jac, const fm_plant *pl, const fm_control *c, int prescribed,
+                         const double *t, long n_t, const double *x0, int nx, long every, double rtol, double atol,
+                         double max_step, double *X, double *TAU, long *n_out, double *t_fault, long *counts);
+
 int fm_radau_run(const fm_plant *pl, const fm_control *c, int prescribed, const double *t, long n_t,
                  const double *x0, int nx, long every, double rtol, double atol, double max_step, double *X,
                  double *TAU, long *n_out, double *t_fault, long *counts)
+{
+    return fm_radau_with(prescribed ? fm_prescribed_rhs : fm_closed_loop_rhs, fm_jacobian_analytic, pl, c, prescribed,
+                         t, n_t, x0, nx, every, rtol, atol, max_step, X, TAU, n_out, t_fault, counts);
+}
+
+/* fm_radau_run with the right-hand side f and its analytic Jacobian jac (a reduced model's). */
+static int fm_radau_with(fm_rhs f, fm_jac jac, const fm_plant *pl, const fm_control *c, int prescribed,
+                         const double *t, long n_t, const double *x0, int nx, long every, double rtol, double atol,
+                         double max_step, double *X, double *TAU, long *n_out, double *t_fault, long *counts)
 {
     int n = nx, nj = pl->nj;
     long ws = fm_work_size(pl->nq, nj), pw = fm_partials_work(pl->nq, nj);
@@ -200,7 +214,7 @@ int fm_radau_run(const fm_plant *pl, const fm_control *c, int prescribed, const 
     int *ipiv = (int *)malloc(sizeof(int) * (2L * n + 2));
     for (int i = 0; i < 7; ++i) counts[i] = 0;
     if (!mem || !cmem || !ipiv) { free(mem); free(cmem); free(ipiv); *n_out = 0; return FM_NOMEMORY; }
-    fm_radau r = {prescribed ? fm_prescribed_rhs : fm_closed_loop_rhs, pl, c, prescribed, n};
+    fm_radau r = {f, jac, pl, c, prescribed, n};
     r.work = mem; r.ps = mem + ws; r.J = r.ps + pw; r.LUr = r.J + (long)n * n; r.Z = r.LUr + (long)n * n;
     r.W = r.Z + 3 * n; r.dW = r.W + 3 * n; r.F = r.dW + 3 * n; r.ys = r.F + 3 * n; r.xp = r.ys + n; r.fp = r.xp + n;
     double *y = r.fp + n, *ynew = y + n, *fy = ynew + n, *fnew = fy + n, *scale = fnew + n, *err = scale + n;

@@ -1,7 +1,9 @@
 """The sampled closed loop in C: a whole run of a sampled controller in one call (``fm_sampled_run``).
 
-:data:`SOURCE` is compiled after :data:`flexman.codegen.loop.SOURCE` into the same library and
-uses its plant, controller law and LDL^T solve. It does, operation for operation, what the
+:data:`SOURCE` is compiled after :data:`flexman.codegen.loop.SOURCE` and
+:data:`flexman.codegen.loop_reduced.SOURCE` into the same library and uses their plant,
+controller law, LDL^T solve and, for a reduced model's plant, its solve of the dropped coordinates
+under the held torque. It does, operation for operation, what the
 Python loop does (:func:`flexman.simulate.sampled.run_sampled` with
 :meth:`flexman.control.Sampled.sample`): between samples RK4 on the output grid under the held
 torque; at each sample the sensors' readings (encoders and strain gauges: a row in q; joint
@@ -73,10 +75,10 @@ typedef struct fm_frames {
 } fm_frames;
 
 /* Scratch of the frame sensors: their outputs (n), zero rates (nq), positions read late (nq), the
-   ring of the last max_lag + 1 samples' positions. */
+   first sample's positions (nq), the ring of the last max_lag + 1 samples' positions. */
 static long fm_frames_size(const fm_frames *f, int nq)
 {
-    return f ? f->n + 2L * nq + (long)(f->max_lag + 1) * nq : 0;
+    return f ? f->n + 3L * nq + (long)(f->max_lag + 1) * nq : 0;
 }
 
 /* The positions of sample j from the ring (the initial ones q0 before the run). */
@@ -85,14 +87,15 @@ static const double *fm_frames_past(const fm_frames *f, int nq, long j, const do
     return j < 0 ? q0 : hist + (j % (f->max_lag + 1)) * nq;
 }
 
-/* The late readings of y (sample k at positions q; q0 the initial ones): reading r with a latency is
-   the frame output at[r] at the positions that long ago (flexman.sensors.SensorSet.late). */
-static void fm_frames_late(const fm_frames *f, int m, int nq, long k, const double *q, const double *q0,
-                           double *y, double *w)
+/* The late readings of y (sample k at positions q, the full robot's): reading r with a latency is
+   the frame output at[r] at the positions that long ago (flexman.sensors.SensorSet.late), the first
+   sample's standing for any before the run. */
+static void fm_frames_late(const fm_frames *f, int m, int nq, long k, const double *q, double *y, double *w)
 {
     long ring = f->max_lag + 1;
     int last = -1;
-    double *yf = w, *zero = yf + f->n, *ql = zero + nq, *hist = ql + nq;
+    double *yf = w, *zero = yf + f->n, *ql = zero + nq, *q0 = ql + nq, *hist = q0 + nq;
+    if (k == 0) memcpy(q0, q, sizeof(double) * nq);
     memcpy(hist + (k % ring) * nq, q, sizeof(double) * nq);
     for (int r = 0; r < m; ++r) {
         if (f->lag[r] <= 0 && f->frac[r] == 0.0) continue;
@@ -345,17 +348,24 @@ static void fm_ekf_predict(const fm_plant *pl, const fm_sampler *s, const double
    YTRUE (m readings, noisy and true) and XHAT (2 nq: the estimate, or the true state without a
    filter). *n_out: grid samples kept (those before a non-finite state), *n_samples: samples taken,
    *t_fault: when the state turned non-finite (or the law met a singular M_ff), *evals: right-hand
-   sides of the plant. Returns FM_OK, FM_DIVERGED, FM_SINGULAR or FM_NOMEMORY. */
+   sides of the plant. Returns FM_OK, FM_DIVERGED, FM_SINGULAR or FM_NOMEMORY.
+   red (NULL: none): a reduced model of the plant pl (pl is &red->full): the plant integrates its
+   active state [q_a, qd_a] (x0 and X: 2 na per row) with the dropped coordinates solved under the
+   held torque (fm_reduced_held), and the sensors and the law read the full state there; the
+   iteration starts from q_d = 0 and leaves its last solution in red->last. FM_NOT_CONVERGED when it
+   does not converge. */
 int fm_sampled_run(const fm_plant *pl, const fm_control *c, const fm_sampler *s, const double *t, long n_t,
                    const double *x0, const double *xbar0, const double *z0, long steps, double *X, double *TAU,
                    double *TS, double *Y, double *YTRUE, double *XHAT, long *n_out, long *n_samples,
-                   double *t_fault, long *evals)
+                   double *t_fault, long *evals, fm_reduced *red)
 {
     int nq = pl->nq, nj = pl->nj, nx = 2 * nq, m = s->m, nd = s->delay > 0 ? s->delay : 1;
+    int ns = red ? 2 * red->na : nx;  /* the plant's integrated state */
     long ws = fm_work_size(nq, nj);
     long size = ws + 5L * nx + (long)nq * nq + nq                     /* law scratch, RK4 scratch */
                 + 4L * nx + 3L * nq + (long)nq * nq                   /* x, xbar, xlaw, xhat; qdd, b, dz; M */
-                + 2L * m + (long)(s->nz > 0 ? s->nz : 1) + (long)nd * nj + 4L * nj;
+                + 2L * m + (long)(s->nz > 0 ? s->nz : 1) + (long)nd * nj + 4L * nj
+                + (red ? 7L * ns + 2L * nj : 0);                      /* a reduced plant's state, rates, RK4 */
     double *work = (double *)malloc(sizeof(double) * size);
     double *fw = s->frames ? (double *)calloc(fm_frames_size(s->frames, nq), sizeof(double)) : NULL;
     double *ekf_work = s->ekf ? (double *)malloc(sizeof(double) * fm_ekf_work_size(nq, nj, m, s->frames)) : NULL;
@@ -366,10 +376,12 @@ int fm_sampled_run(const fm_plant *pl, const fm_control *c, const fm_sampler *s,
     double *xhat = xlaw + nx, *qdd = xhat + nx, *b = qdd + nq, *dz = b + nq, *M = dz + nq;
     double *innov = M + (long)nq * nq, *yh = innov + m, *z = yh + m, *pend = z + (s->nz > 0 ? s->nz : 1);
     double *applied = pend + (long)nd * nj, *tau_prev = applied + nj, *tau_new = tau_prev + nj, *tau = tau_new + nj;
+    double *xs = red ? tau + nj : x, *dxs = xs + ns, *rkr = dxs + ns;  /* the full plant's state is x itself */
     int status = FM_OK, diverged = 0;
     long i = 0, k = 0, head = 0;
-    memcpy(x, x0, sizeof(double) * nx);
-    memcpy(X, x0, sizeof(double) * nx);
+    memcpy(xs, x0, sizeof(double) * ns);
+    memcpy(X, x0, sizeof(double) * ns);
+    if (red) for (int d = 0; d < red->nd; ++d) red->last[d] = 0.0;
     if (s->gain) memcpy(xbar, xbar0, sizeof(double) * nx);
     if (s->nz) memcpy(z, z0, sizeof(double) * s->nz);
     for (long j = 0; j < (long)nd * nj; ++j) pend[j] = 0.0;
@@ -378,11 +390,15 @@ int fm_sampled_run(const fm_plant *pl, const fm_control *c, const fm_sampler *s,
     while (i < n_t - 1) {
         double tk = t[i];
         /* the readings: the accelerations under the torque held just before the sample */
+        if (red && (status = fm_reduced_held(red, tk, xs, applied, dxs, x, qdd, rkr))) {  /* the full state */
+            *t_fault = tk;
+            break;
+        }
         if (m) {
             double *ytrue = YTRUE + k * m, *y = Y + k * m;
-            if (s->needs_qdd) fm_sampled_qdd(pl, x, x + nq, applied, qdd, M, b);
+            if (s->needs_qdd && !red) fm_sampled_qdd(pl, x, x + nq, applied, qdd, M, b);
             fm_sampled_h(pl, s, x, x + nq, qdd, ytrue, M, b, fw);
-            if (s->frames && s->frames->max_lag) fm_frames_late(s->frames, m, nq, k, x, x0, ytrue, fw);
+            if (s->frames && s->frames->max_lag) fm_frames_late(s->frames, m, nq, k, x, ytrue, fw);
             for (int r = 0; r < m; ++r) {
                 double v = ytrue[r] + s->bias[r] + s->draws[k * m + r] * s->sd[r];
                 y[r] = s->quantum[r] != 0.0 ? rint(v / s->quantum[r]) * s->quantum[r] : v;
@@ -441,13 +457,15 @@ int fm_sampled_run(const fm_plant *pl, const fm_control *c, const fm_sampler *s,
         for (long st = 0; st < steps; ++st) {
             memcpy(TAU + i * nj, applied, sizeof(double) * nj);
             if (i == n_t - 1) break;
-            fm_sampled_rk4(pl, x, applied, t[i + 1] - t[i], 1, rk);
+            if (red) status = fm_reduced_held_rk4(red, t[i], xs, applied, t[i + 1] - t[i], rkr);
+            else fm_sampled_rk4(pl, x, applied, t[i + 1] - t[i], 1, rk);
+            if (status) { *t_fault = t[i]; break; }
             *evals += 4;
             ++i;
-            memcpy(X + i * nx, x, sizeof(double) * nx);
-            if (!fm_finite(nx, x)) { diverged = 1; *t_fault = t[i]; break; }
+            memcpy(X + i * ns, xs, sizeof(double) * ns);
+            if (!fm_finite(ns, xs)) { diverged = 1; *t_fault = t[i]; break; }
         }
-        if (diverged) break;
+        if (diverged || status) break;
     }
     memcpy(TAU + i * nj, applied, sizeof(double) * nj);
     *n_out = i + 1 - diverged;
@@ -487,4 +505,4 @@ def type_entry_points(lib):
     vp, P, L = ctypes.c_void_p, _P, ctypes.c_long
     lib.fm_sampled_run.restype = ctypes.c_int
     lib.fm_sampled_run.argtypes = [vp, vp, vp, P, L, P, P, P, L, P, P, P, P, P, P, ctypes.POINTER(L),
-                                   ctypes.POINTER(L), P, ctypes.POINTER(L)]
+                                   ctypes.POINTER(L), P, ctypes.POINTER(L), vp]

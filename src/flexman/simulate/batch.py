@@ -16,6 +16,10 @@ state with its own parameter vector) and the controller's batched torque law. Tw
 * ``"auto"``: RK4 where the step check of :func:`flexman.simulate` (on the robot's own
   parameters and the first run's start state) finds it stable at ``dt``, else generalized-alpha.
 
+A reduced model (``fm.reduce``) runs its batch in the compiled loop only, one C call for all runs
+(:func:`flexman.simulate.reduced.simulate_batch_reduced`): each run is :func:`flexman.simulate`'s
+arithmetic, and the result holds the full robot's coordinates.
+
 Memory is bounded by the output: only every ``output_every``-th grid sample is stored
 (``B x N x nq`` numbers), the stages hold a few ``B x (2 nq + n_states)`` arrays.
 """
@@ -101,9 +105,13 @@ def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, cont
     loop, ``"compiled"`` insists. A model-based controller uses the robot's own model (nominal)
     while each run's plant has its parameters. ``method``: see the module docstring;
     ``rho_inf``: generalized-alpha's damping; ``rtol``, ``atol``: dopri5's and radau5's
-    tolerances, ``max_step`` radau5's longest step. ``stats["method"]`` says what ran.
+    tolerances, ``max_step`` radau5's longest step. ``stats["method"]`` says what ran. A reduced
+    model (``fm.reduce``) runs in one call of the compiled loop, every run as :func:`flexman.simulate`
+    runs it, the result in the full robot's coordinates (:mod:`flexman.simulate.reduced`).
     """
-    require_invertible(robot)
+    reduced = getattr(robot, "is_reduced", False)
+    if not reduced:
+        require_invertible(robot)
     if method not in METHODS + ("auto",):
         raise ValueError(f"method: unknown {method!r:.40}; use one of auto, {', '.join(METHODS)}")
     alpha_parameters(rho_inf)  # a damping outside [0, 1]: one line before anything runs
@@ -114,6 +122,11 @@ def simulate_batch(robot, t_final, dt=1e-3, q0=None, qd0=None, robots=None, cont
                          f"{RADAU_MIN_RTOL:.3g}); use a larger rtol")
     if int(output_every) != output_every or output_every < 1:
         raise ValueError(f"output_every: a whole number >= 1 (got {output_every})")
+    if reduced:  # fm.reduce: one C call for the batch, the runs equal to fm.simulate's
+        from .reduced import simulate_batch_reduced
+
+        return BatchResult(**simulate_batch_reduced(robot, t_final, dt, q0, qd0, robots, controller, torque, method,
+                                                    rtol, atol, output_every, backend, loop, rho_inf, max_step))
     nq, nj = robot.nq, robot.n_joints
     robots = list(robots) if robots is not None else None
     (Q0, QD0), B = _batch_inputs(robot, q0, qd0, robots, len(robots) if robots else 0)

@@ -164,7 +164,7 @@ class CompiledLoop:
             warn_fault(label, method, info, t_out, stacklevel)
         stats = {"rhs_evaluations": 4 * steps + 1, "wall_time": wall, "loop": "compiled", **info}
         if method == "radau5":
-            stats.update(_radau_stats(counts))
+            stats.update(radau_stats(counts))
         elif method == "generalized_alpha":
             # per step the rates at its start and one per Newton iteration; nx per Jacobian by forward
             # differences (none for one from the partial derivatives); the last torque
@@ -217,7 +217,7 @@ class CompiledLoop:
         return X, TAU, status, counts
 
 
-def _radau_stats(counts):
+def radau_stats(counts):
     """The stats of a radau5 run from fm_radau_run's counts."""
     c = dict(zip(COUNTS, (int(v) for v in counts)))
     analytic = c.pop("analytic_jacobians")

@@ -170,20 +170,27 @@ class SampledLoop:
         keep.extend((lib, at, lag, frac, f))
         return f
 
-    def run(self, controller, t_grid, q0, qd0, nq, nj, steps):
+    def run(self, controller, t_grid, q0, qd0, nq, nj, steps, reduced=None, x_start=None):
         """(t, X (N, 2 nq), taus (N, nj), record, stats) as :func:`.sampled.run_sampled` returns
-        them, from one C call: the controller is started, its noise drawn for every sample."""
+        them, from one C call: the controller is started, its noise drawn for every sample.
+        ``reduced``: a reduced model of the plant (its M and b the compiled model's): (q0, qd0) and
+        X's rows are its active coordinates; the run leaves its last dropped coordinates in the
+        model's warm start. Its one-line error when they do not converge. ``x_start``: the full
+        state (q, qd) the controller starts from (default: (q0, qd0))."""
+        from .compiled_reduced import ReducedLoop
+
         start = time.perf_counter()
         t_grid = _array(t_grid)
         N = len(t_grid)
         n_samples = -(-(N - 1) // steps)
-        controller.start(q0, qd0, nj)
+        controller.start(*((q0, qd0) if x_start is None else x_start), nj)
         spec = dict(controller.loop_spec(), draws=controller.draws(n_samples, nj))
         keep = []
         sampler, z, xbar = self._sampler(spec, n_samples, nj, keep)
         m = sampler.m
         x0 = _array(np.concatenate([q0, qd0]))
-        X, taus = np.empty((N, 2 * nq)), np.empty((N, nj))
+        X, taus = np.empty((N, len(x0))), np.empty((N, nj))
+        plant = None if reduced is None else ReducedLoop(self.compiled, reduced)
         ts, Y, Ytrue, Xhat = np.empty(n_samples), np.empty((n_samples, m)), np.empty((n_samples, m)), \
             np.empty((n_samples, 2 * nq))
         n_out, k, t_fault, evals = ctypes.c_long(0), ctypes.c_long(0), ctypes.c_double(np.nan), ctypes.c_long(0)
@@ -191,7 +198,10 @@ class SampledLoop:
         status = c.lib.fm_sampled_run(ctypes.byref(c.plant), ctypes.byref(c.control), ctypes.byref(sampler),
                                       _ptr(t_grid), N, _ptr(x0), _ptr(xbar), _ptr(z), int(steps), _ptr(X), _ptr(taus),
                                       _ptr(ts), _ptr(Y), _ptr(Ytrue), _ptr(Xhat), ctypes.byref(n_out), ctypes.byref(k),
-                                      ctypes.byref(t_fault), ctypes.byref(evals))
+                                      ctypes.byref(t_fault), ctypes.byref(evals),
+                                      None if plant is None else ctypes.byref(plant.struct))
+        if status == 5:
+            raise ValueError(reduced.not_converged())
         if status == 4:
             raise MemoryError("the compiled sampled loop could not allocate its work space")
         check_first_torque(t_grid[0], taus[0])
@@ -199,7 +209,7 @@ class SampledLoop:
         sensors = spec["sensors"] is not None
         record = {"t": ts[:k], "y": Y[:k] if sensors else None, "true": Ytrue[:k] if sensors else None,
                   "estimate": Xhat[:k]}
-        message = {0: "completed", 3: "the state is not finite",
+        message = {0: "completed", 3: "the state is not finite", 2: "the applied torque is not finite",
                    1: "SingularMatrixError: the law's flexible mass-matrix block is singular at this state"}[status]
         stats = {"rhs_evaluations": evals.value, "wall_time": time.perf_counter() - start, "loop": "compiled",
                  "samples": k, "success": status == 0, "diverged": status != 0,

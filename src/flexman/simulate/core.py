@@ -62,9 +62,10 @@ def simulate(robot, t_final, dt=1e-3, method="auto", rtol=1e-8, atol=1e-10, q0=N
     ``"compiled"`` insist (see :mod:`flexman.simulate.compiled_loop`; a sampled controller's run:
     :mod:`flexman.simulate.compiled_sampled`). ``res.stats["loop"]`` says which ran (and
     ``"loop_reason"`` why not compiled).
-    A reduced model (``fm.reduce(robot, above_hz=...)``) runs its active coordinates in the
-    Python loop; ``q0``, ``qd0`` give the full robot's coordinates or the active ones, and the
-    result holds the full coordinates (:mod:`flexman.simulate.reduced`).
+    A reduced model (``fm.reduce(robot, above_hz=...)``) runs its active coordinates (RK4,
+    generalized-alpha and radau5 in the compiled loop when the full robot's run would take it);
+    ``q0``, ``qd0`` give the full robot's coordinates or the active ones, and the result holds the
+    full coordinates (:mod:`flexman.simulate.reduced`).
     ``ee_frame``: the end effector of the result's figures, plots and report (a link's or a named
     frame's name, e.g. a URDF's ``tool0``); None: the robot's own (``robot.end_effector``, else the
     last link). ``res.robot`` is then the robot with that end effector.
@@ -75,6 +76,11 @@ def simulate(robot, t_final, dt=1e-3, method="auto", rtol=1e-8, atol=1e-10, q0=N
         if method == "rk4":
             check_step(robot, dt, method)
         alpha_parameters(rho_inf)
+        if getattr(controller, "sample", None) is not None and hasattr(controller, "period") and prescribed is None:
+            res = _simulate_sampled(robot, t_final, dt, method, q0, qd0, controller, torque, backend, loop)
+            if ee_frame is not None:
+                res.robot = res.robot.with_end_effector(_frame_name(res.robot, ee_frame))
+            return res
         return simulate_reduced(robot, t_final, dt, method, rtol, atol, q0, qd0, controller, torque, progress,
                                 max_step, backend, prescribed, loop, rho_inf, ee_frame)
     require_invertible(robot)  # a robot loaded with a massless chain: refused in its one sentence
@@ -157,9 +163,12 @@ def _measurements(robot, model, t, q, qd, taus):
 
 def _simulate_sampled(robot, t_final, dt, method, q0, qd0, controller, torque, backend, loop="auto"):
     """A run under a sampled controller: RK4 at ``dt`` between its samples, in the compiled loop
-    when it can take the run (:mod:`.compiled_sampled`), else in the Python loop (:mod:`.sampled`)."""
+    when it can take the run (:mod:`.compiled_sampled`), else in the Python loop (:mod:`.sampled`).
+    A reduced model (``fm.reduce``) integrates its active coordinates, the controller reading the
+    full ones; the result holds the full robot's coordinates."""
     from ..sensors import Channel, Measurements
     from .compiled_sampled import plan_sampled
+    from .reduced import active_values
     from .sampled import run_sampled, sample_steps
 
     if torque is not None:
@@ -168,30 +177,42 @@ def _simulate_sampled(robot, t_final, dt, method, q0, qd0, controller, torque, b
     if method not in ("auto", "rk4", "RK4"):
         raise ValueError(f"method: a sampled controller runs with RK4 between its samples; leave method out or give 'rk4' "
                          f"(got {method!r:.40})")
+    reduced = robot if getattr(robot, "is_reduced", False) else None
+    if reduced is not None:
+        q0, qd0 = active_values(reduced, q0, "q0"), active_values(reduced, qd0, "qd0")
     method, q0, qd0, t_grid, _, _ = prepare(robot, t_final, dt, "rk4", q0, qd0, None, None)
     steps = sample_steps(controller, dt, t_final)
-    nq, nj = robot.nq, robot.n_joints
-    model = evaluator(robot, backend, work=fixed_step_work("rk4", len(t_grid) - 1))
+    full = robot if reduced is None else reduced.robot
+    nq, nj = full.nq, robot.n_joints
+    model = evaluator(full, backend, work=fixed_step_work("rk4", len(t_grid) - 1))
     controller = controller.using(model) if hasattr(controller, "using") else controller
-    check_start(model, q0)
+    slaved = None if reduced is None else reduced.using(model)
+    check_start(model, q0 if slaved is None else slaved.solve(q0, qd0, qdd=np.zeros(len(q0)))[0])
     compiled, why = plan_sampled(model, controller, nj, t_grid, loop)
+    # the controller (its filter) starts from the robot's state: a reduced one's under no torque yet
+    start = None if slaved is None else slaved.full_state(q0, qd0, tau=np.zeros(nj))
     if compiled is not None:
-        t_out, X, taus, record, stats = compiled.run(controller, t_grid, q0, qd0, nq, nj, steps)
+        t_out, X, taus, record, stats = compiled.run(controller, t_grid, q0, qd0, nq, nj, steps, slaved, start)
     else:
-        t_out, X, taus, record, stats = run_sampled(model, controller, t_grid, q0, qd0, nq, nj, steps)
+        t_out, X, taus, record, stats = run_sampled(model, controller, t_grid, q0, qd0, nq, nj, steps, slaved, start)
         stats["loop_reason"] = why
     stats["method"], stats["backend"] = "rk4", backend_name(model)
     if stats["diverged"]:
         from .run import warn_fault
 
         warn_fault("simulate", "rk4", stats, t_out, stacklevel=2)
-    q, qd = X[:, :nq], X[:, nq:]
+    if slaved is None:
+        q, qd = X[:, :nq], X[:, nq:]
+    else:  # the dropped coordinates at the samples, from the run's last solution
+        na = reduced.nq
+        q, qd, _, _ = slaved.solve(X[:, :na], X[:, na:], tau=taus)
+        stats["reduced"] = {"dropped": reduced.dropped_names, "above_hz": reduced.above_hz, "static": reduced.static}
     meas = None
     sensors = getattr(controller, "sensors", None)
     if sensors is not None and record["y"] is not None:
         meas = Measurements({name: Channel(record["t"], record["y"][:, i], record["true"][:, i])
                              for i, name in enumerate(sensors.names)})
-    return Result(t=np.asarray(t_out), q=q, qd=qd, tau=taus, energy=energy(robot, model, q, qd), robot=robot,
+    return Result(t=np.asarray(t_out), q=q, qd=qd, tau=taus, energy=energy(full, model, q, qd), robot=full,
                   method="rk4", stats=stats, controller=controller, diverged=stats["diverged"],
                   t_diverged=stats["t_fault"], measurements=meas,
                   estimate={"t": record["t"], "x": record["estimate"]})

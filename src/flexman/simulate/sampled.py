@@ -30,30 +30,49 @@ def sample_steps(controller, dt, t_final):
     return steps
 
 
-def run_sampled(model, controller, t_grid, q0, qd0, nq, nj, steps):
+def run_sampled(model, controller, t_grid, q0, qd0, nq, nj, steps, reduced=None, x_start=None):
     """(t, X (N, 2 nq), taus (N, nj), record, stats) of a sampled run on the output grid ``t_grid``
     (the applied torques, disturbance included); ``record`` holds the sample times, readings,
-    their true values and the estimates."""
+    their true values and the estimates. ``reduced``: a reduced model of the plant (``fm.reduce``,
+    evaluating with ``model``): the plant integrates its active coordinates ((q0, qd0) and X's
+    rows are those), its dropped ones solved under the held torque from q_d = 0 on, and the
+    controller reads the full coordinates there (dropped rates and accelerations zero). ``x_start``:
+    the full state (q, qd) the controller starts from (default: (q0, qd0))."""
     start = time.perf_counter()
     N = len(t_grid)
-    X = np.empty((N, 2 * nq))
+    X = np.empty((N, 2 * len(q0)))
     taus = np.empty((N, nj))
     X[0] = np.concatenate([q0, qd0])
-    controller.start(q0, qd0, nj)
+    na = len(q0)
+    if reduced is not None:
+        reduced.warm_start[:] = 0.0
+    controller.start(*((q0, qd0) if x_start is None else x_start), nj)
     ts, ys, trues, est = [], [], [], []
     x = X[0].copy()
     tau_applied = np.zeros(nj)
     limit = drive_limits(model)
     k, evals, diverged, t_fault, message = 0, 0, False, None, "completed"
 
+    def accelerations(x, tau):
+        if reduced is None:
+            return np.asarray(model.forward_dynamics(x[:nq], x[nq:], tau), float)
+        return reduced.solve(x[:na], x[na:], tau=tau)[2]
+
     def f(x, tau):
-        return np.concatenate([x[nq:], np.asarray(model.forward_dynamics(x[:nq], x[nq:], tau), float)])
+        return np.concatenate([x[na:], accelerations(x, tau)])
+
+    def full(x, tau):  # (q, qd, qdd) of the robot at the plant's state under tau
+        if reduced is None:
+            return x[:nq], x[nq:], accelerations(x, tau)
+        q, qd, acc, _ = reduced.solve(x[:na], x[na:], tau=tau)
+        qdd = np.zeros(nq)
+        qdd[list(reduced.active)] = acc
+        return q, qd, qdd
 
     i = 0
     while i < N - 1:
         t = t_grid[i]
-        qdd = np.asarray(model.forward_dynamics(x[:nq], x[nq:], tau_applied), float)
-        _, tau_applied, y, y_true, xhat = controller.sample(t, x[:nq], x[nq:], qdd)
+        _, tau_applied, y, y_true, xhat = controller.sample(t, *full(x, tau_applied))
         tau_applied = saturate(tau_applied, limit)  # the drives' limits (the controller's estimate is not told)
         if k == 0:
             check_first_torque(t, tau_applied)
