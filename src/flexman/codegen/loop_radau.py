@@ -286,6 +286,7 @@ static int fm_radau_step(fm_radau *r, double tend, fm_radau_grid *g)
     int rejected = 0, accepted = 0, n_iter = 0, converged = 0;
     if (r->h_abs > r->max_step) { r->h_abs = r->max_step; r->h_old = -1.0; r->err_old = -1.0; }
     else if (r->h_abs < min_step) { r->h_abs = min_step; r->h_old = -1.0; r->err_old = -1.0; }
+    const double h_proposed = r->h_abs;  /* the step the controller asked for, before clipping at tend */
     r->t_fault = tc;
     while (!accepted) {
         if (r->h_abs < min_step) return FM_DIVERGED;
@@ -385,6 +386,8 @@ static int fm_radau_step(fm_radau *r, double tend, fm_radau_grid *g)
     r->err_old = err_norm;
     r->h_prev = h;
     r->h_abs = r->h_abs * factor;
+    if (!rejected && tn == tend && r->h_abs < h_proposed)
+        r->h_abs = h_proposed;  /* cut short by tend (an FMU's communication point): the next step as asked */
     memcpy(yold, y, sizeof(double) * n);
     memcpy(y, ynew, sizeof(double) * n);
     memcpy(fy, fnew, sizeof(double) * n);
