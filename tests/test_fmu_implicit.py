@@ -199,6 +199,8 @@ def test_cli_radau5_and_its_bad_tolerances(tmp_path, capsys):
     one_line_error(capsys, bad + ["--method", "radau5", "--rtol", "inf"], "--rtol: expected a finite number")
     one_line_error(capsys, bad + ["--method", "rk4", "--rtol", "1e-6"], "--rtol: only radau5 has tolerances")
     one_line_error(capsys, bad + ["--method", "radau"], "radau5")
+    one_line_error(capsys, bad + ["--derivatives", "--kind", "cs"], "derivatives: directional derivatives are model "
+                   "exchange's")
     with pytest.raises(ValueError, match=r"^atol: must be a finite number > 0") as info:
         fm.derive(fm.examples.load("dynaman_2r")).fmu(tmp_path / "c.fmu", method="radau5", atol=float("nan"))
     assert "\n" not in str(info.value)

@@ -28,14 +28,15 @@ def rotor_inertia():
     return JT * (np.eye(3) - np.outer(z, z)) + J * np.outer(z, z)
 
 
-def arm(gyroscopic=True, damping=0.0):
+def arm(gyroscopic=True, damping=0.0, torque_limit=None):
     links = []
     for i, (m, com, inertia) in enumerate(BODIES):
         kw = {}
         if i == 1:  # the rotor: a body on link 2 at joint 3 (its inertia moving with link 2)
             kw["hub"] = fm.RigidBody(mass=MR, com=ORIGINS[2], inertia=rotor_inertia())
         if i == 2:
-            kw["drive"] = fm.Drive(gear_ratio=N, rotor_inertia=J, stiffness=K, damping=damping, gyroscopic=gyroscopic)
+            kw["drive"] = fm.Drive(gear_ratio=N, rotor_inertia=J, stiffness=K, damping=damping, gyroscopic=gyroscopic,
+                                   torque_limit=torque_limit)
         links.append(fm.Link(joint="revolute", placement=Placement(xyz=ORIGINS[i], axis=AXES[i]),
                              body=fm.RigidBody(mass=m, com=com, inertia=inertia), **kw))
     return fm.Robot(links=links, gravity=GRAVITY, name="gyro_arm")

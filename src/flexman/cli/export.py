@@ -54,10 +54,11 @@ def cmd_export(args) -> int:
     # the polynomial normal form of M costs seconds and the FMU's dynamics do not use it
     eom = derive(robot, formulation=args.formulation, parameters="symbolic", external=False, reduce_mass_matrix=False)
     path = eom.fmu(args.fmu, kind=args.kind, controller=controller, step_size=args.step_size or 1e-3, q0=q0,
-                   force=args.force, output_frames=frames, method=method, rho_inf=args.rho_inf, **tolerances)
+                   force=args.force, output_frames=frames, method=method, rho_inf=args.rho_inf,
+                   derivatives=args.derivatives, **tolerances)
     info = {"fmu": str(path), "model": robot.name, "kind": args.kind, "controller": type(controller).__name__ if controller is not None else None,
             "coordinates": list(robot.coordinate_names), "parameters": list(eom.param_values),
-            "output_frames": frames, "method": method,
+            "output_frames": frames, "method": method, "directional_derivatives": args.derivatives,
             "seconds": round(time.perf_counter() - start, 2)}
     if args.json:
         print_json(info)
@@ -94,6 +95,9 @@ def register(sub) -> None:
                    help="radau5: relative tolerance (default 1e-8; an FMU parameter)")
     p.add_argument("--atol", type=float, metavar="A",
                    help="radau5: absolute tolerance (default 1e-10; an FMU parameter)")
+    p.add_argument("--derivatives", action="store_true",
+                   help="model exchange: provide directional derivatives (fmi2GetDirectionalDerivative) from the "
+                        "model's partial derivatives; not with --controller")
     p.add_argument("--q0", type=float, nargs="+", metavar="Q", help="start values of the joint (or all) coordinates")
     p.add_argument("--formulation", choices=FORMULATIONS, default="newton_euler",
                    help="formulation traced (flexible arms and symbolic parameters use Book's recursion)")

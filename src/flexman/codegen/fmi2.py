@@ -159,6 +159,9 @@ WRAPPER = r"""
 #ifndef PARTIALS
 #define PARTIALS 0         /* 1: the model's partial derivatives are compiled in (fm_*_dynamics_derivatives_batch) */
 #endif
+#ifndef DIRECTIONAL
+#define DIRECTIONAL 0      /* 1: model exchange's fmi2GetDirectionalDerivative (PARTIALS, no controller) */
+#endif
 #define LOOP (CONTROL || METHOD >= 1 || PARTIALS)  /* the compiled loop's right-hand side */
 
 typedef struct {
@@ -186,6 +189,9 @@ typedef struct {
 #if METHOD == 2
     fm_radau radau;        /* Radau IIA: its state between steps (flexman.codegen.loop_radau) */
     int radau_ready;       /* 0: the next step starts the method again (state, inputs or parameters set) */
+#endif
+#if DIRECTIONAL
+    double *jac;           /* directional derivatives: df/dx, the partials' scratch, d qdd / d(q, qd, tau) */
 #endif
 #if METHOD >= 1
     long counts[7];        /* the implicit method's work: steps, rejected steps, Newton iterations, Jacobians,
@@ -416,6 +422,10 @@ fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, fmi2Str
         free(m->work); free(m); return NULL;
     }
 #endif
+#if DIRECTIONAL
+    m->jac = (double *)calloc((size_t)(NX * NX + fm_partials_work(NQ, NJ) + 2 * NQ * NQ + NQ * NJ), sizeof(double));
+    if (!m->jac) { free(m->work); free(m); return NULL; }
+#endif
     return m;
 }
 
@@ -429,6 +439,9 @@ void fmi2FreeInstance(fmi2Component c)
 #endif
 #if METHOD == 2
     if (c) fm_radau_release(&((Instance *)c)->radau);
+#endif
+#if DIRECTIONAL
+    if (c) free(((Instance *)c)->jac);
 #endif
     free(c);
 }
@@ -569,13 +582,61 @@ fmi2Status fmi2SerializeFMUstate(fmi2Component c, fmi2FMUstate s, fmi2Byte data[
 { (void)s; (void)data; (void)size; return unsupported(c, "no FMU state"); }
 fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte data[], size_t size, fmi2FMUstate *s)
 { (void)s; (void)data; (void)size; return unsupported(c, "no FMU state"); }
+#if DIRECTIONAL
+/* dvUnknown = d(der x)/d(knowns) dvKnown at the current time, states, inputs and parameters: the
+   unknowns derivatives der(...), the knowns states and torque inputs. d(der x)/dx is the compiled
+   loop's analytic Jacobian (fm_jacobian_analytic: the model's partial derivatives), d qdd / d tau
+   the forward dynamics' partials, zero for a torque at its drive's limit (it is clipped there). */
+fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReference vUnknown_ref[], size_t nUnknown,
+                                        const fmi2ValueReference vKnown_ref[], size_t nKnown,
+                                        const fmi2Real dvKnown[], fmi2Real dvUnknown[])
+{
+    Instance *m = (Instance *)c;
+    for (size_t k = 0; k < nUnknown; ++k)
+        if (vUnknown_ref[k] < VR_DX || vUnknown_ref[k] >= VR_DX + NX)
+            return unsupported(c, "directional derivatives: the unknowns must be state derivatives der(...)");
+    for (size_t l = 0; l < nKnown; ++l)
+        if (!(vKnown_ref[l] < NX || (vKnown_ref[l] >= VR_TAU && vKnown_ref[l] < VR_TAU + NJ)))
+            return unsupported(c, "directional derivatives: the knowns must be states or the torque inputs");
+    fmi2Status status = update(m);
+    if (status != fmi2OK) return status;
+    double f0[NX], tau[NJ + 1];
+    double *J = m->jac, *s = J + NX * NX, *Fq = s + fm_partials_work(NQ, NJ), *Fqd = Fq + NQ * NQ, *Ft = Fqd + NQ * NQ;
+    if (rates(m, m->time, m->v, f0, tau) || fm_jacobian_analytic(&m->plant, &m->control, 0, m->time, m->v, f0, tau,
+                                                               NX, J, s) != FM_OK)
+        return unsupported(c, "directional derivatives: the mass matrix is singular at this state");
+#if HAS_P_PARTIALS
+    fm_forward_dynamics_derivatives_batch(1, m->v, m->v + NQ, tau, m->v + VR_P, Fq, Fqd, Ft);
+#else
+    fm_forward_dynamics_derivatives_batch(1, m->v, m->v + NQ, tau, Fq, Fqd, Ft);
+#endif
+    for (size_t k = 0; k < nUnknown; ++k) {
+        const int i = (int)(vUnknown_ref[k] - VR_DX);
+        double sum = 0.0;
+        for (size_t l = 0; l < nKnown; ++l) {
+            const fmi2ValueReference v = vKnown_ref[l];
+            double d = 0.0;
+            if (v < NX)
+                d = J[(long)i * NX + v];
+            else if (i >= NQ && i < 2 * NQ) {
+                const int j = (int)(v - VR_TAU);
+                if (!(HAS_TAU_LIMIT && fabs(tau[j]) >= TAU_LIMIT_DATA[j])) d = Ft[(i - NQ) * NJ + j];
+            }
+            sum += d * dvKnown[l];
+        }
+        dvUnknown[k] = sum;
+    }
+    return fmi2OK;
+}
+#else
 fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReference vUnknown_ref[], size_t nUnknown,
                                         const fmi2ValueReference vKnown_ref[], size_t nKnown,
                                         const fmi2Real dvKnown[], fmi2Real dvUnknown[])
 {
     (void)vUnknown_ref; (void)nUnknown; (void)vKnown_ref; (void)nKnown; (void)dvKnown; (void)dvUnknown;
-    return unsupported(c, "no directional derivatives");
+    return unsupported(c, "no directional derivatives (export with derivatives for model exchange's)");
 }
+#endif
 
 /* ---- model exchange: the importer integrates x = [q, qd, controller integrals] ---- */
 fmi2Status fmi2EnterEventMode(fmi2Component c) { (void)c; return fmi2OK; }

@@ -214,8 +214,9 @@ def variables(eom, position_names, law=None, step_size=1e-3, q0=None, qd0=None, 
     return out
 
 
-def model_description(eom, variables, identifier, guid, kinds, sources, step_size) -> str:
-    """The ``modelDescription.xml`` text."""
+def model_description(eom, variables, identifier, guid, kinds, sources, step_size, directional=False) -> str:
+    """The ``modelDescription.xml`` text; ``directional``: model exchange provides
+    fmi2GetDirectionalDerivative."""
     robot = eom.robot
     from ..version import __version__
 
@@ -228,7 +229,8 @@ def model_description(eom, variables, identifier, guid, kinds, sources, step_siz
              '  variableNamingConvention="flat" numberOfEventIndicators="0">']
     files = "".join(f'<File name="{escape(s)}"/>' for s in sources)
     if "me" in kinds:
-        lines += [f'  <ModelExchange modelIdentifier="{identifier}" canNotUseMemoryManagementFunctions="true">',
+        provides = ' providesDirectionalDerivative="true"' if directional else ""
+        lines += [f'  <ModelExchange modelIdentifier="{identifier}" canNotUseMemoryManagementFunctions="true"{provides}>',
                   f'    <SourceFiles>{files}</SourceFiles>', '  </ModelExchange>']
     if "cs" in kinds:
         lines += [f'  <CoSimulation modelIdentifier="{identifier}" canHandleVariableCommunicationStepSize="true" '
@@ -272,23 +274,29 @@ def _partials_take_p(eom):
     return takes["inverse_dynamics_derivatives"], any(takes.values())
 
 
-def model_source(eom, position, variables, guid, kinds, units, law=None, method="rk4", rho_inf=RHO_INF) -> str:
+def model_source(eom, position, variables, guid, kinds, units, law=None, method="rk4", rho_inf=RHO_INF,
+                 derivatives=False) -> str:
     """The model's C file: the equations, the constants the generic half reads, the generic half
     (with a controller or an implicit method, the compiled loop's C before it). ``units`` receives
     the parts of split large functions (translation units of their own); ``method``: the
     co-simulation's integrator (rk4, generalized_alpha with ``rho_inf``, radau5). The implicit
     methods get the model's partial derivatives (the inverse dynamics' from
     :mod:`flexman.symbolic.tapediff`, the forward dynamics' from them and M), so that Newton's
-    Jacobian is the compiled loop's analytic one."""
+    Jacobian is the compiled loop's analytic one; so does ``derivatives`` (model exchange's
+    fmi2GetDirectionalDerivative, an FMU without a built-in controller)."""
     from .loop import CONTROLLER_KINDS, SOURCE as LOOP_SOURCE
     from .loop_radau import SOURCE as RADAU_SOURCE
 
     robot = eom.robot
     fd = eom.program("forward_dynamics")
     large = len(fd.body) > emit.SOLVE_ABOVE
-    id_p, fd_p = _partials_take_p(eom) if method in IMPLICIT else (False, False)
-    partials = method in IMPLICIT and id_p == fd_p  # one has_p flag serves both (else forward differences)
-    loop = law is not None or method in IMPLICIT  # the compiled loop's right-hand side
+    wanted = method in IMPLICIT or derivatives
+    id_p, fd_p = _partials_take_p(eom) if wanted else (False, False)
+    partials = wanted and id_p == fd_p  # one has_p flag serves both (else forward differences)
+    if derivatives and not partials:
+        raise ValueError("derivatives: this model's partial derivatives take the parameters in one function and not "
+                         "in the other, so the FMU cannot provide directional derivatives; export without derivatives")
+    loop = law is not None or wanted  # the compiled loop's right-hand side
     if loop:  # the loop calls M and b through their batch entry points
         equations = c_source(eom, ("mass_matrix", "bias_forces"), prefix="fm", batch=True, units=units,
                              derivatives=partials)
@@ -310,7 +318,7 @@ def model_source(eom, position, variables, guid, kinds, units, law=None, method=
         "OFF_AT": _c_number(law.off_at if law is not None else None),  # the switch times (time events)
         "LQR_AT": _c_number(law.lqr_at if law is not None else None),
         "METHOD": METHOD_CODES[method], "RHO_INF": repr(float(rho_inf)),
-        "PARTIALS": int(partials), "HAS_P_PARTIALS": int(id_p),
+        "PARTIALS": int(partials), "HAS_P_PARTIALS": int(id_p), "DIRECTIONAL": int(bool(derivatives)),
         "VR_RTOL": vr.get("rtol", -1), "VR_ATOL": vr.get("atol", -1),
     }
     lines = ['#include "flexman_fmi2.h"\n#include <math.h>\n', "\n".join(f"#define {k} {v}" for k, v in defines.items()),
@@ -432,7 +440,8 @@ def check_tolerance(value, name) -> float:
 
 
 def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, qd0=None, force=True,
-              option="path", output_frames=(), method="auto", rho_inf=RHO_INF, rtol=RTOL, atol=ATOL) -> Path:
+              option="path", output_frames=(), method="auto", rho_inf=RHO_INF, rtol=RTOL, atol=ATOL,
+              derivatives=False) -> Path:
     """Write the FMU of a symbolic-parameter ``eom`` to ``path`` (see the module docstring).
 
     ``kind``: "me", "cs" or "both"; ``controller``: None or a built-in controller of
@@ -445,7 +454,10 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
     arms; ``rho_inf`` its damping), "radau5" (Radau IIA of order 5 with step-size control for
     ``rtol``, ``atol``, steps at most ``step_size`` long; both tolerances FMU parameters) or
     "auto" (:func:`co_simulation_method`); the implicit methods' Newton Jacobian comes from the
-    model's partial derivatives, compiled into the FMU. Nothing is left behind when any step fails."""
+    model's partial derivatives, compiled into the FMU. ``derivatives``: compile them in for model
+    exchange too, which then provides fmi2GetDirectionalDerivative of the derivatives der(q),
+    der(qd) with respect to the states and the torque inputs (an FMU without a built-in
+    controller; a larger C file). Nothing is left behind when any step fails."""
     if kind not in KINDS:
         raise ValueError(f"kind: unknown {kind!r}; use me (model exchange), cs (co-simulation) or both")
     if eom.parameters != "symbolic":
@@ -458,6 +470,15 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
         raise ValueError(f"rho_inf: must be a number in [0, 1] (generalized-alpha's spectral radius at infinite "
                          f"step); got {rho_inf!r:.40}")
     rtol, atol = check_tolerance(rtol, "rtol"), check_tolerance(atol, "atol")
+    if not isinstance(derivatives, bool):
+        raise ValueError(f"derivatives: must be true or false (directional derivatives for model exchange); got "
+                         f"{derivatives!r:.40}")
+    if derivatives and kind == "cs":
+        raise ValueError("derivatives: directional derivatives are model exchange's; use kind 'me' or 'both', or "
+                         "drop derivatives")
+    if derivatives and controller is not None:
+        raise ValueError("derivatives: the FMU's directional derivatives cover the robot without a built-in "
+                         "controller; export without the controller or without derivatives")
     robot = eom.robot
     check_size(robot)
     method = co_simulation_method(robot, method, step_size)
@@ -494,11 +515,11 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
     var = variables(eom, described, law, step_size, q0, qd0, method, rtol, atol)
     identifier = names.mangle(robot.name)
     units = []
-    source = model_source(eom, position, var, GUID_SLOT, kinds, units, law, method, rho_inf)
+    source = model_source(eom, position, var, GUID_SLOT, kinds, units, law, method, rho_inf, derivatives)
     guid = _guid(source, *units, repr(kinds))
     source = source.replace(GUID_SLOT, guid)
     sources = [f"{identifier}.c"] + [f"{identifier}_part{k + 1}.c" for k in range(len(units))]
-    xml = model_description(eom, var, identifier, guid, kinds, sources, step_size)
+    xml = model_description(eom, var, identifier, guid, kinds, sources, step_size, derivatives)
     with work_folder(cbuild.cache_dir()) as tmp:  # in the cache: a killed build's is swept later
         files = {"flexman_fmi2.h": fmi2.DECLARATIONS, sources[0]: source}
         files.update({name: unit for name, unit in zip(sources[1:], units)})
