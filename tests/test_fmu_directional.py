@@ -11,7 +11,7 @@ from fmpy import extract, read_model_description
 from fmpy.fmi2 import FMU2Model, fmi2Real
 
 import flexman as fm
-from test_fmu import stiffened_pendulum
+from test_fmu import fmpy_logger_restored, stiffened_pendulum  # noqa: F401  (the fixture: FMPy's logger kept alive)
 from test_gyroscopic import arm
 
 

@@ -22,7 +22,7 @@ from flexman.codegen.fmu import co_simulation_method
 from flexman.control import PID
 from flexman.simulate import compiled_loop
 from flexman.simulate.stability import largest_stable_step
-from test_fmu import hold, one_line_error, set_points, start_state, torque
+from test_fmu import fmpy_logger_restored, hold, one_line_error, set_points, start_state, torque  # noqa: F401
 
 T_FINAL = 0.5
 

@@ -6,9 +6,11 @@ platform and, here, the C sources so that any platform can rebuild it. This one 
 
 * the forward dynamics of the symbolic-parameter equations (the C of :mod:`.sources`) and the
   end-effector and tip positions (:mod:`flexman.symbolic.kinematics`);
-* model exchange (the importing tool integrates the states ``q, qd``) and co-simulation
-  (the FMU steps itself with classic RK4 or, for stiff arms, generalized-alpha, at most
-  ``step_size`` long, inputs held constant; ``method``);
+* model exchange (the importing tool integrates the states ``q, qd``; with ``derivatives``
+  also fmi2GetDirectionalDerivative from the model's partial derivatives) and co-simulation
+  (the FMU steps itself with classic RK4 or, for stiff arms, generalized-alpha or Radau IIA,
+  at most ``step_size`` long, inputs held constant; ``method``; the implicit methods' Newton
+  Jacobian from the model's partial derivatives, as in the compiled loop);
 * optionally a built-in joint controller (PID, computed torque, decoupling + LQR: the C of the
   compiled loop, :mod:`.loop`), whose set-points become inputs.
 
@@ -17,7 +19,8 @@ Variables (each real, one value reference each, in this order): the coordinates
 integrals (``int_`` + joint name), the derivatives (``der(...)``), the inputs (joint torques
 ``tau1``..., then set-points ``q1_ref``... and ``qd_q1_ref``...), the outputs (``ee_x``...,
 ``tip2_dx``...), the physical parameters of ``parameters="symbolic"`` (``m1``, ``EIy2``, ...),
-the controller gains (``kp1``..., ``ki1``..., ``kd1``..., or ``gp1``..., ``gv1``...) and ``step_size``;
+the controller gains (``kp1``..., ``ki1``..., ``kd1``..., or ``gp1``..., ``gv1``...), ``step_size`` and,
+for radau5, ``rtol`` and ``atol``;
 with a controller also the set-points ``q1_ref``, ``qd_q1_ref``, ``qdd_q1_ref`` (inputs) and the
 applied torques ``tau_applied1``... (outputs).
 The generic C half (instance, FMI functions, RK4) is :mod:`.fmi2`.
