@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from fmpy import extract, read_model_description
 from fmpy.fmi2 import FMU2Model, fmi2Real
+from fmpy.validation import validate_fmu
 
 import flexman as fm
 from test_fmu import fmpy_logger_restored, stiffened_pendulum  # noqa: F401  (the fixture: FMPy's logger kept alive)
@@ -83,7 +84,7 @@ def exported(tmp_path_factory):
 def test_directional_derivatives_equal_central_differences(case, exported):
     robot, path, tau = exported[case]
     fmu = Instance(path, robot)
-    assert fmu.description.modelExchange.providesDirectionalDerivative
+    assert fmu.description.modelExchange.providesDirectionalDerivative and validate_fmu(str(path)) == []
     rng = np.random.default_rng(7)
     x = rng.uniform(-0.5, 0.5, 2 * robot.nq)
     flex = np.arange(robot.nq)[robot.flex_index]

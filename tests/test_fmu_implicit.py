@@ -15,6 +15,7 @@ import fmpy
 import numpy as np
 import pytest
 from fmpy import read_model_description
+from fmpy.validation import validate_fmu
 
 import flexman as fm
 from flexman import cli
@@ -156,7 +157,7 @@ def test_radau5_fmu_takes_the_compiled_loops_steps(arm, radau_pid):
     path, points, pid = radau_pid
     described = {v.name: v for v in read_model_description(str(path)).modelVariables}
     assert described["rtol"].start == "1e-06" and described["atol"].start == "1e-08"
-    assert "Radau IIA" in described["step_size"].description
+    assert "Radau IIA" in described["step_size"].description and validate_fmu(str(path)) == []
     stats = {}
     q, _ = _run(path, arm, 1.0, 0.3, extra=points, stats=stats, t_final=0.3)
     ref = _radau_reference(arm, pid, 0.3, 1e-6, 1e-8)
