@@ -187,6 +187,29 @@ def test_radau5_fmu_over_communication_steps_meets_its_tolerance(arm, radau_pid)
     assert np.abs(q - same.q).max() < 1e-8
 
 
+def test_radau5_fmu_starts_again_where_an_input_changes(tmp_path):
+    """FMPy sets the torque inputs before every communication step; where they change (a step at
+    0.15 s) the FMU's Radau IIA starts again from the state there, where they do not it goes on: the
+    run equals two fm.simulate runs chained at 0.15 s, each over one interval, step for step."""
+    robot = fm.examples.load("dynaman_2r")
+    robot.compiled(derivatives=True)
+    path = fm.derive(robot).fmu(tmp_path / "r.fmu", kind="cs", method="radau5", rtol=1e-7, atol=1e-9, step_size=1.0)
+    signal = np.array([(0.0, 2.0, 0.5), (0.15, 2.0, 0.5), (0.15, -1.0, 1.5), (0.3, -1.0, 1.5)],
+                      dtype=[("time", float), ("tau1", float), ("tau2", float)])
+    lines = []
+    res = fmpy.simulate_fmu(str(path), fmi_type="CoSimulation", stop_time=0.3, output_interval=0.15, input=signal,
+                            start_values={"q1": 0.3, "qd_q1": 1.0}, debug_logging=True,
+                            logger=lambda *args: lines.append(args[-1].decode()))
+    stats = dict(re.findall(r"(\w+)=(\w+)", lines[-1]))
+    q = np.stack([res["q1"], res["q2"]], axis=-1)
+    kw = dict(dt=0.15, method="radau5", rtol=1e-7, atol=1e-9, progress=False, backend="compiled")
+    first = fm.simulate(robot, 0.15, q0=[0.3, 0.0], qd0=[1.0, 0.0], torque=[2.0, 0.5], **kw)
+    second = fm.simulate(robot, 0.15, q0=first.q[-1], qd0=first.qd[-1], torque=[-1.0, 1.5], **kw)
+    assert np.abs(q[1] - first.q[-1]).max() < 1e-12 and np.abs(q[2] - second.q[-1]).max() < 1e-12
+    assert int(stats["steps"]) == first.stats["steps"] + second.stats["steps"]
+    assert np.abs(second.q[-1] - first.q[-1]).max() > 0.1
+
+
 def test_cli_radau5_and_its_bad_tolerances(tmp_path, capsys):
     path = tmp_path / "r.fmu"
     assert cli.main(["export", "dynaman_2r", "--fmu", str(path), "--kind", "cs", "--method", "radau5",

@@ -535,14 +535,16 @@ fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference vr[], size_t nv
         }
     }
     for (size_t k = 0; k < nvr; ++k) {
+#if METHOD == 2
+        /* a changed state, input or parameter: Radau starts again (rates, Jacobian, first step); an
+           importer that sets every input at every step with the same values does not restart it */
+        if (m->v[vr[k]] != value[k]) m->radau_ready = 0;
+#endif
         m->v[vr[k]] = value[k];
 #if METHOD == 1
         if (vr[k] < NX) m->have_v = 0;  /* a new state: generalized-alpha starts again from its rates */
 #endif
     }
-#if METHOD == 2
-    if (nvr) m->radau_ready = 0;  /* a new state, input or parameter: Radau starts again (rates, Jacobian, step) */
-#endif
     if (nvr) m->dirty = m->check_bodies = 1;  /* the bodies are checked when the values are next used */
     return fmi2OK;
 }
