@@ -57,12 +57,18 @@ def arm():
     return fm.examples.load("flx_three_link")
 
 
-def test_generalized_alpha_fmu_equals_simulate(arm, tmp_path):
+@pytest.fixture(scope="module")
+def galpha_fmu(arm, tmp_path_factory):
+    """The arm's co-simulation FMU at step_size 20 ms, its method chosen by "auto"."""
+    return fm.derive(arm).fmu(tmp_path_factory.mktemp("galpha") / "arm.fmu", kind="cs", step_size=0.02)
+
+
+def test_generalized_alpha_fmu_equals_simulate(arm, galpha_fmu):
     """Above RK4's stability limit of the arm's modes (15 ms): "auto" picks generalized-alpha; two
     internal steps per communication step, the rates carried across them."""
     h = 0.02
     assert h > largest_stable_step(arm) and co_simulation_method(arm, "auto", h) == "generalized_alpha"
-    path = fm.derive(arm).fmu(tmp_path / "arm.fmu", kind="cs", step_size=h)
+    path = galpha_fmu
     described = {v.name: v.description for v in read_model_description(str(path)).modelVariables}
     assert "generalized-alpha" in described["step_size"]
     q, _ = _run(path, arm, h, 2 * h)
@@ -105,16 +111,15 @@ def test_cli_method_and_bad_input(tmp_path, capsys):
     assert "\n" not in str(info.value)
 
 
-def test_generalized_alpha_fmu_uses_the_analytic_jacobian(arm, tmp_path, monkeypatch):
+def test_generalized_alpha_fmu_uses_the_analytic_jacobian(arm, galpha_fmu, monkeypatch):
     """The FMU's Newton iteration against the compiled loop's (fm.simulate, the model compiled with
     its partial derivatives): the same run to round-off, the same iterations and Jacobians, all
     analytic; the forward-difference Jacobian (the compiled loop without partials, what the FMU
     did before) costs nx right-hand sides per Jacobian more."""
     h = 0.02
     arm.compiled(derivatives=True)
-    path = fm.derive(arm).fmu(tmp_path / "arm.fmu", kind="cs", step_size=h, method="generalized_alpha")
     stats = {}
-    q, _ = _run(path, arm, h, h, stats=stats)
+    q, _ = _run(galpha_fmu, arm, h, h, stats=stats)
     q0, qd0 = start_state(arm)
     kw = dict(dt=h, q0=q0, qd0=qd0, method="generalized_alpha", progress=False, torque=torque(arm), backend="compiled")
     ref = fm.simulate(arm, T_FINAL, **kw)
