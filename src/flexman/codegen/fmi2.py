@@ -14,7 +14,12 @@ fmi2SetReal accepts, strictly or not), V_NAME and GUID, and the functions
 ``fm_forward_dynamics`` and ``fm_position``; with a controller (CONTROL > 0, the
 kinds of :mod:`flexman.codegen.loop`) also that module's C, the model's ``fm_*_batch`` functions,
 N_GAINS, VR_GAIN, GAIN_SLOT, VR_REF, VR_TAU_MAX, VR_TAU_OUT, G_LQR; OFF_AT and LQR_AT are the
-controller's switch times (time events; INFINITY: none). Every real variable lives in one array ``v``
+controller's switch times (time events; INFINITY: none). METHOD picks the co-simulation's
+integrator (0 RK4, 1 generalized-alpha with RHO_INF, 2 Radau IIA with the parameters at VR_RTOL,
+VR_ATOL; the implicit ones from the compiled loop's C, :mod:`flexman.codegen.loop` and
+:mod:`flexman.codegen.loop_radau`); PARTIALS (with HAS_P_PARTIALS) says the model's
+``fm_*_dynamics_derivatives_batch`` are compiled in, for Newton's Jacobian and, with DIRECTIONAL,
+model exchange's fmi2GetDirectionalDerivative. Every real variable lives in one array ``v``
 indexed by its value reference: states first (q, qd, then the controller's integrals), their
 derivatives, inputs, outputs, parameters.
 """
