@@ -6,6 +6,7 @@ physics has references outside flexman's models too: the rigid arm's trajectory 
 Pinocchio's pin.aba, the stiffened beam's obeys the energy-Lagrangian oracle's equations."""
 from __future__ import annotations
 
+import ctypes
 import subprocess
 import zipfile
 from pathlib import Path
@@ -13,6 +14,9 @@ from pathlib import Path
 import fmpy
 import numpy as np
 import pytest
+from fmpy.fmi1 import printLogMessage
+from fmpy.fmi2 import fmi2CallbackFunctions, fmi2CallbackLoggerTYPE
+from fmpy.logging import addLoggerProxy
 from fmpy.validation import validate_fmu
 
 import flexman as fm
@@ -24,6 +28,19 @@ from flexman.model.serialize import robot_from_dict, robot_to_dict
 from flexman.symbolic.params import parameter_values
 
 T_FINAL, DT = 0.2, 1e-3
+_LIVE_LOGGER = fmi2CallbackLoggerTYPE(printLogMessage)  # FMPy's own printer, alive for the session
+
+
+@pytest.fixture(autouse=True)
+def fmpy_logger_restored():
+    """After each test, FMPy's logger proxy points at a live logger again. The proxy keeps the logger
+    of the last ``simulate_fmu(logger=...)`` in a C global, freed when that call returns: an FMU
+    logging through FMPy's default callbacks later in the process would call freed memory (it
+    crashed a later test of the same worker)."""
+    yield
+    callbacks = fmi2CallbackFunctions()
+    callbacks.logger = _LIVE_LOGGER
+    addLoggerProxy(ctypes.byref(callbacks))
 
 
 def stiffened_pendulum(mass_per_length=2.73875, damping=0.02, payload=1.0):

@@ -14,7 +14,12 @@ fmi2SetReal accepts, strictly or not), V_NAME and GUID, and the functions
 ``fm_forward_dynamics`` and ``fm_position``; with a controller (CONTROL > 0, the
 kinds of :mod:`flexman.codegen.loop`) also that module's C, the model's ``fm_*_batch`` functions,
 N_GAINS, VR_GAIN, GAIN_SLOT, VR_REF, VR_TAU_MAX, VR_TAU_OUT, G_LQR; OFF_AT and LQR_AT are the
-controller's switch times (time events; INFINITY: none). Every real variable lives in one array ``v``
+controller's switch times (time events; INFINITY: none). METHOD picks the co-simulation's
+integrator (0 RK4, 1 generalized-alpha with RHO_INF, 2 Radau IIA with the parameters at VR_RTOL,
+VR_ATOL; the implicit ones from the compiled loop's C, :mod:`flexman.codegen.loop` and
+:mod:`flexman.codegen.loop_radau`); PARTIALS (with HAS_P_PARTIALS) says the model's
+``fm_*_dynamics_derivatives_batch`` are compiled in, for Newton's Jacobian and, with DIRECTIONAL,
+model exchange's fmi2GetDirectionalDerivative. Every real variable lives in one array ``v``
 indexed by its value reference: states first (q, qd, then the controller's integrals), their
 derivatives, inputs, outputs, parameters.
 """
@@ -154,9 +159,15 @@ WRAPPER = r"""
 #include <string.h>
 
 #ifndef METHOD
-#define METHOD 0           /* co-simulation: 0 classic RK4, 1 generalized-alpha (RHO_INF) */
+#define METHOD 0           /* co-simulation: 0 classic RK4, 1 generalized-alpha (RHO_INF), 2 Radau IIA (radau5) */
 #endif
-#define LOOP (CONTROL || METHOD == 1)  /* the compiled loop's right-hand side */
+#ifndef PARTIALS
+#define PARTIALS 0         /* 1: the model's partial derivatives are compiled in (fm_*_dynamics_derivatives_batch) */
+#endif
+#ifndef DIRECTIONAL
+#define DIRECTIONAL 0      /* 1: model exchange's fmi2GetDirectionalDerivative (PARTIALS, no controller) */
+#endif
+#define LOOP (CONTROL || METHOD >= 1 || PARTIALS)  /* the compiled loop's right-hand side */
 
 typedef struct {
     double v[NV];          /* every real variable, indexed by its value reference */
@@ -180,6 +191,17 @@ typedef struct {
     double *scratch;
     int piv[NX];
 #endif
+#if METHOD == 2
+    fm_radau radau;        /* Radau IIA: its state between steps (flexman.codegen.loop_radau) */
+    int radau_ready;       /* 0: the next step starts the method again (state, inputs or parameters set) */
+#endif
+#if DIRECTIONAL
+    double *jac;           /* directional derivatives: df/dx, the partials' scratch, d qdd / d(q, qd, tau) */
+#endif
+#if METHOD >= 1
+    long counts[7];        /* the implicit method's work: steps, rejected steps, Newton iterations, Jacobians,
+                              analytic ones, LU decompositions, right-hand sides (logged by fmi2Terminate) */
+#endif
 } Instance;
 
 static void say(Instance *m, fmi2Status status, const char *category, const char *message)
@@ -202,6 +224,11 @@ static void connect_law(Instance *m)
     m->plant.p_law = NULL;
     m->plant.act = ACT;
     m->plant.tau_limit = HAS_TAU_LIMIT ? TAU_LIMIT_DATA : NULL;
+#if PARTIALS  /* Newton's Jacobian from the model's partial derivatives (the compiled loop's chain rule) */
+    m->plant.fd_partials = (void *)fm_forward_dynamics_derivatives_batch;
+    m->plant.id_partials = (void *)fm_inverse_dynamics_derivatives_batch;
+    m->plant.has_p_partials = HAS_P_PARTIALS;
+#endif
     m->control.kind = CONTROL;
     m->control.traj.kind = FM_TRAJ_INPUT;
     m->control.traj.n = NJ;
@@ -395,6 +422,15 @@ fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, fmi2Str
     m->scratch = (double *)calloc((size_t)fm_galpha_scratch(NQ, NJ, NX), sizeof(double));
     if (!m->scratch) { free(m->work); free(m); return NULL; }
 #endif
+#if METHOD == 2
+    if (fm_radau_alloc(&m->radau, fm_closed_loop_rhs, fm_jacobian_analytic, &m->plant, &m->control, 0, NX, m->counts)) {
+        free(m->work); free(m); return NULL;
+    }
+#endif
+#if DIRECTIONAL
+    m->jac = (double *)calloc((size_t)(NX * NX + fm_partials_work(NQ, NJ) + 2 * NQ * NQ + NQ * NJ), sizeof(double));
+    if (!m->jac) { free(m->work); free(m); return NULL; }
+#endif
     return m;
 }
 
@@ -405,6 +441,12 @@ void fmi2FreeInstance(fmi2Component c)
 #endif
 #if METHOD == 1
     if (c) free(((Instance *)c)->scratch);
+#endif
+#if METHOD == 2
+    if (c) fm_radau_release(&((Instance *)c)->radau);
+#endif
+#if DIRECTIONAL
+    if (c) free(((Instance *)c)->jac);
 #endif
     free(c);
 }
@@ -419,7 +461,30 @@ fmi2Status fmi2SetupExperiment(fmi2Component c, fmi2Boolean toleranceDefined, fm
 
 fmi2Status fmi2EnterInitializationMode(fmi2Component c) { (void)c; return fmi2OK; }
 fmi2Status fmi2ExitInitializationMode(fmi2Component c) { return update((Instance *)c); }
-fmi2Status fmi2Terminate(fmi2Component c) { (void)c; return fmi2OK; }
+#if METHOD >= 1
+/* The implicit method's work so far, in one log line (category logStatistics; with logging on):
+   the counts as fm.simulate's stats name them, and which Newton Jacobian was used. */
+static void log_statistics(Instance *m)
+{
+    const long *n = m->counts, fd = n[3] - n[4];
+    char text[512];
+    snprintf(text, sizeof text, "%s statistics: steps=%ld rejected_steps=%ld newton_iterations=%ld jacobians=%ld "
+             "analytic_jacobians=%ld lu_decompositions=%ld rhs_evaluations=%ld jacobian=%s",
+             METHOD == 1 ? "generalized_alpha" : "radau5", n[0], n[1], n[2], n[3], n[4], n[5], n[6],
+             !n[3] ? "none" : !fd ? "analytic" : !n[4] ? "finite_differences" : "analytic_where_the_law_allows");
+    say(m, fmi2OK, "logStatistics", text);
+}
+#endif
+
+fmi2Status fmi2Terminate(fmi2Component c)
+{
+#if METHOD >= 1
+    log_statistics((Instance *)c);
+#else
+    (void)c;
+#endif
+    return fmi2OK;
+}
 
 fmi2Status fmi2Reset(fmi2Component c)
 {
@@ -429,6 +494,12 @@ fmi2Status fmi2Reset(fmi2Component c)
     m->dirty = 1;
 #if METHOD == 1
     m->have_v = 0;
+#endif
+#if METHOD == 2
+    m->radau_ready = 0;
+#endif
+#if METHOD >= 1
+    memset(m->counts, 0, sizeof(m->counts));
 #endif
     return fmi2OK;
 }
@@ -469,6 +540,11 @@ fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference vr[], size_t nv
         }
     }
     for (size_t k = 0; k < nvr; ++k) {
+#if METHOD == 2
+        /* a changed state, input or parameter: Radau starts again (rates, Jacobian, first step); an
+           importer that sets every input at every step with the same values does not restart it */
+        if (m->v[vr[k]] != value[k]) m->radau_ready = 0;
+#endif
         m->v[vr[k]] = value[k];
 #if METHOD == 1
         if (vr[k] < NX) m->have_v = 0;  /* a new state: generalized-alpha starts again from its rates */
@@ -513,13 +589,61 @@ fmi2Status fmi2SerializeFMUstate(fmi2Component c, fmi2FMUstate s, fmi2Byte data[
 { (void)s; (void)data; (void)size; return unsupported(c, "no FMU state"); }
 fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte data[], size_t size, fmi2FMUstate *s)
 { (void)s; (void)data; (void)size; return unsupported(c, "no FMU state"); }
+#if DIRECTIONAL
+/* dvUnknown = d(der x)/d(knowns) dvKnown at the current time, states, inputs and parameters: the
+   unknowns derivatives der(...), the knowns states and torque inputs. d(der x)/dx is the compiled
+   loop's analytic Jacobian (fm_jacobian_analytic: the model's partial derivatives), d qdd / d tau
+   the forward dynamics' partials, zero for a torque at its drive's limit (it is clipped there). */
+fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReference vUnknown_ref[], size_t nUnknown,
+                                        const fmi2ValueReference vKnown_ref[], size_t nKnown,
+                                        const fmi2Real dvKnown[], fmi2Real dvUnknown[])
+{
+    Instance *m = (Instance *)c;
+    for (size_t k = 0; k < nUnknown; ++k)
+        if (vUnknown_ref[k] < VR_DX || vUnknown_ref[k] >= VR_DX + NX)
+            return unsupported(c, "directional derivatives: the unknowns must be state derivatives der(...)");
+    for (size_t l = 0; l < nKnown; ++l)
+        if (!(vKnown_ref[l] < NX || (vKnown_ref[l] >= VR_TAU && vKnown_ref[l] < VR_TAU + NJ)))
+            return unsupported(c, "directional derivatives: the knowns must be states or the torque inputs");
+    fmi2Status status = update(m);
+    if (status != fmi2OK) return status;
+    double f0[NX], tau[NJ + 1];
+    double *J = m->jac, *s = J + NX * NX, *Fq = s + fm_partials_work(NQ, NJ), *Fqd = Fq + NQ * NQ, *Ft = Fqd + NQ * NQ;
+    if (rates(m, m->time, m->v, f0, tau) || fm_jacobian_analytic(&m->plant, &m->control, 0, m->time, m->v, f0, tau,
+                                                               NX, J, s) != FM_OK)
+        return unsupported(c, "directional derivatives: the mass matrix is singular at this state");
+#if HAS_P_PARTIALS
+    fm_forward_dynamics_derivatives_batch(1, m->v, m->v + NQ, tau, m->v + VR_P, Fq, Fqd, Ft);
+#else
+    fm_forward_dynamics_derivatives_batch(1, m->v, m->v + NQ, tau, Fq, Fqd, Ft);
+#endif
+    for (size_t k = 0; k < nUnknown; ++k) {
+        const int i = (int)(vUnknown_ref[k] - VR_DX);
+        double sum = 0.0;
+        for (size_t l = 0; l < nKnown; ++l) {
+            const fmi2ValueReference v = vKnown_ref[l];
+            double d = 0.0;
+            if (v < NX)
+                d = J[(long)i * NX + v];
+            else if (i >= NQ && i < 2 * NQ) {
+                const int j = (int)(v - VR_TAU);
+                if (!(HAS_TAU_LIMIT && fabs(tau[j]) >= TAU_LIMIT_DATA[j])) d = Ft[(i - NQ) * NJ + j];
+            }
+            sum += d * dvKnown[l];
+        }
+        dvUnknown[k] = sum;
+    }
+    return fmi2OK;
+}
+#else
 fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReference vUnknown_ref[], size_t nUnknown,
                                         const fmi2ValueReference vKnown_ref[], size_t nKnown,
                                         const fmi2Real dvKnown[], fmi2Real dvUnknown[])
 {
     (void)vUnknown_ref; (void)nUnknown; (void)vKnown_ref; (void)nKnown; (void)dvKnown; (void)dvUnknown;
-    return unsupported(c, "no directional derivatives");
+    return unsupported(c, "no directional derivatives (export with derivatives for model exchange's)");
 }
+#endif
 
 /* ---- model exchange: the importer integrates x = [q, qd, controller integrals] ---- */
 fmi2Status fmi2EnterEventMode(fmi2Component c) { (void)c; return fmi2OK; }
@@ -623,7 +747,7 @@ fmi2Status fmi2DoStep(fmi2Component c, fmi2Real currentCommunicationPoint, fmi2R
     if (!(H >= 0.0)) return unsupported(c, "the communication step size must not be negative");
     const double steps = ceil(H / h_max * (1.0 - 1e-12));
     if (!(steps <= 1e8))  /* also catches the overflow of a (long) cast: 1e-300 once took one step */
-        return unsupported(c, "step_size is too small for this communication step (more than 1e8 RK4 steps); "
+        return unsupported(c, "step_size is too small for this communication step (more than 1e8 steps); "
                               "use a larger step_size");
     long n = (long)steps;
     if (n < 1) n = 1;
@@ -633,18 +757,54 @@ fmi2Status fmi2DoStep(fmi2Component c, fmi2Real currentCommunicationPoint, fmi2R
     /* generalized-alpha (flexman.codegen.loop's fm_galpha_step, Jacobian by forward differences): n
        equal steps, the rates carried from step to step and across communication steps */
     double f0[NX], tau[NJ + 1];
-    long iterations = 0, jacobians = 0, analytic = 0;
     for (long s = 0; s < n && H > 0.0; ++s) {
         const double t = currentCommunicationPoint + s * h;
+        long *counts = m->counts, before = counts[2], jacobians = counts[3], analytic = counts[4];
         int fault = rates(m, t, x, f0, tau);
         if (!fault && !m->have_v) { memcpy(m->vn, f0, sizeof(f0)); m->have_v = 1; }
         if (!fault) fault = fm_galpha_step(0, &m->plant, &m->control, t, h, RHO_INF, x, m->vn, f0, tau, NX, m->scratch,
-                                           m->piv, &iterations, &jacobians, &analytic);
+                                           m->piv, &counts[2], &counts[3], &counts[4]);
+        /* per step the rates at its start and one per Newton iteration; NX per Jacobian by forward
+           differences; one LU per Jacobian */
+        counts[6] += 1 + (counts[2] - before) + NX * ((counts[3] - jacobians) - (counts[4] - analytic));
+        counts[5] += counts[3] - jacobians;
+        ++counts[0];
         if (fault || !all_finite(x, NX)) {
             say(m, fmi2Error, "logStatusError", "the state became non-finite, the mass matrix singular or a Newton "
                 "iteration did not converge (the run diverged: use a smaller step_size)");
             return fmi2Error;
         }
+    }
+#elif METHOD == 2
+    /* Radau IIA (flexman.codegen.loop_radau, the compiled loop's): steps of its own choosing for rtol,
+       atol (parameters) and at most step_size long, the last one ending at the communication point;
+       the method's state (step size, Jacobian, the last step's polynomial) carried to the next
+       communication step unless something was set in between */
+    const double t_end = currentCommunicationPoint + H;
+    (void)n;
+    (void)h;
+    if (H > 0.0) {
+        int fault = FM_OK;
+#if CONTROL
+        load_gains(m);
+#endif
+        const double gap = fabs(m->radau.tc - currentCommunicationPoint);
+        if (m->radau_ready && gap <= 1e-12 * fmax(1.0, fabs(currentCommunicationPoint)))
+            m->radau.tc = currentCommunicationPoint;  /* the importer's time, where it rounds t + H otherwise */
+        else {
+            fault = fm_radau_start(&m->radau, currentCommunicationPoint, x, t_end, m->v[VR_RTOL], m->v[VR_ATOL], h_max,
+                                   NULL);
+            m->radau_ready = !fault;
+        }
+        while (!fault && m->radau.tc < t_end) fault = fm_radau_step(&m->radau, t_end, NULL);
+        if (fault) {
+            m->radau_ready = 0;
+            say(m, fmi2Error, "logStatusError", "Radau IIA stopped: the state became non-finite, the mass matrix "
+                "singular or Newton's iteration failed until the step size fell to round-off (check the model and "
+                "its inputs, or loosen rtol/atol)");
+            return fmi2Error;
+        }
+        memcpy(x, m->radau.y, NX * sizeof(double));
     }
 #else
     double k1[NX], k2[NX], k3[NX], k4[NX], y[NX], tau[NJ + 1];

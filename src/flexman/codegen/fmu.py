@@ -6,9 +6,11 @@ platform and, here, the C sources so that any platform can rebuild it. This one 
 
 * the forward dynamics of the symbolic-parameter equations (the C of :mod:`.sources`) and the
   end-effector and tip positions (:mod:`flexman.symbolic.kinematics`);
-* model exchange (the importing tool integrates the states ``q, qd``) and co-simulation
-  (the FMU steps itself with classic RK4 or, for stiff arms, generalized-alpha, at most
-  ``step_size`` long, inputs held constant; ``method``);
+* model exchange (the importing tool integrates the states ``q, qd``; with ``derivatives``
+  also fmi2GetDirectionalDerivative from the model's partial derivatives) and co-simulation
+  (the FMU steps itself with classic RK4 or, for stiff arms, generalized-alpha or Radau IIA,
+  at most ``step_size`` long, inputs held constant; ``method``; the implicit methods' Newton
+  Jacobian from the model's partial derivatives, as in the compiled loop);
 * optionally a built-in joint controller (PID, computed torque, decoupling + LQR: the C of the
   compiled loop, :mod:`.loop`), whose set-points become inputs.
 
@@ -17,7 +19,8 @@ Variables (each real, one value reference each, in this order): the coordinates
 integrals (``int_`` + joint name), the derivatives (``der(...)``), the inputs (joint torques
 ``tau1``..., then set-points ``q1_ref``... and ``qd_q1_ref``...), the outputs (``ee_x``...,
 ``tip2_dx``...), the physical parameters of ``parameters="symbolic"`` (``m1``, ``EIy2``, ...),
-the controller gains (``kp1``..., ``ki1``..., ``kd1``..., or ``gp1``..., ``gv1``...) and ``step_size``;
+the controller gains (``kp1``..., ``ki1``..., ``kd1``..., or ``gp1``..., ``gv1``...), ``step_size`` and,
+for radau5, ``rtol`` and ``atol``;
 with a controller also the set-points ``q1_ref``, ``qd_q1_ref``, ``qdd_q1_ref`` (inputs) and the
 applied torques ``tau_applied1``... (outputs).
 The generic C half (instance, FMI functions, RK4) is :mod:`.fmi2`.
@@ -58,7 +61,11 @@ class Variable:
 
 
 #: the co-simulation's integrators; "auto": generalized-alpha where RK4 at step_size is unstable
-METHODS = ("auto", "rk4", "generalized_alpha")
+METHODS = ("auto", "rk4", "generalized_alpha", "radau5")
+IMPLICIT = ("generalized_alpha", "radau5")  # Newton's Jacobian from the model's partial derivatives
+METHOD_CODES = {"rk4": 0, "generalized_alpha": 1, "radau5": 2}  # fmi2.WRAPPER's METHOD
+METHOD_WORDS = {"rk4": "RK4", "generalized_alpha": "generalized-alpha", "radau5": "Radau IIA"}
+RTOL, ATOL = 1e-8, 1e-10  # radau5's default tolerances, as flexman.simulate's
 RHO_INF = 0.8  # generalized-alpha's default damping, as flexman.simulate's
 RK4_BOUNDARY = 2.0 * np.sqrt(2.0)  # |h w| where RK4's stability region crosses the imaginary axis
 
@@ -130,7 +137,8 @@ MEANINGS = {
 RULES = {"m": (0.0, False), "XX": (0.0, False), "YY": (0.0, False), "ZZ": (0.0, False), "Ia": (0.0, False),
          "rhoA": (0.0, True), "lb": (0.0, True), "EIy": (0.0, False), "EIz": (0.0, False), "GJ": (0.0, False),
          "Jp": (0.0, False), "zeta": (0.0, False), "kp": (0.0, False), "ki": (0.0, False), "kd": (0.0, False),
-         "gp": (0.0, False), "gv": (0.0, False), "tau_max": (0.0, True), "step_size": (0.0, True)}
+         "gp": (0.0, False), "gv": (0.0, False), "tau_max": (0.0, True), "step_size": (0.0, True),
+         "rtol": (0.0, True), "atol": (0.0, True)}
 
 
 def rule(name):
@@ -158,7 +166,8 @@ def coordinate_meaning(robot, k) -> str:
     return "flexible coordinate (deflection amplitude of a beam shape, see the conventions)"
 
 
-def variables(eom, position_names, law=None, step_size=1e-3, q0=None, qd0=None, method="rk4") -> list:
+def variables(eom, position_names, law=None, step_size=1e-3, q0=None, qd0=None, method="rk4", rtol=RTOL,
+              atol=ATOL) -> list:
     """The FMU's variables in value-reference order (see the module docstring)."""
     robot = eom.robot
     coords = list(robot.coordinate_names)
@@ -193,9 +202,13 @@ def variables(eom, position_names, law=None, step_size=1e-3, q0=None, qd0=None, 
         if law.tau_max is not None:
             out += [Variable(f"tau_max{j + 1}", "parameter", g, f"controller torque limit of joint {j + 1}",
                              "tunable", "exact") for j, g in enumerate(law.tau_max)]
-    name = "generalized-alpha" if method == "generalized_alpha" else "RK4"
     out.append(Variable("step_size", "parameter", float(step_size),
-                        f"co-simulation: longest internal {name} step (s)", "tunable", "exact"))
+                        f"co-simulation: longest internal {METHOD_WORDS[method]} step (s)", "tunable", "exact"))
+    if method == "radau5":
+        out.append(Variable("rtol", "parameter", float(rtol), "co-simulation: Radau IIA's relative tolerance",
+                            "tunable", "exact"))
+        out.append(Variable("atol", "parameter", float(atol), "co-simulation: Radau IIA's absolute tolerance",
+                            "tunable", "exact"))
     seen = set()
     for v in out:
         if v.name in seen:
@@ -204,8 +217,9 @@ def variables(eom, position_names, law=None, step_size=1e-3, q0=None, qd0=None, 
     return out
 
 
-def model_description(eom, variables, identifier, guid, kinds, sources, step_size) -> str:
-    """The ``modelDescription.xml`` text."""
+def model_description(eom, variables, identifier, guid, kinds, sources, step_size, directional=False) -> str:
+    """The ``modelDescription.xml`` text; ``directional``: model exchange provides
+    fmi2GetDirectionalDerivative."""
     robot = eom.robot
     from ..version import __version__
 
@@ -218,7 +232,8 @@ def model_description(eom, variables, identifier, guid, kinds, sources, step_siz
              '  variableNamingConvention="flat" numberOfEventIndicators="0">']
     files = "".join(f'<File name="{escape(s)}"/>' for s in sources)
     if "me" in kinds:
-        lines += [f'  <ModelExchange modelIdentifier="{identifier}" canNotUseMemoryManagementFunctions="true">',
+        provides = ' providesDirectionalDerivative="true"' if directional else ""
+        lines += [f'  <ModelExchange modelIdentifier="{identifier}" canNotUseMemoryManagementFunctions="true"{provides}>',
                   f'    <SourceFiles>{files}</SourceFiles>', '  </ModelExchange>']
     if "cs" in kinds:
         lines += [f'  <CoSimulation modelIdentifier="{identifier}" canHandleVariableCommunicationStepSize="true" '
@@ -255,19 +270,39 @@ def _c_number(x) -> str:
     return "INFINITY" if x is None or np.isinf(x) else repr(float(x))
 
 
-def model_source(eom, position, variables, guid, kinds, units, law=None, method="rk4", rho_inf=RHO_INF) -> str:
+def _partials_take_p(eom):
+    """Whether the partial derivatives' C takes the parameter vector: (inverse, forward dynamics')."""
+    takes = {w: bool(eom.program(w).inputs.get("p"))
+             for w in ("mass_matrix", "bias_forces", "inverse_dynamics_derivatives")}
+    return takes["inverse_dynamics_derivatives"], any(takes.values())
+
+
+def model_source(eom, position, variables, guid, kinds, units, law=None, method="rk4", rho_inf=RHO_INF,
+                 derivatives=False) -> str:
     """The model's C file: the equations, the constants the generic half reads, the generic half
-    (with a controller or generalized-alpha, the compiled loop's C before it). ``units`` receives
+    (with a controller or an implicit method, the compiled loop's C before it). ``units`` receives
     the parts of split large functions (translation units of their own); ``method``: the
-    co-simulation's integrator (rk4, generalized_alpha with ``rho_inf``)."""
+    co-simulation's integrator (rk4, generalized_alpha with ``rho_inf``, radau5). The implicit
+    methods get the model's partial derivatives (the inverse dynamics' from
+    :mod:`flexman.symbolic.tapediff`, the forward dynamics' from them and M), so that Newton's
+    Jacobian is the compiled loop's analytic one; so does ``derivatives`` (model exchange's
+    fmi2GetDirectionalDerivative, an FMU without a built-in controller)."""
     from .loop import CONTROLLER_KINDS, SOURCE as LOOP_SOURCE
+    from .loop_radau import SOURCE as RADAU_SOURCE
 
     robot = eom.robot
     fd = eom.program("forward_dynamics")
     large = len(fd.body) > emit.SOLVE_ABOVE
-    loop = law is not None or method == "generalized_alpha"  # the compiled loop's right-hand side
+    wanted = method in IMPLICIT or derivatives
+    id_p, fd_p = _partials_take_p(eom) if wanted else (False, False)
+    partials = wanted and id_p == fd_p  # one has_p flag serves both (else forward differences)
+    if derivatives and not partials:
+        raise ValueError("derivatives: this model's partial derivatives take the parameters in one function and not "
+                         "in the other, so the FMU cannot provide directional derivatives; export without derivatives")
+    loop = law is not None or wanted  # the compiled loop's right-hand side
     if loop:  # the loop calls M and b through their batch entry points
-        equations = c_source(eom, ("mass_matrix", "bias_forces"), prefix="fm", batch=True, units=units)
+        equations = c_source(eom, ("mass_matrix", "bias_forces"), prefix="fm", batch=True, units=units,
+                             derivatives=partials)
     else:
         what = ("mass_matrix", "bias_forces", "forward_dynamics") if large else ("forward_dynamics",)
         equations = c_source(eom, what, prefix="fm", batch=False, units=units)
@@ -285,7 +320,9 @@ def model_source(eom, position, variables, guid, kinds, units, law=None, method=
         "VR_TAU_OUT": vr["tau_applied1"] if law is not None else -1,
         "OFF_AT": _c_number(law.off_at if law is not None else None),  # the switch times (time events)
         "LQR_AT": _c_number(law.lqr_at if law is not None else None),
-        "METHOD": int(method == "generalized_alpha"), "RHO_INF": repr(float(rho_inf)),
+        "METHOD": METHOD_CODES[method], "RHO_INF": repr(float(rho_inf)),
+        "PARTIALS": int(partials), "HAS_P_PARTIALS": int(id_p), "DIRECTIONAL": int(bool(derivatives)),
+        "VR_RTOL": vr.get("rtol", -1), "VR_ATOL": vr.get("atol", -1),
     }
     lines = ['#include "flexman_fmi2.h"\n#include <math.h>\n', "\n".join(f"#define {k} {v}" for k, v in defines.items()),
              f'#define GUID "{guid}"']
@@ -332,6 +369,8 @@ def model_source(eom, position, variables, guid, kinds, units, law=None, method=
     if loop:
         lines.append("/* ---- the compiled loop's controller laws and generalized-alpha (flexman.codegen.loop) ---- */"
                      + LOOP_SOURCE)
+    if method == "radau5":
+        lines.append("/* ---- the compiled loop's Radau IIA (flexman.codegen.loop_radau) ---- */" + RADAU_SOURCE)
     lines.append(fmi2.WRAPPER)
     return "\n".join(lines)
 
@@ -395,8 +434,17 @@ def check_path(path, option="path", force=True) -> Path:
     return output_file(path, option, force=force)
 
 
+def check_tolerance(value, name) -> float:
+    """``value`` as radau5's ``name`` (rtol, atol): a finite number > 0, else a one-line ValueError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{name}: must be a finite number > 0 (radau5's {'relative' if name == 'rtol' else 'absolute'}"
+                         f" tolerance, e.g. {RTOL if name == 'rtol' else ATOL:g}); got {value!r:.40}")
+    return float(value)
+
+
 def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, qd0=None, force=True,
-              option="path", output_frames=(), method="auto", rho_inf=RHO_INF) -> Path:
+              option="path", output_frames=(), method="auto", rho_inf=RHO_INF, rtol=RTOL, atol=ATOL,
+              derivatives=False) -> Path:
     """Write the FMU of a symbolic-parameter ``eom`` to ``path`` (see the module docstring).
 
     ``kind``: "me", "cs" or "both"; ``controller``: None or a built-in controller of
@@ -406,19 +454,34 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
     ``force``: replace an existing file; ``output_frames``: names of links or named frames (a
     URDF's ``tool0``) whose placement the FMU outputs (``tool0_x``..., ``tool0_r11``...);
     ``method``: the co-simulation's integrator, "rk4", "generalized_alpha" (implicit, for stiff
-    arms; ``rho_inf`` its damping, Newton's Jacobian by forward differences) or "auto"
-    (:func:`co_simulation_method`). Nothing is left behind when any step fails."""
+    arms; ``rho_inf`` its damping), "radau5" (Radau IIA of order 5 with step-size control for
+    ``rtol``, ``atol``, steps at most ``step_size`` long; both tolerances FMU parameters) or
+    "auto" (:func:`co_simulation_method`); the implicit methods' Newton Jacobian comes from the
+    model's partial derivatives, compiled into the FMU. ``derivatives``: compile them in for model
+    exchange too, which then provides fmi2GetDirectionalDerivative of the derivatives der(q),
+    der(qd) with respect to the states and the torque inputs (an FMU without a built-in
+    controller; a larger C file). Nothing is left behind when any step fails."""
     if kind not in KINDS:
         raise ValueError(f"kind: unknown {kind!r}; use me (model exchange), cs (co-simulation) or both")
     if eom.parameters != "symbolic":
         raise ValueError("the FMU's parameters come from the symbolic-parameter equations: "
                          "use fm.derive(robot, parameters='symbolic')")
     if isinstance(step_size, bool) or not (np.isfinite(step_size) and 1e-9 <= step_size <= 1.0):
-        raise ValueError(f"step_size: must be a number of seconds in [1e-09, 1] (the FMU's RK4 step; got "
+        raise ValueError(f"step_size: must be a number of seconds in [1e-09, 1] (the FMU's longest internal step; got "
                          f"{step_size!r:.40})")
     if isinstance(rho_inf, bool) or not (isinstance(rho_inf, (int, float)) and 0.0 <= rho_inf <= 1.0):
         raise ValueError(f"rho_inf: must be a number in [0, 1] (generalized-alpha's spectral radius at infinite "
                          f"step); got {rho_inf!r:.40}")
+    rtol, atol = check_tolerance(rtol, "rtol"), check_tolerance(atol, "atol")
+    if not isinstance(derivatives, bool):
+        raise ValueError(f"derivatives: must be true or false (directional derivatives for model exchange); got "
+                         f"{derivatives!r:.40}")
+    if derivatives and kind == "cs":
+        raise ValueError("derivatives: directional derivatives are model exchange's; use kind 'me' or 'both', or "
+                         "drop derivatives")
+    if derivatives and controller is not None:
+        raise ValueError("derivatives: the FMU's directional derivatives cover the robot without a built-in "
+                         "controller; export without the controller or without derivatives")
     robot = eom.robot
     check_size(robot)
     method = co_simulation_method(robot, method, step_size)
@@ -452,14 +515,14 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
                   "rotation matrix entry)")
                  for n in position_names(robot, output_frames)]
     kinds = ("me", "cs") if kind == "both" else (kind,)
-    var = variables(eom, described, law, step_size, q0, qd0, method)
+    var = variables(eom, described, law, step_size, q0, qd0, method, rtol, atol)
     identifier = names.mangle(robot.name)
     units = []
-    source = model_source(eom, position, var, GUID_SLOT, kinds, units, law, method, rho_inf)
+    source = model_source(eom, position, var, GUID_SLOT, kinds, units, law, method, rho_inf, derivatives)
     guid = _guid(source, *units, repr(kinds))
     source = source.replace(GUID_SLOT, guid)
     sources = [f"{identifier}.c"] + [f"{identifier}_part{k + 1}.c" for k in range(len(units))]
-    xml = model_description(eom, var, identifier, guid, kinds, sources, step_size)
+    xml = model_description(eom, var, identifier, guid, kinds, sources, step_size, derivatives)
     with work_folder(cbuild.cache_dir()) as tmp:  # in the cache: a killed build's is swept later
         files = {"flexman_fmi2.h": fmi2.DECLARATIONS, sources[0]: source}
         files.update({name: unit for name, unit in zip(sources[1:], units)})

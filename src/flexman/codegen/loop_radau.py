@@ -14,7 +14,10 @@ source (it calls that source's right-hand sides, LU, Jacobians and sampling help
   partials) and reused across steps until Newton slows down; the error of
   the embedded third-order formula sets the next step (predictive Gustafsson controller);
   outputs come from the collocation polynomial (cubic dense output), so they land on the grid
-  without clipping the steps;
+  without clipping the steps. The run is ``fm_radau_start`` (rates, Jacobian and first step at
+  the start) and ``fm_radau_step`` (one accepted step, ending at a given time at the latest)
+  over the state in ``fm_radau``: an FMU's co-simulation steps with the same two
+  (:mod:`flexman.codegen.fmi2`), its steps ending at the communication points;
 * ``fm_implicit_batch(...)``: many runs of generalized-alpha or Radau IIA, each with its own
   initial state and parameter vector, as ``fm_rk4_batch``.
 """
@@ -89,17 +92,57 @@ static double fm_rms(int m, int n, const double *v, const double *scale)
     return sqrt(s / m);
 }
 
-typedef struct {  /* one Radau run's scratch and state */
+typedef struct {  /* one Radau integration's scratch and state (kept between calls: an FMU's steps) */
     fm_rhs f;
     fm_jac jac;
     const fm_plant *pl;
     const fm_control *c;
     int prescribed, nx;
     double *work, *ps, *J, *LUr, *Z, *W, *dW, *F, *ys, *xp, *fp, *tau, *tau_fd;
+    double *y, *ynew, *fy, *fnew, *scale, *err, *Q, *yold, *ds, *tmp, *tau_y;
     double complex *LUc, *cv;
     int *pr, *pc;
     long *counts;  /* steps, rejected, Newton iterations, Jacobians, analytic ones, LUs, right-hand sides */
+    double tc, t_old, t_fault, rtol, atol, max_step, tol, h_abs, h_old, err_old, h_prev;
+    int have_lu, current_jac, have_poly;
+    double *mem;
+    double complex *cmem;
+    int *ipiv;
 } fm_radau;
+
+/* The scratch of a Radau integration of x' = f(t, x) (nx states) with the plant and law; counts: 7
+   longs the integration adds its work to. FM_NOMEMORY when it cannot be allocated. */
+static int fm_radau_alloc(fm_radau *r, fm_rhs f, fm_jac jac, const fm_plant *pl, const fm_control *c, int prescribed,
+                          int nx, long *counts)
+{
+    int n = nx, nj = pl->nj;
+    long ws = fm_work_size(pl->nq, nj), pw = fm_partials_work(pl->nq, nj);
+    memset(r, 0, sizeof(*r));
+    r->f = f; r->jac = jac; r->pl = pl; r->c = c; r->prescribed = prescribed; r->nx = n; r->counts = counts;
+    r->mem = (double *)malloc(sizeof(double) * (ws + pw + 2L * n * n + 30L * n + 3L * nj + 8));
+    r->cmem = (double complex *)malloc(sizeof(double complex) * ((long)n * n + n + 1));
+    r->ipiv = (int *)malloc(sizeof(int) * (2L * n + 2));
+    if (!r->mem || !r->cmem || !r->ipiv) {
+        free(r->mem); free(r->cmem); free(r->ipiv);
+        r->mem = NULL; r->cmem = NULL; r->ipiv = NULL;
+        return FM_NOMEMORY;
+    }
+    double *mem = r->mem;
+    r->work = mem; r->ps = mem + ws; r->J = r->ps + pw; r->LUr = r->J + (long)n * n; r->Z = r->LUr + (long)n * n;
+    r->W = r->Z + 3 * n; r->dW = r->W + 3 * n; r->F = r->dW + 3 * n; r->ys = r->F + 3 * n; r->xp = r->ys + n;
+    r->fp = r->xp + n;
+    r->y = r->fp + n; r->ynew = r->y + n; r->fy = r->ynew + n; r->fnew = r->fy + n; r->scale = r->fnew + n;
+    r->err = r->scale + n; r->Q = r->err + n; r->yold = r->Q + 3 * n; r->ds = r->yold + n; r->tmp = r->ds + n;
+    r->tau = r->tmp + n; r->tau_fd = r->tau + nj; r->tau_y = r->tau_fd + nj;
+    r->LUc = r->cmem; r->cv = r->cmem + (long)n * n; r->pr = r->ipiv; r->pc = r->ipiv + n;
+    return FM_OK;
+}
+
+static void fm_radau_release(fm_radau *r)
+{
+    free(r->mem); free(r->cmem); free(r->ipiv);
+    r->mem = NULL; r->cmem = NULL; r->ipiv = NULL;
+}
 
 static int fm_radau_jacobian(fm_radau *r, double t, const double *x, const double *fx, const double *tau)
 {
@@ -182,6 +225,181 @@ static double fm_radau_factor_of(double h, double h_old, double err, double err_
     return (mult < 1.0 ? mult : 1.0) * pow(err, -0.25);
 }
 
+/* Start (or start again) an integration at (t0, x0) for rtol, atol (the error's root mean square
+   relative to atol + rtol |x| at most 1) and max_step, the first step at most to tend: the rates
+   there, the Jacobian and the first step size. tau0 (NULL: not wanted): the torque at the start,
+   written once the rates there are known. Returns FM_OK or the fault met. */
+static int fm_radau_start(fm_radau *r, double t0, const double *x0, double tend, double rtol, double atol,
+                          double max_step, double *tau0)
+{
+    int n = r->nx, status;
+    const double eps = 2.220446049250313e-16;
+    double *y = r->y, *fy = r->fy, *scale = r->scale, *ds = r->ds, *tmp = r->tmp;
+    r->rtol = rtol; r->atol = atol; r->max_step = max_step;
+    r->tol = fmax(10.0 * eps / rtol, fmin(0.03, sqrt(rtol)));
+    r->have_lu = 0; r->current_jac = 1; r->have_poly = 0;
+    r->h_old = -1.0; r->err_old = -1.0; r->h_prev = 0.0;
+    r->tc = t0;
+    r->t_fault = t0;
+    memcpy(y, x0, sizeof(double) * n);
+    if ((status = r->f(r->pl, r->c, t0, y, fy, r->tau_y, r->work))) return status;
+    ++r->counts[6];
+    if (tau0) memcpy(tau0, r->tau_y, sizeof(double) * r->pl->nj);
+    if (!fm_finite(n, fy)) return FM_DIVERGED;
+    if ((status = fm_radau_jacobian(r, t0, y, fy, r->tau_y))) return status;
+    /* the first step (Hairer, Norsett & Wanner I, II.4; SciPy's select_initial_step, order 3) */
+    for (int i = 0; i < n; ++i) scale[i] = atol + fabs(y[i]) * rtol;
+    double d0 = fm_rms(n, n, y, scale), d1 = fm_rms(n, n, fy, scale), h0, h1;
+    h0 = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 : 0.01 * d0 / d1;
+    h0 = fmin(h0, tend - t0);
+    for (int i = 0; i < n; ++i) r->ys[i] = y[i] + h0 * fy[i];
+    if ((status = r->f(r->pl, r->c, t0 + h0, r->ys, ds, r->tau, r->work))) return status;
+    ++r->counts[6];
+    for (int i = 0; i < n; ++i) tmp[i] = ds[i] - fy[i];
+    double d2 = fm_rms(n, n, tmp, scale) / h0;
+    h1 = (d1 <= 1e-15 && d2 <= 1e-15) ? fmax(1e-6, h0 * 1e-3) : pow(0.01 / fmax(d1, d2), 0.25);
+    r->h_abs = fmin(fmin(100.0 * h0, h1), fmin(tend - t0, max_step));
+    if (!(r->h_abs == r->h_abs)) r->h_abs = h0;  /* non-finite rates at the start run into the first step */
+    return FM_OK;
+}
+
+/* Where a run's samples go: every `every`-th time of the grid t[0..n_t-1] and the last; next: the
+   grid index of the next sample, j: the samples written (rows of X, nx, and TAU, nj). */
+typedef struct {
+    const double *t;
+    long n_t, every, next, j;
+    double *X, *TAU;
+} fm_radau_grid;
+
+/* One accepted step from r->tc, ending at tend at the latest (y, fy advanced; the samples of g in the
+   step, from its collocation polynomial, when g is not NULL). Returns FM_OK or the fault met
+   (r->t_fault: the start of the step that met it). */
+static int fm_radau_step(fm_radau *r, double tend, fm_radau_grid *g)
+{
+    int n = r->nx, nj = r->pl->nj, status = FM_OK;
+    const fm_plant *pl = r->pl;
+    const fm_control *c = r->c;
+    double *y = r->y, *ynew = r->ynew, *fy = r->fy, *fnew = r->fnew, *scale = r->scale, *err = r->err;
+    double *Q = r->Q, *yold = r->yold, *ds = r->ds, *tmp = r->tmp, *tau_y = r->tau_y;
+    const double tc = r->tc, rtol = r->rtol, atol = r->atol, tol = r->tol;
+    double min_step = 10.0 * (nextafter(tc, INFINITY) - tc), h_start = r->h_abs, h, tn, err_norm = 0.0, rate = NAN;
+    double safety = 0.9;
+    int rejected = 0, accepted = 0, n_iter = 0, converged = 0;
+    if (r->h_abs > r->max_step) { r->h_abs = r->max_step; r->h_old = -1.0; r->err_old = -1.0; }
+    else if (r->h_abs < min_step) { r->h_abs = min_step; r->h_old = -1.0; r->err_old = -1.0; }
+    const double h_proposed = r->h_abs;  /* the step the controller asked for, before clipping at tend */
+    r->t_fault = tc;
+    while (!accepted) {
+        if (r->h_abs < min_step) return FM_DIVERGED;
+        tn = tc + r->h_abs;
+        if (tn > tend) tn = tend;
+        h = tn - tc;
+        r->h_abs = h;
+        for (int s = 0; s < 3; ++s)  /* the guess: the last step's polynomial, extrapolated */
+            for (int i = 0; i < n; ++i) {
+                double v = 0.0;
+                if (r->have_poly) {
+                    double x = (tc + FM_RC[s] * h - (tc - r->h_prev)) / r->h_prev, p = x;
+                    for (int k = 0; k < 3; ++k, p *= x) v += Q[i * 3 + k] * p;
+                    v += yold[i] - y[i];
+                }
+                r->Z[s * n + i] = v;
+            }
+        for (int i = 0; i < n; ++i) scale[i] = atol + fabs(y[i]) * rtol;
+        converged = 0;
+        while (!converged) {
+            if (!r->have_lu) {
+                if (fm_radau_factor(r, h)) return FM_SINGULAR;
+                r->have_lu = 1;
+            }
+            double guess[3 * n];
+            memcpy(guess, r->Z, sizeof(double) * 3 * n);
+            if ((status = fm_radau_newton(r, tc, y, h, scale, tol, &converged, &n_iter, &rate))) return status;
+            r->counts[2] += n_iter;
+            if (converged) break;
+            memcpy(r->Z, guess, sizeof(double) * 3 * n);
+            if (r->current_jac) break;
+            if ((status = fm_radau_jacobian(r, tc, y, fy, tau_y))) return status;
+            r->current_jac = 1;
+            r->have_lu = 0;
+        }
+        if (!converged) { r->h_abs *= 0.5; r->have_lu = 0; ++r->counts[1]; continue; }
+        for (int i = 0; i < n; ++i) {
+            ynew[i] = y[i] + r->Z[2 * n + i];
+            ds[i] = (FM_RE[0] * r->Z[i] + FM_RE[1] * r->Z[n + i] + FM_RE[2] * r->Z[2 * n + i]) / h;
+            err[i] = fy[i] + ds[i];
+            scale[i] = atol + fmax(fabs(y[i]), fabs(ynew[i])) * rtol;
+        }
+        fm_lu_solve(n, r->LUr, r->pr, err);
+        err_norm = fm_rms(n, n, err, scale);
+        if (rejected && err_norm > 1.0) {  /* the filtered estimate after a rejection */
+            for (int i = 0; i < n; ++i) r->ys[i] = y[i] + err[i];
+            if ((status = r->f(pl, c, tc, r->ys, tmp, r->tau, r->work))) return status;
+            ++r->counts[6];
+            for (int i = 0; i < n; ++i) err[i] = tmp[i] + ds[i];
+            fm_lu_solve(n, r->LUr, r->pr, err);
+            err_norm = fm_rms(n, n, err, scale);
+        }
+        safety = 0.9 * (2 * FM_NEWTON_MAXITER + 1) / (2 * FM_NEWTON_MAXITER + n_iter);
+        if (!(err_norm <= 1.0)) {
+            double factor = err_norm == err_norm ? fm_radau_factor_of(r->h_abs, r->h_old, err_norm, r->err_old) : 0.0;
+            r->h_abs *= fmax(0.2, safety * factor);
+            r->have_lu = 0;
+            rejected = 1;
+            ++r->counts[1];
+        } else
+            accepted = 1;
+    }
+    int recompute = n_iter > 2 && rate > 1e-3;
+    double factor = fmin(10.0, safety * fm_radau_factor_of(r->h_abs, r->h_old, err_norm, r->err_old));
+    if (!recompute && factor < 1.2) factor = 1.0;
+    else r->have_lu = 0;
+    if ((status = r->f(pl, c, tn, ynew, fnew, tau_y, r->work))) return status;
+    ++r->counts[6];
+    if (!fm_finite(n, ynew) || !fm_finite(n, fnew)) return FM_DIVERGED;
+    /* the step's collocation polynomial; the samples in (tc, tn] from it */
+    for (int i = 0; i < n; ++i)
+        for (int k = 0; k < 3; ++k)
+            Q[i * 3 + k] = r->Z[i] * FM_RP[k] + r->Z[n + i] * FM_RP[3 + k] + r->Z[2 * n + i] * FM_RP[6 + k];
+    while (g && g->next < g->n_t && g->t[g->next] <= tn) {
+        double *xs = g->X + g->j * n, *ts = g->TAU + g->j * nj;
+        if (g->t[g->next] == tn) {
+            memcpy(xs, ynew, sizeof(double) * n);
+            memcpy(ts, tau_y, sizeof(double) * nj);
+        } else {
+            double x = (g->t[g->next] - tc) / h, p = x;
+            for (int i = 0; i < n; ++i) xs[i] = y[i];
+            for (int k = 0; k < 3; ++k, p *= x)
+                for (int i = 0; i < n; ++i) xs[i] += Q[i * 3 + k] * p;
+            if ((status = r->f(pl, c, g->t[g->next], xs, tmp, ts, r->work)) || !fm_finite(n, xs))
+                return status ? status : FM_DIVERGED;
+            ++r->counts[6];
+        }
+        ++g->j;
+        g->next = g->next + g->every < g->n_t - 1 ? g->next + g->every : (g->next == g->n_t - 1 ? g->n_t : g->n_t - 1);
+    }
+    if (recompute) {
+        if ((status = fm_radau_jacobian(r, tn, ynew, fnew, tau_y))) { r->t_fault = tn; return status; }
+        r->current_jac = 1;
+    } else
+        r->current_jac = 0;
+    r->h_old = h_start;
+    r->err_old = err_norm;
+    r->h_prev = h;
+    r->h_abs = r->h_abs * factor;
+    if (!rejected && tn == tend && r->h_abs < h_proposed)
+        r->h_abs = h_proposed;  /* cut short by tend (an FMU's communication point): the next step as asked */
+    memcpy(yold, y, sizeof(double) * n);
+    memcpy(y, ynew, sizeof(double) * n);
+    memcpy(fy, fnew, sizeof(double) * n);
+    r->have_poly = 1;
+    r->t_old = tc;
+    r->tc = tn;
+    r->t_fault = tn;
+    ++r->counts[0];
+    return FM_OK;
+}
+
 /* One Radau IIA run over the grid t[0..n_t-1] from x0: the samples are every `every`-th grid time
    and the last (X rows of nx, TAU rows of nj: the torque at the sample's state), taken from the
    steps' collocation polynomials; the steps are chosen for rtol, atol (the error's root mean
@@ -207,168 +425,21 @@ static int fm_radau_with(fm_rhs f, fm_jac jac, const fm_plant *pl, const fm_cont
                          const double *t, long n_t, const double *x0, int nx, long every, double rtol, double atol,
                          double max_step, double *X, double *TAU, long *n_out, double *t_fault, long *counts)
 {
-    int n = nx, nj = pl->nj;
-    long ws = fm_work_size(pl->nq, nj), pw = fm_partials_work(pl->nq, nj);
-    double *mem = (double *)malloc(sizeof(double) * (ws + pw + 2L * n * n + 30L * n + 3L * nj + 8));
-    double complex *cmem = (double complex *)malloc(sizeof(double complex) * ((long)n * n + n + 1));
-    int *ipiv = (int *)malloc(sizeof(int) * (2L * n + 2));
+    fm_radau r;
     for (int i = 0; i < 7; ++i) counts[i] = 0;
-    if (!mem || !cmem || !ipiv) { free(mem); free(cmem); free(ipiv); *n_out = 0; return FM_NOMEMORY; }
-    fm_radau r = {f, jac, pl, c, prescribed, n};
-    r.work = mem; r.ps = mem + ws; r.J = r.ps + pw; r.LUr = r.J + (long)n * n; r.Z = r.LUr + (long)n * n;
-    r.W = r.Z + 3 * n; r.dW = r.W + 3 * n; r.F = r.dW + 3 * n; r.ys = r.F + 3 * n; r.xp = r.ys + n; r.fp = r.xp + n;
-    double *y = r.fp + n, *ynew = y + n, *fy = ynew + n, *fnew = fy + n, *scale = fnew + n, *err = scale + n;
-    double *Q = err + n, *yold = Q + 3 * n, *ds = yold + n, *tmp = ds + n;
-    r.tau = tmp + n; r.tau_fd = r.tau + nj;
-    double *tau_y = r.tau_fd + nj;
-    r.LUc = cmem; r.cv = cmem + (long)n * n; r.pr = ipiv; r.pc = ipiv + n; r.counts = counts;
-    const double eps = 2.220446049250313e-16, tend = t[n_t - 1];
-    double tol = fmax(10.0 * eps / rtol, fmin(0.03, sqrt(rtol)));
-    int status = FM_OK, have_lu = 0, current_jac = 1, have_poly = 0;
-    long j = 1, next = every < n_t - 1 ? every : n_t - 1;  /* samples written, the grid index of the next */
-    double tc = t[0], h_abs, h_old = -1.0, err_old = -1.0, h_prev = 0.0;
-    memcpy(y, x0, sizeof(double) * n);
-    memcpy(X, y, sizeof(double) * n);
-    for (int i = 0; i < nj; ++i) TAU[i] = NAN;
-    *t_fault = tc;
-    if ((status = r.f(pl, c, tc, y, fy, tau_y, r.work))) goto done;
-    ++counts[6];
-    memcpy(TAU, tau_y, sizeof(double) * nj);
-    if (!fm_finite(n, fy)) { status = FM_DIVERGED; goto done; }
-    if ((status = fm_radau_jacobian(&r, tc, y, fy, tau_y))) goto done;
-    {   /* the first step (Hairer, Norsett & Wanner I, II.4; SciPy's select_initial_step, order 3) */
-        for (int i = 0; i < n; ++i) scale[i] = atol + fabs(y[i]) * rtol;
-        double d0 = fm_rms(n, n, y, scale), d1 = fm_rms(n, n, fy, scale), h0, h1;
-        h0 = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 : 0.01 * d0 / d1;
-        h0 = fmin(h0, tend - tc);
-        for (int i = 0; i < n; ++i) r.ys[i] = y[i] + h0 * fy[i];
-        if ((status = r.f(pl, c, tc + h0, r.ys, ds, r.tau, r.work))) goto done;
-        ++counts[6];
-        for (int i = 0; i < n; ++i) tmp[i] = ds[i] - fy[i];
-        double d2 = fm_rms(n, n, tmp, scale) / h0;
-        h1 = (d1 <= 1e-15 && d2 <= 1e-15) ? fmax(1e-6, h0 * 1e-3) : pow(0.01 / fmax(d1, d2), 0.25);
-        h_abs = fmin(fmin(100.0 * h0, h1), fmin(tend - tc, max_step));
-        if (!(h_abs == h_abs)) h_abs = h0;  /* non-finite rates at the start run into the first step */
+    if (fm_radau_alloc(&r, f, jac, pl, c, prescribed, nx, counts)) {
+        *n_out = 0;
+        return FM_NOMEMORY;
     }
-    while (tc < tend && n_t > 1) {
-        double min_step = 10.0 * (nextafter(tc, INFINITY) - tc), h_start = h_abs, h, tn, err_norm = 0.0, rate = NAN;
-        double safety = 0.9;
-        int rejected = 0, accepted = 0, n_iter = 0, converged = 0;
-        if (h_abs > max_step) { h_abs = max_step; h_old = -1.0; err_old = -1.0; }
-        else if (h_abs < min_step) { h_abs = min_step; h_old = -1.0; err_old = -1.0; }
-        while (!accepted) {
-            if (h_abs < min_step) { status = FM_DIVERGED; goto done; }
-            tn = tc + h_abs;
-            if (tn > tend) tn = tend;
-            h = tn - tc;
-            h_abs = h;
-            for (int s = 0; s < 3; ++s)  /* the guess: the last step's polynomial, extrapolated */
-                for (int i = 0; i < n; ++i) {
-                    double v = 0.0;
-                    if (have_poly) {
-                        double x = (tc + FM_RC[s] * h - (tc - h_prev)) / h_prev, p = x;
-                        for (int k = 0; k < 3; ++k, p *= x) v += Q[i * 3 + k] * p;
-                        v += yold[i] - y[i];
-                    }
-                    r.Z[s * n + i] = v;
-                }
-            for (int i = 0; i < n; ++i) scale[i] = atol + fabs(y[i]) * rtol;
-            converged = 0;
-            while (!converged) {
-                if (!have_lu) {
-                    if (fm_radau_factor(&r, h)) { status = FM_SINGULAR; goto done; }
-                    have_lu = 1;
-                }
-                double guess[3 * n];
-                memcpy(guess, r.Z, sizeof(double) * 3 * n);
-                if ((status = fm_radau_newton(&r, tc, y, h, scale, tol, &converged, &n_iter, &rate))) goto done;
-                counts[2] += n_iter;
-                if (converged) break;
-                memcpy(r.Z, guess, sizeof(double) * 3 * n);
-                if (current_jac) break;
-                if ((status = fm_radau_jacobian(&r, tc, y, fy, tau_y))) goto done;
-                current_jac = 1;
-                have_lu = 0;
-            }
-            if (!converged) { h_abs *= 0.5; have_lu = 0; ++counts[1]; continue; }
-            for (int i = 0; i < n; ++i) {
-                ynew[i] = y[i] + r.Z[2 * n + i];
-                ds[i] = (FM_RE[0] * r.Z[i] + FM_RE[1] * r.Z[n + i] + FM_RE[2] * r.Z[2 * n + i]) / h;
-                err[i] = fy[i] + ds[i];
-                scale[i] = atol + fmax(fabs(y[i]), fabs(ynew[i])) * rtol;
-            }
-            fm_lu_solve(n, r.LUr, r.pr, err);
-            err_norm = fm_rms(n, n, err, scale);
-            if (rejected && err_norm > 1.0) {  /* the filtered estimate after a rejection */
-                for (int i = 0; i < n; ++i) r.ys[i] = y[i] + err[i];
-                if ((status = r.f(pl, c, tc, r.ys, tmp, r.tau, r.work))) goto done;
-                ++counts[6];
-                for (int i = 0; i < n; ++i) err[i] = tmp[i] + ds[i];
-                fm_lu_solve(n, r.LUr, r.pr, err);
-                err_norm = fm_rms(n, n, err, scale);
-            }
-            safety = 0.9 * (2 * FM_NEWTON_MAXITER + 1) / (2 * FM_NEWTON_MAXITER + n_iter);
-            if (!(err_norm <= 1.0)) {
-                double factor = err_norm == err_norm ? fm_radau_factor_of(h_abs, h_old, err_norm, err_old) : 0.0;
-                h_abs *= fmax(0.2, safety * factor);
-                have_lu = 0;
-                rejected = 1;
-                ++counts[1];
-            } else
-                accepted = 1;
-        }
-        int recompute = n_iter > 2 && rate > 1e-3;
-        double factor = fmin(10.0, safety * fm_radau_factor_of(h_abs, h_old, err_norm, err_old));
-        if (!recompute && factor < 1.2) factor = 1.0;
-        else have_lu = 0;
-        if ((status = r.f(pl, c, tn, ynew, fnew, tau_y, r.work))) goto done;
-        ++counts[6];
-        if (!fm_finite(n, ynew) || !fm_finite(n, fnew)) { status = FM_DIVERGED; goto done; }
-        /* the samples in (tc, tn]: from this step's collocation polynomial */
-        for (int i = 0; i < n; ++i)
-            for (int k = 0; k < 3; ++k)
-                Q[i * 3 + k] = r.Z[i] * FM_RP[k] + r.Z[n + i] * FM_RP[3 + k] + r.Z[2 * n + i] * FM_RP[6 + k];
-        while (next < n_t && t[next] <= tn) {
-            double *xs = X + j * n, *ts = TAU + j * nj;
-            if (t[next] == tn) {
-                memcpy(xs, ynew, sizeof(double) * n);
-                memcpy(ts, tau_y, sizeof(double) * nj);
-            } else {
-                double x = (t[next] - tc) / h, p = x;
-                for (int i = 0; i < n; ++i) xs[i] = y[i];
-                for (int k = 0; k < 3; ++k, p *= x)
-                    for (int i = 0; i < n; ++i) xs[i] += Q[i * 3 + k] * p;
-                if ((status = r.f(pl, c, t[next], xs, tmp, ts, r.work)) || !fm_finite(n, xs)) {
-                    if (!status) status = FM_DIVERGED;
-                    goto done;
-                }
-                ++counts[6];
-            }
-            ++j;
-            next = next + every < n_t - 1 ? next + every : (next == n_t - 1 ? n_t : n_t - 1);
-        }
-        if (recompute) {
-            if ((status = fm_radau_jacobian(&r, tn, ynew, fnew, tau_y))) { *t_fault = tn; goto done; }
-            current_jac = 1;
-        } else
-            current_jac = 0;
-        h_old = h_start;
-        err_old = err_norm;
-        h_prev = h;
-        h_abs = h_abs * factor;
-        memcpy(yold, y, sizeof(double) * n);
-        memcpy(y, ynew, sizeof(double) * n);
-        memcpy(fy, fnew, sizeof(double) * n);
-        have_poly = 1;
-        tc = tn;
-        *t_fault = tc;
-        ++counts[0];
-    }
-done:
-    *n_out = j;
-    free(mem);
-    free(cmem);
-    free(ipiv);
+    fm_radau_grid g = {t, n_t, every, every < n_t - 1 ? every : n_t - 1, 1, X, TAU};
+    const double tend = t[n_t - 1];
+    memcpy(X, x0, sizeof(double) * nx);
+    for (int i = 0; i < pl->nj; ++i) TAU[i] = NAN;
+    int status = fm_radau_start(&r, t[0], x0, tend, rtol, atol, max_step, TAU);
+    while (!status && r.tc < tend && n_t > 1) status = fm_radau_step(&r, tend, &g);
+    *t_fault = r.t_fault;
+    *n_out = g.j;
+    fm_radau_release(&r);
     return status;
 }
 
