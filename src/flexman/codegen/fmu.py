@@ -158,8 +158,9 @@ def coordinate_meaning(robot, k) -> str:
     return "flexible coordinate (deflection amplitude of a beam shape, see the conventions)"
 
 
-def variables(eom, position_names, law=None, step_size=1e-3, q0=None, qd0=None, method="rk4") -> list:
-    """The FMU's variables in value-reference order (see the module docstring)."""
+def variables(eom, position_names, law=None, step_size=1e-3, q0=None, qd0=None, method="rk4", sensors=()) -> list:
+    """The FMU's variables in value-reference order (see the module docstring); ``sensors``: the
+    checked sensors whose channels are outputs (:func:`sensor_descriptions`)."""
     robot = eom.robot
     coords = list(robot.coordinate_names)
     joints = coords[:robot.n_joints]
@@ -182,6 +183,13 @@ def variables(eom, position_names, law=None, step_size=1e-3, q0=None, qd0=None, 
         out += [Variable(f"qdd_{n}_ref", "input", 0.0, f"controller set-point of the acceleration of {n} "
                          "(feed-forward of computed torque and decoupling)") for n in joints]
     out += [Variable(n, "output", description=d, initial="calculated") for n, d in position_names]
+    taken = {v.name for v in out}
+    for k, s in enumerate(sensors):
+        for channel, text in zip(s.channel_names, sensor_descriptions(eom.robot, s)):
+            if channel in taken:
+                raise ModelError(f"sensors[{k}].name: the FMU output {channel!r} of this {s.type.replace('_', ' ')} is "
+                                 "already the name of another FMU variable; give the sensor a name of its own (name: ...)")
+            out.append(Variable(channel, "output", description=text, initial="calculated"))
     if law is not None:
         out += [Variable(f"tau_applied{j + 1}", "output", description=f"joint {j + 1}: the torque applied, input "
                          "plus controller", initial="calculated") for j in range(robot.n_joints)]
@@ -202,6 +210,81 @@ def variables(eom, position_names, law=None, step_size=1e-3, q0=None, qd0=None, 
             raise ModelError(f"FMU variables: the name {v.name!r} is used twice; rename the coordinate or link")
         seen.add(v.name)
     return out
+
+
+SENSOR_WORDS = {"encoder": "encoder", "strain_gauge": "strain gauge", "accelerometer": "accelerometer",
+                "gyroscope": "gyroscope", "position": "position sensor", "torque": "torque sensor"}
+
+
+def sensor_descriptions(robot, s) -> list:
+    """The description of each FMU output of sensor ``s``: what it reads, unit, and how it differs
+    from the instrument (no noise; an encoder's count; a position sensor's latency not applied)."""
+    bias = "" if not np.any(s.bias) else ", plus its bias"
+    if s.type == "encoder":
+        side = "motor angle (reflected to the joint)" if s.side == "motor" else "joint angle"
+        unit = "rad" if robot.joint_links[s.index].joint == "revolute" else "m"
+        count = (f", counted: a multiple of 2 pi / {s.counts_per_revolution} rad (the coordinate itself is an "
+                 "output too)" if s.counts_per_revolution else "")
+        return [f"{SENSOR_WORDS[s.type]} {s.name}: {side} of joint {s.index} ({unit}){bias}{count}; no noise"]
+    if s.type == "strain_gauge":
+        return [f"strain gauge {s.name}: axial strain at {s.station:g} m on link {s.index}'s beam{bias}; no noise"]
+    if s.type == "torque":
+        return [f"torque sensor {s.name}: torque of joint {s.index}, its row of M qdd + b (N m or N){bias}; no noise"]
+    what = {"accelerometer": "specific force in the sensor's axes (m/s^2)",
+            "gyroscope": "angular velocity in the sensor's axes (rad/s)",
+            "position": "position in the base frame (m)"}[s.type]
+    late = (f"; the current position: the sensor's {s.latency:g} s latency is not applied (an FMU output has no memory: "
+            "delay it in the importing tool)" if s.type == "position" and s.latency else "")
+    return [f"{SENSOR_WORDS[s.type]} {s.name} ({axis}): {what}{bias}; no noise{late}" for axis in "xyz"]
+
+
+def checked_sensors(robot, sensors) -> list:
+    """The sensors an FMU outputs: ``sensors`` (a list of :class:`flexman.model.sensors.Sensor`
+    or a SensorSet; None: the robot's own, its model file's ``sensors:``), checked against
+    ``robot`` on copies, default names numbered as a SensorSet numbers them."""
+    import copy
+
+    from ..model.sensors import Sensor, check_sensor, unique_names
+
+    given = getattr(robot, "sensors", None) or [] if sensors is None else getattr(sensors, "sensors", sensors)
+    if isinstance(given, (str, bytes)) or not hasattr(given, "__iter__"):
+        raise ValueError(f"sensors: expected a list of sensors (flexman.sensors.encoder(...) and the like), got "
+                         f"{type(given).__name__}")
+    out = []
+    for k, s in enumerate(given):
+        if not isinstance(s, Sensor):
+            raise ValueError(f"sensors[{k}]: expected a sensor (flexman.sensors.encoder(...) and the like), got "
+                             f"{type(s).__name__}")
+        out.append(check_sensor(robot, copy.copy(s), f"sensors[{k}]"))
+    return unique_names(robot, out)
+
+
+def sensor_source(eom, program, sensors, vr) -> str:
+    """C of the sensor outputs: ``fm_sensors`` (the traced program of
+    :mod:`flexman.symbolic.sensor_program`) and ``fm_read_sensors(v)``, which evaluates it at the
+    instance's q, qd, its accelerations der(qd) and parameters, then adds each channel's bias and
+    counts an encoder (to the nearest count, as :meth:`flexman.sensors.SensorSet.read` does)."""
+    nq = eom.robot.nq
+    if not sensors:
+        return "static void fm_read_sensors(double *v) { (void)v; }  /* no sensors */\n"
+    bias = np.concatenate([s.bias for s in sensors])
+    quantum = np.concatenate([np.full(s.n_channels, s.quantum) for s in sensors])
+    first = vr[sensors[0].channel_names[0]]
+    args = {"q": "v", "qd": f"v + {nq}", "qdd": f"v + VR_DX + {nq}", "p": "v + VR_P"}
+    call = ", ".join([args[g] for g in program.inputs if program.inputs[g]] + [f"v + {first}"])
+    body = (emit.c_split_source(program, "fm_sensors") if len(program.body) > emit.SPLIT_ABOVE
+            else emit.function_source("c", program, "fm_sensors"))
+    return "\n".join([
+        body, f"#define NS {len(bias)}  /* sensor channels */",
+        f"static const double SENSOR_BIAS[NS] = {{{', '.join(repr(float(x)) for x in bias)}}};",
+        f"static const double SENSOR_QUANTUM[NS] = {{{', '.join(repr(float(x)) for x in quantum)}}};  /* 0: not counted */",
+        "static void fm_read_sensors(double *v)\n{",
+        f"    double *y = v + {first};",
+        f"    fm_sensors({call});",
+        "    for (int k = 0; k < NS; ++k) {",
+        "        y[k] += SENSOR_BIAS[k];",
+        "        if (SENSOR_QUANTUM[k] > 0.0) y[k] = nearbyint(y[k] / SENSOR_QUANTUM[k]) * SENSOR_QUANTUM[k];",
+        "    }", "}", ""])
 
 
 def model_description(eom, variables, identifier, guid, kinds, sources, step_size) -> str:
@@ -255,11 +338,13 @@ def _c_number(x) -> str:
     return "INFINITY" if x is None or np.isinf(x) else repr(float(x))
 
 
-def model_source(eom, position, variables, guid, kinds, units, law=None, method="rk4", rho_inf=RHO_INF) -> str:
+def model_source(eom, position, variables, guid, kinds, units, law=None, method="rk4", rho_inf=RHO_INF,
+                 sensors=(), sensor_program=None) -> str:
     """The model's C file: the equations, the constants the generic half reads, the generic half
     (with a controller or generalized-alpha, the compiled loop's C before it). ``units`` receives
     the parts of split large functions (translation units of their own); ``method``: the
-    co-simulation's integrator (rk4, generalized_alpha with ``rho_inf``)."""
+    co-simulation's integrator (rk4, generalized_alpha with ``rho_inf``); ``sensors`` and their
+    ``sensor_program``: the sensor outputs (:func:`sensor_source`)."""
     from .loop import CONTROLLER_KINDS, SOURCE as LOOP_SOURCE
 
     robot = eom.robot
@@ -328,7 +413,7 @@ def model_source(eom, position, variables, guid, kinds, units, law=None, method=
               f"static const double V_LOW[NV] = {{{low}}};  /* the least value fmi2SetReal takes */",
               f"static const unsigned char V_STRICT[NV] = {{{strict}}};  /* 1: the value must exceed V_LOW */",
               f"static const char *const V_NAME[NV] = {{{labels}}};\n", equations,
-              emit.function_source("c", position, "fm_position")]
+              emit.function_source("c", position, "fm_position"), sensor_source(eom, sensor_program, sensors, vr)]
     if loop:
         lines.append("/* ---- the compiled loop's controller laws and generalized-alpha (flexman.codegen.loop) ---- */"
                      + LOOP_SOURCE)
@@ -396,7 +481,7 @@ def check_path(path, option="path", force=True) -> Path:
 
 
 def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, qd0=None, force=True,
-              option="path", output_frames=(), method="auto", rho_inf=RHO_INF) -> Path:
+              option="path", output_frames=(), method="auto", rho_inf=RHO_INF, sensors=None) -> Path:
     """Write the FMU of a symbolic-parameter ``eom`` to ``path`` (see the module docstring).
 
     ``kind``: "me", "cs" or "both"; ``controller``: None or a built-in controller of
@@ -407,7 +492,9 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
     URDF's ``tool0``) whose placement the FMU outputs (``tool0_x``..., ``tool0_r11``...);
     ``method``: the co-simulation's integrator, "rk4", "generalized_alpha" (implicit, for stiff
     arms; ``rho_inf`` its damping, Newton's Jacobian by forward differences) or "auto"
-    (:func:`co_simulation_method`). Nothing is left behind when any step fails."""
+    (:func:`co_simulation_method`); ``sensors``: the sensors whose channels are outputs (None:
+    the robot's own, its model file's ``sensors:``; see :func:`sensor_descriptions` for what each
+    reads). Nothing is left behind when any step fails."""
     if kind not in KINDS:
         raise ValueError(f"kind: unknown {kind!r}; use me (model exchange), cs (co-simulation) or both")
     if eom.parameters != "symbolic":
@@ -425,6 +512,7 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
     from ..symbolic.kinematics import output_frames as checked_frames
 
     output_frames = checked_frames(robot, output_frames)
+    sensors = checked_sensors(robot, sensors)
     path = check_path(path, option, force)
     for name, x in (("q0", q0), ("qd0", qd0)):
         if x is not None and (np.shape(x) != (robot.nq,) or not np.all(np.isfinite(np.asarray(x, float)))):
@@ -452,10 +540,13 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
                   "rotation matrix entry)")
                  for n in position_names(robot, output_frames)]
     kinds = ("me", "cs") if kind == "both" else (kind,)
-    var = variables(eom, described, law, step_size, q0, qd0, method)
+    var = variables(eom, described, law, step_size, q0, qd0, method, sensors)
     identifier = names.mangle(robot.name)
     units = []
-    source = model_source(eom, position, var, GUID_SLOT, kinds, units, law, method, rho_inf)
+    from ..symbolic.sensor_program import sensor_program
+
+    readings = sensor_program(eom, sensors) if sensors else None
+    source = model_source(eom, position, var, GUID_SLOT, kinds, units, law, method, rho_inf, sensors, readings)
     guid = _guid(source, *units, repr(kinds))
     source = source.replace(GUID_SLOT, guid)
     sources = [f"{identifier}.c"] + [f"{identifier}_part{k + 1}.c" for k in range(len(units))]

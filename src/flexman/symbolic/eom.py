@@ -316,7 +316,7 @@ class EOM:
         return engine.require("codegen").export(self, lang, path, what)
 
     def fmu(self, path, kind="both", controller=None, step_size=1e-3, q0=None, qd0=None, force=True,
-            output_frames=(), method="auto", rho_inf=0.8):
+            output_frames=(), method="auto", rho_inf=0.8, sensors=None):
         """Write an FMI 2.0 FMU of the robot to ``path`` (``.fmu``) and return the path: model
         exchange and/or co-simulation (``kind``: "me", "cs", "both"), the physical parameters
         as FMU parameters, joint torques as inputs (see :mod:`flexman.codegen.fmu`).
@@ -327,7 +327,9 @@ class EOM:
         frames (a URDF's ``tool0``) whose placement the FMU outputs besides the end effector's.
         ``method``: the co-simulation's integrator, "rk4", "generalized_alpha" (implicit, for stiff
         arms; ``rho_inf`` its damping) or "auto" (generalized-alpha where RK4 at ``step_size`` is
-        unstable for the arm's highest mode)."""
+        unstable for the arm's highest mode). ``sensors``: the sensors whose channels the FMU
+        outputs without noise (None: the robot's own, its model file's ``sensors:``; ``[]``: none;
+        a list of ``fm.sensors`` sensors or a SensorSet)."""
         fmu = engine.require("codegen").fmu
         write_fmu = fmu.write_fmu
         fmu.check_size(self.robot)  # before deriving the symbolic-parameter equations again
@@ -337,7 +339,7 @@ class EOM:
             eom = EOM(self.robot, self.formulation, "symbolic", fold=o["fold"], cse=o["cse"], external=False,
                       reduce_mass_matrix=False)  # M's polynomial normal form costs seconds; the FMU need not
         return write_fmu(eom, path, kind, controller, step_size, q0, qd0, force, output_frames=output_frames,
-                         method=method, rho_inf=rho_inf)
+                         method=method, rho_inf=rho_inf, sensors=sensors)
 
     def _physical_parameters(self):
         """The names of the parameters that are physical (not the external wrench inputs)."""
