@@ -4,8 +4,9 @@ An FMU (Functional Mock-up Unit) is a zip file that Simulink, OpenModelica, Dymo
 FMPy import: a ``modelDescription.xml`` naming the variables, a compiled library for each
 platform and, here, the C sources so that any platform can rebuild it. This one holds
 
-* the forward dynamics of the symbolic-parameter equations (the C of :mod:`.sources`) and the
-  end-effector and tip positions (:mod:`flexman.symbolic.kinematics`);
+* the forward dynamics of the symbolic-parameter equations (the C of :mod:`.sources`), the
+  end-effector and tip positions (:mod:`flexman.symbolic.kinematics`) and the robot's sensors
+  without noise (:mod:`flexman.symbolic.sensor_program`; bias added, encoders counted);
 * model exchange (the importing tool integrates the states ``q, qd``) and co-simulation
   (the FMU steps itself with classic RK4 or, for stiff arms, generalized-alpha, at most
   ``step_size`` long, inputs held constant; ``method``);
@@ -16,7 +17,7 @@ Variables (each real, one value reference each, in this order): the coordinates
 (``robot.coordinate_names``) and their rates (``qd_`` + name), the controller's error
 integrals (``int_`` + joint name), the derivatives (``der(...)``), the inputs (joint torques
 ``tau1``..., then set-points ``q1_ref``... and ``qd_q1_ref``...), the outputs (``ee_x``...,
-``tip2_dx``...), the physical parameters of ``parameters="symbolic"`` (``m1``, ``EIy2``, ...),
+``tip2_dx``..., then the sensors' channels ``enc1``, ``acc_x``...), the physical parameters of ``parameters="symbolic"`` (``m1``, ``EIy2``, ...),
 the controller gains (``kp1``..., ``ki1``..., ``kd1``..., or ``gp1``..., ``gv1``...) and ``step_size``;
 with a controller also the set-points ``q1_ref``, ``qd_q1_ref``, ``qdd_q1_ref`` (inputs) and the
 applied torques ``tau_applied1``... (outputs).
