@@ -182,3 +182,33 @@ def test_a_sensor_named_like_another_output_is_refused_in_one_line(tmp_path, cap
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "sensors[6].name" in err[0] and "Traceback" not in err[0], err
     assert not (tmp_path / "b.fmu").exists()
+
+
+@pytest.mark.parametrize("name", ["flexible_tree", "mimic_tree", "elastic_joints", "floating_file_beam"])
+def test_the_traced_sensor_program_equals_the_sensor_set(name, tmp_path):
+    """The FMU's sensor program (symbolic parameters, run as generated NumPy) reads what
+    SensorSet.h reads on trees, mimic joints, elastic joints and a floating base (1e-10)."""
+    from backends import ROBOTS
+
+    from flexman.symbolic.emit import function_source
+    from flexman.symbolic.sensor_program import sensor_program
+
+    robot = ROBOTS[name](tmp_path)
+    S = fm.sensors
+    last = robot.n_joints - 1
+    sensors = [S.encoder(robot, last), S.torque(robot, 0), S.torque(robot, last),
+               S.accelerometer(robot, -1, point=[0.05, 0.02, 0.0]), S.gyroscope(robot, 0),
+               S.position(robot, -1, point=[0.0, 0.03, 0.01])]
+    flexible = [i for i, link in enumerate(robot.links) if link.is_flexible and link.joint == "revolute"]
+    if flexible:
+        sensors.append(S.strain_gauge(robot, flexible[0], station=0.0, offset=[0.01, 0.02]))
+    sset = SensorSet(robot, sensors)
+    eom = fm.derive(robot, parameters="symbolic", external=False, reduce_mass_matrix=False)
+    env = {"np": np}
+    exec(function_source("numpy", sensor_program(eom, sset.sensors), "f"), env)  # our own generated code
+    rng = np.random.default_rng(3)
+    q, qd, qdd = (rng.normal(size=robot.nq) * s for s in (0.4, 0.8, 2.0))
+    q[robot.flex_index] *= 0.05
+    y = np.ravel(env["f"](q, qd, qdd, np.array(list(eom.param_values.values()))))
+    h = sset.h(q, qd, qdd)
+    assert np.max(np.abs(y - h)) < 1e-10 * max(1.0, np.max(np.abs(h)))

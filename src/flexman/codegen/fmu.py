@@ -188,7 +188,7 @@ def variables(eom, position_names, law=None, step_size=1e-3, q0=None, qd0=None, 
     for k, s in enumerate(sensors):
         for channel, text in zip(s.channel_names, sensor_descriptions(eom.robot, s)):
             if channel in taken:
-                raise ModelError(f"sensors[{k}].name: the FMU output {channel!r} of this {s.type.replace('_', ' ')} is "
+                raise ModelError(f"sensors[{k}].name: the FMU output {channel!r} of this {SENSOR_WORDS[s.type]} is "
                                  "already the name of another FMU variable; give the sensor a name of its own (name: ...)")
             out.append(Variable(channel, "output", description=text, initial="calculated"))
     if law is not None:
