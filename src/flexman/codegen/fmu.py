@@ -17,8 +17,8 @@ Variables (each real, one value reference each, in this order): the coordinates
 (``robot.coordinate_names``) and their rates (``qd_`` + name), the controller's error
 integrals (``int_`` + joint name), the derivatives (``der(...)``), the inputs (joint torques
 ``tau1``..., then set-points ``q1_ref``... and ``qd_q1_ref``...), the outputs (``ee_x``...,
-``tip2_dx``..., then the sensors' channels ``enc1``, ``acc_x``...), the physical parameters of ``parameters="symbolic"`` (``m1``, ``EIy2``, ...),
-the controller gains (``kp1``..., ``ki1``..., ``kd1``..., or ``gp1``..., ``gv1``...) and ``step_size``;
+``tip2_dx``..., then the sensors' channels ``enc1``, ``acc_x``...), the physical parameters of
+``parameters="symbolic"`` (``m1``, ``EIy2``, ...), the controller gains (``kp1``..., ``ki1``..., ``kd1``..., or ``gp1``..., ``gv1``...) and ``step_size``;
 with a controller also the set-points ``q1_ref``, ``qd_q1_ref``, ``qdd_q1_ref`` (inputs) and the
 applied torques ``tau_applied1``... (outputs).
 The generic C half (instance, FMI functions, RK4) is :mod:`.fmi2`.
@@ -221,16 +221,18 @@ def sensor_descriptions(robot, s) -> list:
     """The description of each FMU output of sensor ``s``: what it reads, unit, and how it differs
     from the instrument (no noise; an encoder's count; a position sensor's latency not applied)."""
     bias = "" if not np.any(s.bias) else ", plus its bias"
+    links = robot.joint_links if s.type in ("encoder", "torque") else robot.links
+    at = f"{s.index + 1}{f' ({links[s.index].name})' if links[s.index].name else ''}"  # 1-based, as the coordinates
     if s.type == "encoder":
         side = "motor angle (reflected to the joint)" if s.side == "motor" else "joint angle"
         unit = "rad" if robot.joint_links[s.index].joint == "revolute" else "m"
         count = (f", counted: a multiple of 2 pi / {s.counts_per_revolution} rad (the coordinate itself is an "
                  "output too)" if s.counts_per_revolution else "")
-        return [f"{SENSOR_WORDS[s.type]} {s.name}: {side} of joint {s.index} ({unit}){bias}{count}; no noise"]
+        return [f"{SENSOR_WORDS[s.type]} {s.name}: {side} of joint {at} ({unit}){bias}{count}; no noise"]
     if s.type == "strain_gauge":
-        return [f"strain gauge {s.name}: axial strain at {s.station:g} m on link {s.index}'s beam{bias}; no noise"]
+        return [f"strain gauge {s.name}: axial strain at {s.station:g} m on the beam of link {at}{bias}; no noise"]
     if s.type == "torque":
-        return [f"torque sensor {s.name}: torque of joint {s.index}, its row of M qdd + b (N m or N){bias}; no noise"]
+        return [f"torque sensor {s.name}: torque of joint {at}, its row of M qdd + b (N m or N){bias}; no noise"]
     what = {"accelerometer": "specific force in the sensor's axes (m/s^2)",
             "gyroscope": "angular velocity in the sensor's axes (rad/s)",
             "position": "position in the base frame (m)"}[s.type]
