@@ -184,6 +184,18 @@ def test_a_sensor_named_like_another_output_is_refused_in_one_line(tmp_path, cap
     assert not (tmp_path / "b.fmu").exists()
 
 
+def test_cli_export_lists_the_sensor_outputs(tmp_path, capsys):
+    import json
+
+    robot = arm()
+    model = fm.save(robot, tmp_path / "arm.yaml")
+    assert cli.main(["export", str(model), "--fmu", str(tmp_path / "arm.fmu"), "--kind", "cs", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["sensors"] == SensorSet(robot, robot.sensors).names
+    md = fmpy.read_model_description(str(tmp_path / "arm.fmu"))
+    assert [v.name for v in md.modelVariables if v.name in info["sensors"]] == info["sensors"]
+
+
 @pytest.mark.parametrize("name", ["flexible_tree", "mimic_tree", "elastic_joints", "floating_file_beam"])
 def test_the_traced_sensor_program_equals_the_sensor_set(name, tmp_path):
     """The FMU's sensor program (symbolic parameters, run as generated NumPy) reads what
