@@ -59,12 +59,14 @@ def cmd_export(args) -> int:
     info = {"fmu": str(path), "model": robot.name, "kind": args.kind, "controller": type(controller).__name__ if controller is not None else None,
             "coordinates": list(robot.coordinate_names), "parameters": list(eom.param_values),
             "output_frames": frames, "method": method, "directional_derivatives": args.derivatives,
+            "sensors": [c for s in getattr(robot, "sensors", None) or [] for c in s.channel_names],
             "seconds": round(time.perf_counter() - start, 2)}
     if args.json:
         print_json(info)
         return 0
     kinds = {"me": "model exchange", "cs": "co-simulation", "both": "model exchange and co-simulation"}[args.kind]
-    print(f"wrote {path} (FMI 2.0, {kinds}; {robot.nq} coordinates, {len(info['parameters'])} parameters"
+    outputs = f", {len(info['sensors'])} sensor outputs" if info["sensors"] else ""
+    print(f"wrote {path} (FMI 2.0, {kinds}; {robot.nq} coordinates, {len(info['parameters'])} parameters{outputs}"
           f"{f', {type(controller).__name__} controller' if controller is not None else ''}; co-simulation by "
           f"{method}) in {info['seconds']:.1f} s")
     return 0

@@ -11,7 +11,8 @@ model's equations and the ``#define``s it reads: NQ, NJ, NP, NZ (controller stat
 (= 2 NQ + NZ continuous states), NV (real variables), the value references VR_DX, VR_TAU,
 VR_REF, VR_Y, VR_P, VR_GAIN, VR_STEP, the arrays V_START, V_LOW, V_STRICT (the least value
 fmi2SetReal accepts, strictly or not), V_NAME and GUID, and the functions
-``fm_forward_dynamics`` and ``fm_position``; with a controller (CONTROL > 0, the
+``fm_forward_dynamics``, ``fm_position`` and ``fm_read_sensors`` (the sensor outputs from v,
+after the derivatives); with a controller (CONTROL > 0, the
 kinds of :mod:`flexman.codegen.loop`) also that module's C, the model's ``fm_*_batch`` functions,
 N_GAINS, VR_GAIN, GAIN_SLOT, VR_REF, VR_TAU_MAX, VR_TAU_OUT, G_LQR; OFF_AT and LQR_AT are the
 controller's switch times (time events; INFINITY: none). METHOD picks the co-simulation's
@@ -359,6 +360,7 @@ static fmi2Status update(Instance *m)
     double tau[NJ + 1];
     int fault = rates(m, m->time, m->v, m->v + VR_DX, VR_TAU_OUT >= 0 ? m->v + VR_TAU_OUT : tau);
     fm_position(m->v, m->v + VR_P, m->v + VR_Y);
+    fm_read_sensors(m->v);  /* after the derivatives: torque sensors and accelerometers read der(qd) */
     m->dirty = 0;
     if (fault || !all_finite(m->v + VR_DX, NX)) {
         say(m, fmi2Error, "logStatusError", "the derivatives are not finite (singular mass matrix, diverged states "

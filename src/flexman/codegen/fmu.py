@@ -4,8 +4,9 @@ An FMU (Functional Mock-up Unit) is a zip file that Simulink, OpenModelica, Dymo
 FMPy import: a ``modelDescription.xml`` naming the variables, a compiled library for each
 platform and, here, the C sources so that any platform can rebuild it. This one holds
 
-* the forward dynamics of the symbolic-parameter equations (the C of :mod:`.sources`) and the
-  end-effector and tip positions (:mod:`flexman.symbolic.kinematics`);
+* the forward dynamics of the symbolic-parameter equations (the C of :mod:`.sources`), the
+  end-effector and tip positions (:mod:`flexman.symbolic.kinematics`) and the robot's sensors
+  without noise (:mod:`flexman.symbolic.sensor_program`; bias added, encoders counted);
 * model exchange (the importing tool integrates the states ``q, qd``; with ``derivatives``
   also fmi2GetDirectionalDerivative from the model's partial derivatives) and co-simulation
   (the FMU steps itself with classic RK4 or, for stiff arms, generalized-alpha or Radau IIA,
@@ -18,8 +19,8 @@ Variables (each real, one value reference each, in this order): the coordinates
 (``robot.coordinate_names``) and their rates (``qd_`` + name), the controller's error
 integrals (``int_`` + joint name), the derivatives (``der(...)``), the inputs (joint torques
 ``tau1``..., then set-points ``q1_ref``... and ``qd_q1_ref``...), the outputs (``ee_x``...,
-``tip2_dx``...), the physical parameters of ``parameters="symbolic"`` (``m1``, ``EIy2``, ...),
-the controller gains (``kp1``..., ``ki1``..., ``kd1``..., or ``gp1``..., ``gv1``...), ``step_size`` and,
+``tip2_dx``..., then the sensors' channels ``enc1``, ``acc_x``...), the physical parameters of
+``parameters="symbolic"`` (``m1``, ``EIy2``, ...), the controller gains (``kp1``..., ``ki1``..., ``kd1``..., or ``gp1``..., ``gv1``...), ``step_size`` and,
 for radau5, ``rtol`` and ``atol``;
 with a controller also the set-points ``q1_ref``, ``qd_q1_ref``, ``qdd_q1_ref`` (inputs) and the
 applied torques ``tau_applied1``... (outputs).
@@ -167,8 +168,9 @@ def coordinate_meaning(robot, k) -> str:
 
 
 def variables(eom, position_names, law=None, step_size=1e-3, q0=None, qd0=None, method="rk4", rtol=RTOL,
-              atol=ATOL) -> list:
-    """The FMU's variables in value-reference order (see the module docstring)."""
+              atol=ATOL, sensors=()) -> list:
+    """The FMU's variables in value-reference order (see the module docstring); ``sensors``: the
+    checked sensors whose channels are outputs (:func:`sensor_descriptions`)."""
     robot = eom.robot
     coords = list(robot.coordinate_names)
     joints = coords[:robot.n_joints]
@@ -191,6 +193,13 @@ def variables(eom, position_names, law=None, step_size=1e-3, q0=None, qd0=None, 
         out += [Variable(f"qdd_{n}_ref", "input", 0.0, f"controller set-point of the acceleration of {n} "
                          "(feed-forward of computed torque and decoupling)") for n in joints]
     out += [Variable(n, "output", description=d, initial="calculated") for n, d in position_names]
+    taken = {v.name for v in out}
+    for k, s in enumerate(sensors):
+        for channel, text in zip(s.channel_names, sensor_descriptions(eom.robot, s)):
+            if channel in taken:
+                raise ModelError(f"sensors[{k}].name: the FMU output {channel!r} of this {SENSOR_WORDS[s.type]} is "
+                                 "already the name of another FMU variable; give the sensor a name of its own (name: ...)")
+            out.append(Variable(channel, "output", description=text, initial="calculated"))
     if law is not None:
         out += [Variable(f"tau_applied{j + 1}", "output", description=f"joint {j + 1}: the torque applied, input "
                          "plus controller", initial="calculated") for j in range(robot.n_joints)]
@@ -215,6 +224,83 @@ def variables(eom, position_names, law=None, step_size=1e-3, q0=None, qd0=None, 
             raise ModelError(f"FMU variables: the name {v.name!r} is used twice; rename the coordinate or link")
         seen.add(v.name)
     return out
+
+
+SENSOR_WORDS = {"encoder": "encoder", "strain_gauge": "strain gauge", "accelerometer": "accelerometer",
+                "gyroscope": "gyroscope", "position": "position sensor", "torque": "torque sensor"}
+
+
+def sensor_descriptions(robot, s) -> list:
+    """The description of each FMU output of sensor ``s``: what it reads, unit, and how it differs
+    from the instrument (no noise; an encoder's count; a position sensor's latency not applied)."""
+    bias = "" if not np.any(s.bias) else ", plus its bias"
+    links = robot.joint_links if s.type in ("encoder", "torque") else robot.links
+    at = f"{s.index + 1}{f' ({links[s.index].name})' if links[s.index].name else ''}"  # 1-based, as the coordinates
+    if s.type == "encoder":
+        side = "motor angle (reflected to the joint)" if s.side == "motor" else "joint angle"
+        unit = "rad" if robot.joint_links[s.index].joint == "revolute" else "m"
+        count = (f", counted: a multiple of 2 pi / {s.counts_per_revolution} rad (the coordinate itself is an "
+                 "output too)" if s.counts_per_revolution else "")
+        return [f"{SENSOR_WORDS[s.type]} {s.name}: {side} of joint {at} ({unit}){bias}{count}; no noise"]
+    if s.type == "strain_gauge":
+        return [f"strain gauge {s.name}: axial strain at {s.station:g} m on the beam of link {at}{bias}; no noise"]
+    if s.type == "torque":
+        return [f"torque sensor {s.name}: torque of joint {at}, its row of M qdd + b (N m or N){bias}; no noise"]
+    what = {"accelerometer": "specific force in the sensor's axes (m/s^2)",
+            "gyroscope": "angular velocity in the sensor's axes (rad/s)",
+            "position": "position in the base frame (m)"}[s.type]
+    late = (f"; the current position: the sensor's {s.latency:g} s latency is not applied (an FMU output has no memory: "
+            "delay it in the importing tool)" if s.type == "position" and s.latency else "")
+    return [f"{SENSOR_WORDS[s.type]} {s.name} ({axis}): {what}{bias}; no noise{late}" for axis in "xyz"]
+
+
+def checked_sensors(robot, sensors) -> list:
+    """The sensors an FMU outputs: ``sensors`` (a list of :class:`flexman.model.sensors.Sensor`
+    or a SensorSet; None: the robot's own, its model file's ``sensors:``), checked against
+    ``robot`` on copies, default names numbered as a SensorSet numbers them."""
+    import copy
+
+    from ..model.sensors import Sensor, check_sensor, unique_names
+
+    given = getattr(robot, "sensors", None) or [] if sensors is None else getattr(sensors, "sensors", sensors)
+    if isinstance(given, (str, bytes)) or not hasattr(given, "__iter__"):
+        raise ValueError(f"sensors: expected a list of sensors (flexman.sensors.encoder(...) and the like), got "
+                         f"{type(given).__name__}")
+    out = []
+    for k, s in enumerate(given):
+        if not isinstance(s, Sensor):
+            raise ValueError(f"sensors[{k}]: expected a sensor (flexman.sensors.encoder(...) and the like), got "
+                             f"{type(s).__name__}")
+        out.append(check_sensor(robot, copy.copy(s), f"sensors[{k}]"))
+    return unique_names(robot, out)
+
+
+def sensor_source(eom, program, sensors, vr) -> str:
+    """C of the sensor outputs: ``fm_sensors`` (the traced program of
+    :mod:`flexman.symbolic.sensor_program`) and ``fm_read_sensors(v)``, which evaluates it at the
+    instance's q, qd, its accelerations der(qd) and parameters, then adds each channel's bias and
+    counts an encoder (to the nearest count, as :meth:`flexman.sensors.SensorSet.read` does)."""
+    nq = eom.robot.nq
+    if not sensors:
+        return "static void fm_read_sensors(double *v) { (void)v; }  /* no sensors */\n"
+    bias = np.concatenate([s.bias for s in sensors])
+    quantum = np.concatenate([np.full(s.n_channels, s.quantum) for s in sensors])
+    first = vr[sensors[0].channel_names[0]]
+    args = {"q": "v", "qd": f"v + {nq}", "qdd": f"v + VR_DX + {nq}", "p": "v + VR_P"}
+    call = ", ".join([args[g] for g in program.inputs if program.inputs[g]] + [f"v + {first}"])
+    body = (emit.c_split_source(program, "fm_sensors") if len(program.body) > emit.SPLIT_ABOVE
+            else emit.function_source("c", program, "fm_sensors"))
+    return "\n".join([
+        body, f"#define NS {len(bias)}  /* sensor channels */",
+        f"static const double SENSOR_BIAS[NS] = {{{', '.join(repr(float(x)) for x in bias)}}};",
+        f"static const double SENSOR_QUANTUM[NS] = {{{', '.join(repr(float(x)) for x in quantum)}}};  /* 0: not counted */",
+        "static void fm_read_sensors(double *v)\n{",
+        f"    double *y = v + {first};",
+        f"    fm_sensors({call});",
+        "    for (int k = 0; k < NS; ++k) {",
+        "        y[k] += SENSOR_BIAS[k];",
+        "        if (SENSOR_QUANTUM[k] > 0.0) y[k] = nearbyint(y[k] / SENSOR_QUANTUM[k]) * SENSOR_QUANTUM[k];",
+        "    }", "}", ""])
 
 
 def model_description(eom, variables, identifier, guid, kinds, sources, step_size, directional=False) -> str:
@@ -278,7 +364,7 @@ def _partials_take_p(eom):
 
 
 def model_source(eom, position, variables, guid, kinds, units, law=None, method="rk4", rho_inf=RHO_INF,
-                 derivatives=False) -> str:
+                 derivatives=False, sensors=(), sensor_program=None) -> str:
     """The model's C file: the equations, the constants the generic half reads, the generic half
     (with a controller or an implicit method, the compiled loop's C before it). ``units`` receives
     the parts of split large functions (translation units of their own); ``method``: the
@@ -286,7 +372,8 @@ def model_source(eom, position, variables, guid, kinds, units, law=None, method=
     methods get the model's partial derivatives (the inverse dynamics' from
     :mod:`flexman.symbolic.tapediff`, the forward dynamics' from them and M), so that Newton's
     Jacobian is the compiled loop's analytic one; so does ``derivatives`` (model exchange's
-    fmi2GetDirectionalDerivative, an FMU without a built-in controller)."""
+    fmi2GetDirectionalDerivative, an FMU without a built-in controller). ``sensors`` and their
+    ``sensor_program``: the sensor outputs (:func:`sensor_source`)."""
     from .loop import CONTROLLER_KINDS, SOURCE as LOOP_SOURCE
     from .loop_radau import SOURCE as RADAU_SOURCE
 
@@ -365,7 +452,7 @@ def model_source(eom, position, variables, guid, kinds, units, law=None, method=
               f"static const double V_LOW[NV] = {{{low}}};  /* the least value fmi2SetReal takes */",
               f"static const unsigned char V_STRICT[NV] = {{{strict}}};  /* 1: the value must exceed V_LOW */",
               f"static const char *const V_NAME[NV] = {{{labels}}};\n", equations,
-              emit.function_source("c", position, "fm_position")]
+              emit.function_source("c", position, "fm_position"), sensor_source(eom, sensor_program, sensors, vr)]
     if loop:
         lines.append("/* ---- the compiled loop's controller laws and generalized-alpha (flexman.codegen.loop) ---- */"
                      + LOOP_SOURCE)
@@ -444,7 +531,7 @@ def check_tolerance(value, name) -> float:
 
 def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, qd0=None, force=True,
               option="path", output_frames=(), method="auto", rho_inf=RHO_INF, rtol=RTOL, atol=ATOL,
-              derivatives=False) -> Path:
+              derivatives=False, sensors=None) -> Path:
     """Write the FMU of a symbolic-parameter ``eom`` to ``path`` (see the module docstring).
 
     ``kind``: "me", "cs" or "both"; ``controller``: None or a built-in controller of
@@ -460,7 +547,9 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
     model's partial derivatives, compiled into the FMU. ``derivatives``: compile them in for model
     exchange too, which then provides fmi2GetDirectionalDerivative of the derivatives der(q),
     der(qd) with respect to the states and the torque inputs (an FMU without a built-in
-    controller; a larger C file). Nothing is left behind when any step fails."""
+    controller; a larger C file). ``sensors``: the sensors whose channels are outputs (None: the
+    robot's own, its model file's ``sensors:``; see :func:`sensor_descriptions` for what each
+    reads). Nothing is left behind when any step fails."""
     if kind not in KINDS:
         raise ValueError(f"kind: unknown {kind!r}; use me (model exchange), cs (co-simulation) or both")
     if eom.parameters != "symbolic":
@@ -488,6 +577,7 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
     from ..symbolic.kinematics import output_frames as checked_frames
 
     output_frames = checked_frames(robot, output_frames)
+    sensors = checked_sensors(robot, sensors)
     path = check_path(path, option, force)
     for name, x in (("q0", q0), ("qd0", qd0)):
         if x is not None and (np.shape(x) != (robot.nq,) or not np.all(np.isfinite(np.asarray(x, float)))):
@@ -515,10 +605,14 @@ def write_fmu(eom, path, kind="both", controller=None, step_size=1e-3, q0=None, 
                   "rotation matrix entry)")
                  for n in position_names(robot, output_frames)]
     kinds = ("me", "cs") if kind == "both" else (kind,)
-    var = variables(eom, described, law, step_size, q0, qd0, method, rtol, atol)
+    var = variables(eom, described, law, step_size, q0, qd0, method, rtol, atol, sensors)
     identifier = names.mangle(robot.name)
     units = []
-    source = model_source(eom, position, var, GUID_SLOT, kinds, units, law, method, rho_inf, derivatives)
+    from ..symbolic.sensor_program import sensor_program
+
+    readings = sensor_program(eom, sensors) if sensors else None
+    source = model_source(eom, position, var, GUID_SLOT, kinds, units, law, method, rho_inf, derivatives, sensors,
+                          readings)
     guid = _guid(source, *units, repr(kinds))
     source = source.replace(GUID_SLOT, guid)
     sources = [f"{identifier}.c"] + [f"{identifier}_part{k + 1}.c" for k in range(len(units))]

@@ -25,6 +25,23 @@ from . import ops
 FRAME_KINDS = ("accelerometer", "gyroscope", "position")
 
 
+def sensor_taps(robot, sensors) -> list:
+    """The frame sensors among ``sensors`` (:class:`flexman.model.sensors.Sensor`) as taps, in
+    order: (kind, link, the sensor's 4x4 placement in that link's distal frame: a named frame's
+    offset, then the sensor's point)."""
+    from ..model.inputs import link_frame
+
+    taps = []
+    for s in sensors:
+        if s.type in FRAME_KINDS:
+            i, T = link_frame(robot, s.where if isinstance(s.where, str) else s.index)
+            P = np.eye(4)
+            if s.point is not None:
+                P[:3, 3] = s.point
+            taps.append((s.type, i, P if T is None else np.asarray(T, dtype=float) @ P))
+    return taps
+
+
 def _tap_frames(model, recs, link, like):
     """(W, W_dot, W_ddot) of a link's distal frame; the base's for link -1 (identity, at rest,
     base acceleration -g)."""

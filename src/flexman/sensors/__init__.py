@@ -30,10 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..analysis.strain import curvature
-from ..dynamics.sensing import FRAME_KINDS, frame_readings
+from ..dynamics.sensing import FRAME_KINDS, frame_readings, sensor_taps
 from ..dynamics.structure import numeric_model
 from ..model import ModelError
-from ..model.inputs import link_frame
 from ..model.sensors import CHANNELS, Sensor, check_sensor, unique_names
 
 __all__ = ["SensorSet", "Measurements", "Channel", "encoder", "strain_gauge", "accelerometer", "gyroscope",
@@ -140,9 +139,6 @@ class SensorSet:
         y, z = s.offset
         return z * kappa[:, 1] - y * kappa[:, 2]
 
-    def _frame(self, s):
-        return s.where if isinstance(s.where, str) else s.index
-
     def h(self, q, qd=None, qdd=None) -> np.ndarray:
         """What the sensors read without noise, bias or quantisation: (..., m) channels."""
         q = np.asarray(q, dtype=float)
@@ -160,17 +156,8 @@ class SensorSet:
         return out
 
     def frame_taps(self) -> list:
-        """The frame sensors as taps of :mod:`flexman.dynamics.sensing`, in order: (kind, link,
-        the sensor's 4x4 placement in that link's distal frame: a named frame's offset, then the point)."""
-        taps = []
-        for s in self.sensors:
-            if s.type in FRAME_KINDS:
-                i, T = link_frame(self.robot, self._frame(s))
-                P = np.eye(4)
-                if s.point is not None:
-                    P[:3, 3] = s.point
-                taps.append((s.type, i, P if T is None else np.asarray(T, dtype=float) @ P))
-        return taps
+        """The frame sensors as taps of :mod:`flexman.dynamics.sensing`, in order (:func:`sensor_taps`)."""
+        return sensor_taps(self.robot, self.sensors)
 
     def _frame_readings(self, q, qd, qdd):
         """The frame sensors' readings (..., 3) each, exact (:func:`flexman.dynamics.sensing.frame_readings`)."""

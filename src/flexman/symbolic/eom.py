@@ -316,7 +316,7 @@ class EOM:
         return engine.require("codegen").export(self, lang, path, what)
 
     def fmu(self, path, kind="both", controller=None, step_size=1e-3, q0=None, qd0=None, force=True,
-            output_frames=(), method="auto", rho_inf=0.8, rtol=1e-8, atol=1e-10, derivatives=False):
+            output_frames=(), method="auto", rho_inf=0.8, rtol=1e-8, atol=1e-10, derivatives=False, sensors=None):
         """Write an FMI 2.0 FMU of the robot to ``path`` (``.fmu``) and return the path: model
         exchange and/or co-simulation (``kind``: "me", "cs", "both"), the physical parameters
         as FMU parameters, joint torques as inputs (see :mod:`flexman.codegen.fmu`).
@@ -329,7 +329,10 @@ class EOM:
         arms; ``rho_inf`` its damping), "radau5" (Radau IIA with step-size control for ``rtol``,
         ``atol``, steps at most ``step_size``) or "auto" (generalized-alpha where RK4 at
         ``step_size`` is unstable for the arm's highest mode). ``derivatives``: model exchange
-        provides fmi2GetDirectionalDerivative from the model's partial derivatives (no controller)."""
+        provides fmi2GetDirectionalDerivative from the model's partial derivatives (no controller).
+        ``sensors``: the sensors whose channels the FMU outputs without noise (None: the robot's
+        own, its model file's ``sensors:``; ``[]``: none; a list of ``fm.sensors`` sensors or a
+        SensorSet)."""
         fmu = engine.require("codegen").fmu
         write_fmu = fmu.write_fmu
         fmu.check_size(self.robot)  # before deriving the symbolic-parameter equations again
@@ -339,7 +342,7 @@ class EOM:
             eom = EOM(self.robot, self.formulation, "symbolic", fold=o["fold"], cse=o["cse"], external=False,
                       reduce_mass_matrix=False)  # M's polynomial normal form costs seconds; the FMU need not
         return write_fmu(eom, path, kind, controller, step_size, q0, qd0, force, output_frames=output_frames,
-                         method=method, rho_inf=rho_inf, rtol=rtol, atol=atol, derivatives=derivatives)
+                         method=method, rho_inf=rho_inf, rtol=rtol, atol=atol, derivatives=derivatives, sensors=sensors)
 
     def _physical_parameters(self):
         """The names of the parameters that are physical (not the external wrench inputs)."""

@@ -96,9 +96,11 @@ def _body(J4, suffix, i, P):
     return out
 
 
-def _beam_exponents(beam, link):
+def _beam_exponents(beam, link, second_order=False):
     """Per tensor, a function of the entry index giving {property: power} (see the module
-    docstring). Bending coordinates scale with their shape exponent s_k; torsion angles too."""
+    docstring). Bending coordinates scale with their shape exponent s_k; torsion angles too.
+    ``second_order``: the second-order tip tensor Dkl also without stiffening (for kinematics
+    that read it: the frame sensors)."""
     from ..dynamics.structure import AXES
 
     _, t1, t2 = AXES[link.joint]
@@ -133,9 +135,10 @@ def _beam_exponents(beam, link):
         return {"zeta": 1, inertia: 0.5, ei[beam.directions[k]]: 0.5, L: s[k] + s[l] + (0 if tors[k] else -1)}
 
     rules = {"C0": c0, "Ck": ck, "Ckl": ckl, "Dk": dk, "K": stiff, "Cd": damp}
-    if beam.stiffening:  # second-order fields r_kl ~ L theta_k theta_l, theta ~ L**(s_k - 1) (bending)
+    if beam.stiffening or second_order:  # second-order fields r_kl ~ L theta_k theta_l, theta ~ L**(s_k - 1)
         e = [s[k] - (0 if tors[k] else 1) for k in range(len(s))]
-        rules["Fkl"] = lambda k, l, a, b: {"rhoA": 1, L: 2 + pos(a) + e[k] + e[l]}
+        if beam.stiffening:
+            rules["Fkl"] = lambda k, l, a, b: {"rhoA": 1, L: 2 + pos(a) + e[k] + e[l]}
         rules["Dkl"] = lambda k, l, a, b: {L: e[k] + e[l] + (1 if b == 3 else 0)}
     return rules
 
@@ -204,9 +207,10 @@ def _links_robot(robot):
     return robot.full if getattr(robot, "mimic", None) else robot
 
 
-def symbolic_model(robot, tape):
+def symbolic_model(robot, tape, second_order=False):
     """(model with tracer constants, {name: value}, notes). A robot with mimic joints: those of
-    its full robot (the parameters are the links')."""
+    its full robot (the parameters are the links'). ``second_order``: the revolute beams' second-order
+    tip tensors in the parameters too (second-order kinematics: the frame sensors)."""
     robot = _links_robot(robot)
     model = copy.copy(build(robot))
     P = Params(tape)
@@ -221,7 +225,8 @@ def symbolic_model(robot, tape):
         if lk.viscous or lk.coulomb:
             notes.append(f"link {i + 1}: joint friction kept numeric")
         if lk.beam is not None:
-            rules = _sliding_exponents(lk.beam) if lk.beam.sliding else _beam_exponents(lk.beam, link)
+            rules = (_sliding_exponents(lk.beam) if lk.beam.sliding
+                     else _beam_exponents(lk.beam, link, second_order))
             lk.beam = _symbolic_beam(lk.beam, link, i, P, rules)
         links.append(lk)
     model.links = links
