@@ -245,7 +245,9 @@ def sensor_descriptions(robot, s) -> list:
     if s.type == "strain_gauge":
         return [f"strain gauge {s.name}: axial strain at {s.station:g} m on the beam of link {at}{bias}; no noise"]
     if s.type == "torque":
-        return [f"torque sensor {s.name}: torque of joint {at}, its row of M qdd + b (N m or N){bias}; no noise"]
+        spring = ("; an elastic joint: its spring and damper torque, between gearbox and link"
+                  if s.index in getattr(robot, "motor_links", ()) else "")
+        return [f"torque sensor {s.name}: torque joint {at} transmits to its link (N m or N){spring}{bias}; no noise"]
     what = {"accelerometer": "specific force in the sensor's axes (m/s^2)",
             "gyroscope": "angular velocity in the sensor's axes (rad/s)",
             "position": "position in the base frame (m)"}[s.type]

@@ -7,7 +7,7 @@ under the held torque. It does, operation for operation, what the
 Python loop does (:func:`flexman.simulate.sampled.run_sampled` with
 :meth:`flexman.control.Sampled.sample`): between samples RK4 on the output grid under the held
 torque; at each sample the sensors' readings (encoders and strain gauges: a row in q; joint
-torque sensors: a row of ``M qdd + b``; accelerometers, gyroscopes and position sensors: the
+torque sensors: a row of ``M qdd + b`` plus the joint spring's rows in q and qd; accelerometers, gyroscopes and position sensors: the
 set's compiled frame-sensor program, a late position sensor at the positions of earlier samples,
 interpolated between two as in Python), their bias, noise and count, the Kalman filter's
 correction (the steady-state filter's fixed gain, or the extended filter's gain from its own
@@ -28,8 +28,9 @@ SOURCE = r"""
 /* ----- sampled control (flexman.control.sampled) ----- */
 
 /* A sampled controller: readings, filter, delay and disturbance; the law is the fm_control beside it.
-   Reading r is row[r] < 0: H[r] . q (a row in q: encoder, strain gauge), else coordinate row[r] of the
-   inverse dynamics M qdd + b (a joint torque sensor); then + bias + draw * sd, counted to quantum when
+   Reading r is H[r] . q + Hd[r] . qd (rows in q and qd: an encoder, a strain gauge, an elastic joint's
+   spring and damper), plus for row[r] >= 0 coordinate row[r] of the inverse dynamics M qdd + b (a joint
+   torque sensor: the torque the joint transmits); then + bias + draw * sd, counted to quantum when
    quantum > 0. draws: n_samples x m standard normal draws of the sensors' streams. gain: 2 nq x m, the
    steady-state Kalman gain (NULL: no filter, the law reads the true state), est_period and est_steps:
    the filter's prediction (RK4 steps per sample). delay: whole samples; nz: the law's states (a PID's
@@ -37,7 +38,7 @@ SOURCE = r"""
    torque disturbance added to the held torque. */
 typedef struct {
     int m;
-    const double *H;
+    const double *H, *Hd;
     const int *row;
     const double *bias, *sd, *quantum, *draws;
     const double *gain;
@@ -165,12 +166,13 @@ static void fm_sampled_h(const fm_plant *pl, const fm_sampler *s, const double *
         double v = 0.0;
         if (s->frames && s->frames->at[r] >= 0) {
             v = yf[s->frames->at[r]];
-        } else if (s->row[r] < 0) {
-            for (int k = 0; k < nq; ++k) v += q[k] * s->H[(long)r * nq + k];
         } else {
-            if (!eom) { fm_eom(pl, pl->p, q, qd, M, b); eom = 1; }
-            for (int k = 0; k < nq; ++k) v += M[(long)s->row[r] * nq + k] * qdd[k];
-            v += b[s->row[r]];
+            for (int k = 0; k < nq; ++k) v += q[k] * s->H[(long)r * nq + k] + qd[k] * s->Hd[(long)r * nq + k];
+            if (s->row[r] >= 0) {
+                if (!eom) { fm_eom(pl, pl->p, q, qd, M, b); eom = 1; }
+                for (int k = 0; k < nq; ++k) v += M[(long)s->row[r] * nq + k] * qdd[k];
+                v += b[s->row[r]];
+            }
         }
         y[r] = v;
     }
@@ -188,8 +190,8 @@ static long fm_ekf_work_size(int nq, int nj, int m, const fm_frames *f)
 }
 
 /* The readings' Jacobian C (m x 2 nq) at the prediction x = (q, qd) with qdd = FD(q, qd, tau): an
-   encoder's or strain gauge's row H in q; a torque sensor's row is zero (it reads
-   ID(q, qd, FD(q, qd, tau)) = S tau whatever the state); a frame sensor's row (Hq + Hqdd F_q,
+   encoder's or strain gauge's row H in q; a torque sensor's row (H, Hd), its joint spring's (zero on a
+   rigid joint: it reads ID(q, qd, FD(q, qd, tau)) = S tau plus the spring's torque); a frame sensor's row (Hq + Hqdd F_q,
    Hqd + Hqdd F_qd) from its program's exact Jacobians and the forward dynamics' partials
    (flexman.control.estimation._output_matrices). w: the frames' scratch of fm_ekf_work_size. */
 static void fm_ekf_readings(const fm_plant *pl, const fm_sampler *s, const double *x, const double *qdd,
@@ -198,7 +200,10 @@ static void fm_ekf_readings(const fm_plant *pl, const fm_sampler *s, const doubl
     int nq = pl->nq, nj = pl->nj, nx = 2 * nq;
     const fm_frames *f = s->frames;
     for (int r = 0; r < s->m; ++r)
-        for (int k = 0; k < nx; ++k) Cm[(long)r * nx + k] = s->row[r] < 0 && k < nq ? s->H[(long)r * nq + k] : 0.0;
+        for (int k = 0; k < nq; ++k) {
+            Cm[(long)r * nx + k] = s->H[(long)r * nq + k];
+            Cm[(long)r * nx + nq + k] = s->Hd[(long)r * nq + k];
+        }
     if (!f) return;
     long fq = (long)f->n * nq;
     double *yf = w, *Hq = yf + f->n, *Hqd = Hq + fq, *Hqdd = Hqd + fq, *Fq = Hqdd + fq, *Fqd = Fq + (long)nq * nq;
@@ -481,7 +486,7 @@ _P = ctypes.POINTER(ctypes.c_double)
 
 
 class Sampler(ctypes.Structure):
-    _fields_ = [("m", ctypes.c_int), ("H", _P), ("row", ctypes.POINTER(ctypes.c_int)), ("bias", _P), ("sd", _P),
+    _fields_ = [("m", ctypes.c_int), ("H", _P), ("Hd", _P), ("row", ctypes.POINTER(ctypes.c_int)), ("bias", _P), ("sd", _P),
                 ("quantum", _P), ("draws", _P), ("gain", _P), ("est_steps", ctypes.c_int),
                 ("needs_qdd", ctypes.c_int), ("est_period", ctypes.c_double), ("delay", ctypes.c_int),
                 ("nz", ctypes.c_int), ("period", ctypes.c_double), ("dist_sd", _P), ("dist_draws", _P),

@@ -17,7 +17,7 @@ equation; ``Ad M`` is the predictor gain that python-control's ``dlqe`` returns.
 ``extended=True`` the filter relinearizes the model and the readings at every sample (EKF): its
 covariance goes through the exact derivative of its own RK4 prediction (:func:`rk4_transition`,
 the tangent of the RK4 stages), and the readings' Jacobian is exact for encoders, strain gauges
-and torque sensors.
+and torque sensors (on an elastic joint the spring's torque: its rows in q and qd).
 :func:`observability` is the PBH test: the modes of ``Ad`` the readings cannot see.
 """
 from __future__ import annotations
@@ -146,26 +146,28 @@ def _output_matrices(sensors, model, q, qd, tau):
     """(C, D): the readings' Jacobians in x = (q, qd) and in tau through qdd = f(q, qd, tau).
     Encoders and strain gauges are exact rows in q; frame sensors take ``SensorSet.jacobians``,
     composed with :func:`forward_partials`. A torque sensor reads the inverse dynamics at the
-    filter's own accelerations, ``ID(q, qd, FD(q, qd, tau)) = S tau``: its row is exactly zero in
-    x and S's row in tau (what its inverse-dynamics derivatives give, ``dID/dx + M dFD/dx = 0``,
-    here without their round-off)."""
+    filter's own accelerations, ``ID(q, qd, FD(q, qd, tau)) = S tau``, plus its joint's spring
+    torque ``s = Hq q + Hqd qd`` (an elastic joint's): its row is exactly (Hq, Hqd) in x (zero
+    on a rigid joint) and S's row in tau (what its inverse-dynamics derivatives give,
+    ``dID/dx + M dFD/dx = 0``, here without their round-off)."""
     nq, nj = model.nq, model.n_joints
-    torque = [(sl, s.index) for s, sl in zip(sensors.sensors, sensors.slices) if s.type == "torque"]
+    torque = [(sl, s.index, k) for k, (s, sl) in enumerate(zip(sensors.sensors, sensors.slices))
+              if s.type == "torque"]
     if len(sensors.linear_rows) + len(torque) == len(sensors.sensors):
         Hq, Hqd, Hqdd = (np.zeros((sensors.m, nq)) for _ in range(3))
         for k, row in sensors.linear_rows.items():
             Hq[sensors.slices[k]] = row
     else:
         Hq, Hqd, Hqdd = (np.array(H, dtype=float) for H in sensors.jacobians(q, qd, _forward(model, q, qd, tau)))
-    for sl, _ in torque:
-        Hq[sl], Hqd[sl], Hqdd[sl] = 0.0, 0.0, 0.0
+    for sl, _, k in torque:
+        (Hq[sl], Hqd[sl]), Hqdd[sl] = sensors.spring_rows[k], 0.0
     C, D = np.hstack([Hq, Hqd]), np.zeros((sensors.m, nj))
     if np.any(Hqdd):
         Fq, Fqd, Ftau = forward_partials(model, q, qd, tau)
         C += np.hstack([Hqdd @ Fq, Hqdd @ Fqd])
         D = Hqdd @ Ftau
     actuated = np.asarray(model.actuated)
-    for sl, i in torque:
+    for sl, i, _ in torque:
         D[sl] = (actuated == i).astype(float)
     return C, D
 

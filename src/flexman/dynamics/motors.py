@@ -118,6 +118,29 @@ def spring(m: Motor, q, qd, elastic=True):
     return s if elastic else 0.0
 
 
+def spring_rows(motors_, joint, nq):
+    """(Hq, Hqd): the torque of ``joint``'s spring and damper as rows in q and qd (``s = Hq q +
+    Hqd qd``: k and d at its motor coordinate, -k and -d at the joint's; zero rows for a rigid
+    joint), the data a joint torque sensor adds to the inverse dynamics' row
+    (:class:`flexman.sensors.SensorSet`, the compiled loops)."""
+    Hq, Hqd = np.zeros(nq), np.zeros(nq)
+    for m in motors_:
+        if m.link == joint:
+            Hq[m.index], Hq[m.link] = m.stiffness, -m.stiffness
+            Hqd[m.index], Hqd[m.link] = m.damping, -m.damping
+    return Hq, Hqd
+
+
+def transmitted(motors_, joint, tau_row, q, qd):
+    """What ``joint`` transmits to its link: its row of the inverse dynamics ``tau_row`` plus its
+    spring and damper torque (an elastic joint's row holds ``-s``, so along a motion the sum is s;
+    a rigid joint's row alone). Numeric or traced alike."""
+    for m in motors_:
+        if m.link == joint:
+            tau_row = tau_row + spring(m, q, qd)
+    return tau_row
+
+
 def add_forces(model, cols, q, qd, qdd, elastic=True, friction=True):
     """Add the motors' terms to ``cols``, the per-coordinate generalized forces (a list)."""
     for m in model.motors:

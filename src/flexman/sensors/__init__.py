@@ -13,12 +13,15 @@ The sensors themselves are data (:class:`flexman.model.sensors.Sensor`, from a m
 - gyroscope: the angular velocity ``R^T J_w qd`` in the frame;
 - position: the point's position in the base frame (a camera or laser tracker), ``latency``
   seconds old;
-- torque: the joint's torque, the joint row of the inverse dynamics.
+- torque: the torque the joint transmits to its link, ``[M qdd + b]_i + s_i``: the joint's row of
+  the inverse dynamics plus, on an elastic joint, its spring and damper torque
+  ``s_i = k (theta - q_i) + d (theta_dot - q_i_dot)`` (the row holds ``-s_i``; along a motion the
+  reading is s_i, what a sensor between gearbox and link measures; 0 on a rigid joint).
 
 Encoders and strain gauges are linear in q (their Jacobian rows are exact and computed once);
 the frame sensors are read from the frame recursion exactly (:mod:`flexman.dynamics.sensing`) and
 differentiated exactly on their traced program; torque sensors by the inverse dynamics' partial
-derivatives. A reading adds the bias and Gaussian
+derivatives plus the spring's rows (s_i is linear in q and qd). A reading adds the bias and Gaussian
 noise of standard deviation ``noise`` from the sensor's own seeded stream (an encoder counts
 after that: its noise is the jitter across count edges).
 """
@@ -30,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..analysis.strain import curvature
+from ..dynamics.motors import motors, spring_rows
 from ..dynamics.sensing import FRAME_KINDS, frame_readings, sensor_taps
 from ..dynamics.structure import numeric_model
 from ..model import ModelError
@@ -81,7 +85,8 @@ def position(robot, frame, point=None, latency=0.0, noise=0.0, bias=0.0, rate=No
 
 
 def torque(robot, joint, noise=0.0, bias=0.0, rate=None, seed=None, name=""):
-    """A joint torque sensor (the torque the joint transmits)."""
+    """A joint torque sensor: the torque the joint transmits to its link (on an elastic joint
+    its spring and damper torque, between gearbox and link)."""
     return _make(robot, "torque", joint, name, noise=noise, bias=bias, rate=rate, seed=seed)
 
 
@@ -116,6 +121,9 @@ class SensorSet:
         self.bias = np.concatenate([s.bias for s in sensors]) if sensors else np.zeros(0)
         self.quantum = np.concatenate([np.full(CHANNELS[s.type], s.quantum) for s in sensors]) if sensors else np.zeros(0)
         self.linear_rows = {k: self._linear_row(s) for k, s in enumerate(sensors) if s.type in LINEAR}
+        drives = motors(robot) if getattr(robot, "motor_links", ()) else ()
+        self.spring_rows = {k: spring_rows(drives, s.index, robot.nq) for k, s in enumerate(sensors)
+                            if s.type == "torque"}  # (Hq, Hqd) of the joint's spring: s = Hq q + Hqd qd
         self.reseed(seed)
 
     def reseed(self, seed):
@@ -149,8 +157,10 @@ class SensorSet:
         for k, (s, sl) in enumerate(zip(self.sensors, self.slices)):
             if k in self.linear_rows:
                 out[..., sl] = (q @ self.linear_rows[k])[..., None]
-            elif s.type == "torque":
-                out[..., sl] = self.model.inverse_dynamics(q, qd, qdd)[..., s.index, None]
+            elif s.type == "torque":  # the joint's row of M qdd + b, plus its spring's torque
+                Hq, Hqd = self.spring_rows[k]
+                tau = self.model.inverse_dynamics(q, qd, qdd)[..., s.index]
+                out[..., sl] = (tau + q @ Hq + qd @ Hqd)[..., None]
             else:
                 out[..., sl] = next(frames)
         return out
@@ -213,7 +223,8 @@ class SensorSet:
     def jacobians(self, q, qd=None, qdd=None):
         """(dh/dq, dh/dqd, dh/dqdd), each (m, nq), at one state, all exact: the rows of encoders
         and strain gauges (linear in q), the frame sensors' by forward differentiation of their
-        traced program, the torque sensors' rows of the inverse dynamics' partial derivatives."""
+        traced program, the torque sensors' rows of the inverse dynamics' partial derivatives plus
+        their springs' rows (Hq, Hqd)."""
         q = np.asarray(q, dtype=float)
         nq = q.shape[-1]
         qd = np.zeros(nq) if qd is None else np.asarray(qd, dtype=float)
@@ -228,7 +239,7 @@ class SensorSet:
                 if k in self.linear_rows:
                     out[a][sl] = self.linear_rows[k] if a == 0 else 0.0
                 elif s.type == "torque":
-                    out[a][sl] = torque[a][s.index]
+                    out[a][sl] = torque[a][s.index] + (self.spring_rows[k][a] if a < 2 else 0.0)
                 else:
                     out[a][sl] = frames[a][row:row + 3]
             row += 3 if s.type in FRAME_KINDS else 0
@@ -246,8 +257,9 @@ class SensorSet:
     def loop_spec(self):
         """The readings as data for the compiled sampled loop (:mod:`flexman.simulate.compiled_sampled`),
         or None when this set's evaluation is overridden: per channel its sensor's ``types``, its
-        row ``H`` in q (encoders, strain gauges; zero otherwise), ``coordinate`` (a torque sensor's
-        row of the inverse dynamics, -1 otherwise), ``frame_at`` (a frame sensor's output of
+        rows ``H`` in q and ``Hd`` in qd (encoders, strain gauges: H; a torque sensor: its joint's
+        spring and damper, zero on a rigid joint; zero otherwise), ``coordinate`` (a torque
+        sensor's row of the inverse dynamics, added to those, -1 otherwise), ``frame_at`` (a frame sensor's output of
         :meth:`frame_program`, -1 otherwise), ``bias``, ``noise``, ``quantum``; the ``model``
         torque sensors evaluate and the set itself (``sensors``: its compiled frame program, its lags)."""
         kind = type(self)
@@ -255,7 +267,8 @@ class SensorSet:
                for name in ("h", "read", "read_one", "reseed", "late", "lags")):
             return None
         nq = self.robot.nq
-        H, coordinate, types = np.zeros((self.m, nq)), np.full(self.m, -1), [None] * self.m
+        H, Hd = np.zeros((self.m, nq)), np.zeros((self.m, nq))
+        coordinate, types = np.full(self.m, -1), [None] * self.m
         frame_at, n_frames = np.full(self.m, -1), 0
         for k, (s, sl) in enumerate(zip(self.sensors, self.slices)):
             types[sl] = [s.type] * (sl.stop - sl.start)
@@ -263,10 +276,11 @@ class SensorSet:
                 H[sl] = self.linear_rows[k]
             elif s.type == "torque":
                 coordinate[sl] = s.index
+                H[sl], Hd[sl] = self.spring_rows[k]
             else:
                 frame_at[sl] = np.arange(n_frames, n_frames + 3)
                 n_frames += 3
-        return {"types": types, "H": H, "coordinate": coordinate, "bias": self.bias, "noise": self.noise,
+        return {"types": types, "H": H, "Hd": Hd, "coordinate": coordinate, "bias": self.bias, "noise": self.noise,
                 "quantum": self.quantum, "model": self.model, "frame_at": frame_at, "sensors": self}
 
     def lags(self, period) -> list:

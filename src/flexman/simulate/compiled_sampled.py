@@ -4,8 +4,8 @@
 A sampled run goes through the compiled loop when, besides what the continuous compiled loop
 needs of its law (a compiled model, a built-in law on a built-in trajectory, designed on the
 simulated robot; :mod:`.compiled_loop`), its readings are computed in C (encoders, strain gauges
-and joint torque sensors: a row in q or of ``M qdd + b``; accelerometers, gyroscopes and position
-sensors: the set's frame-sensor program compiled, :mod:`flexman.codegen.frame_sensors`, a late
+and joint torque sensors: a row in q, or of ``M qdd + b`` plus the joint spring's rows in q and
+qd; accelerometers, gyroscopes and position sensors: the set's frame-sensor program compiled, :mod:`flexman.codegen.frame_sensors`, a late
 position sensor at the samples' positions interpolated as in Python) and its estimator is none or
 the steady-state or extended Kalman filter on the simulated model. The extended filter propagates
 its covariance through the exact derivative of its RK4 prediction, from the model's partial
@@ -122,10 +122,10 @@ class SampledLoop:
         if self.readings is not None:
             r = self.readings
             row = np.ascontiguousarray(r["coordinate"], dtype=np.intc)
-            arrays = [_array(r[k]) for k in ("H", "bias", "noise", "quantum")] + [_array(controller_draws)]
+            arrays = [_array(r[k]) for k in ("H", "Hd", "bias", "noise", "quantum")] + [_array(controller_draws)]
             keep.extend(arrays + [row])
             s.m = len(row)
-            s.H, s.bias, s.sd, s.quantum, s.draws = (_ptr(a) for a in arrays)
+            s.H, s.Hd, s.bias, s.sd, s.quantum, s.draws = (_ptr(a) for a in arrays)
             s.row = row.ctypes.data_as(ctypes.POINTER(ctypes.c_int))
             s.needs_qdd = int(np.any(row >= 0))
             if np.any(r["frame_at"] >= 0):

@@ -12,7 +12,9 @@ readings as it moves the dynamics:
   the shapes stretch with the beam (``phi_k(x) = L**s_k psi_k(x / L)``), so the gauge's row scales
   as ``L**(s_k - 2)`` at the same fraction of the beam: exact for a gauge at the root, and for
   one elsewhere the gauge moves with the beam's stretch;
-- torque: the joint's row of the inverse dynamics (Book's recursion, ``M qdd + b``);
+- torque: what the joint transmits to its link, its row of the inverse dynamics (Book's
+  recursion, ``M qdd + b``) plus an elastic joint's spring and damper torque
+  (:func:`flexman.dynamics.motors.transmitted`, in the traced model's motors);
 - accelerometer, gyroscope, position: :func:`flexman.dynamics.sensing.frame_readings`.
 
 A robot with mimic joints is traced as its full robot at ``G q + c`` (rates ``G qd``, ``G qdd``);
@@ -23,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dynamics import lagrange4 as l4
+from ..dynamics.motors import transmitted
 from ..dynamics.sensing import FRAME_KINDS, frame_readings, sensor_taps
 from ..dynamics.structure import build, numeric_model
 from .mimic import expand, full_coordinates, reduce_vector
@@ -86,7 +89,7 @@ def sensor_program(eom, sensors, name="sensors") -> Program:
         elif s.type == "strain_gauge":
             values.append(_gauge(traced, s, q_full, lb(s.index)))
         elif s.type == "torque":
-            values.append(tau[s.index])
+            values.append(transmitted(model.motors, s.index, tau[s.index], q_full, qd_full))
         elif s.type in FRAME_KINDS:
             values += list(next(frames))
         else:
