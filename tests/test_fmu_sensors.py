@@ -3,8 +3,9 @@ FMPy (an independent FMI importer) along its own simulations (co-simulation and 
 with CVODE), equal to what :class:`flexman.sensors.SensorSet` reads without noise at the FMU's
 states (its noise-free ``read`` of ``h``: bias added, encoders counted) for a flexible arm with
 every kind of sensor, an arm with elastic joints and an arm under the built-in controller. A
-tuned FMU parameter moves the readings as the model file edited the same way does, and a
-torque sensor on a rigid joint reads the torque applied there (closed form: M qdd + b = tau)."""
+tuned FMU parameter moves the readings as the model file edited the same way does, a torque
+sensor on a rigid joint reads the torque applied there (closed form: M qdd + b = tau) and one on
+an elastic joint its spring and damper torque from the run's states (closed form)."""
 from __future__ import annotations
 
 import dataclasses
@@ -149,6 +150,12 @@ def test_elastic_joints_motor_encoder_and_torque_sensor(tmp_path):
     assert np.max(np.abs(y - sset.read(sset.h(q, qd, qdd)))) < 1e-10
     assert np.max(np.abs(y[:, 0] - y[:, 1])) > 1e-4  # the motor side is not the link side
     assert np.max(np.abs(y[:, 3] - TAU[1])) < 1e-10  # rigid joint 2: the torque applied
+    # elastic joint 1 transmits its spring and damper torque k (theta - q) + d (theta_dot - q_dot), not ~0
+    s = 400.0 * (q[:, 2] - q[:, 0]) + 0.2 * (qd[:, 2] - qd[:, 0])  # coordinates q1, q2, q1_motor
+    assert np.max(np.abs(y[:, 2] - s)) < 1e-10 * np.max(np.abs(s)) and np.max(np.abs(s)) > 0.1
+    md = fmpy.read_model_description(str(path))
+    text = {v.name: v.description for v in md.modelVariables}
+    assert "spring and damper torque" in text["torque_link1"] and "spring" not in text["torque_link2"]
 
 
 def test_sensor_outputs_under_the_built_in_controller(tmp_path):

@@ -247,7 +247,8 @@ def sensor_descriptions(robot, s) -> list:
     if s.type == "torque":
         spring = ("; an elastic joint: its spring and damper torque, between gearbox and link"
                   if s.index in getattr(robot, "motor_links", ()) else "")
-        return [f"torque sensor {s.name}: torque joint {at} transmits to its link (N m or N){spring}{bias}; no noise"]
+        return [f"torque sensor {s.name}: the torque that joint {at} transmits to its link (N m or N){spring}{bias}; "
+                "no noise"]
     what = {"accelerometer": "specific force in the sensor's axes (m/s^2)",
             "gyroscope": "angular velocity in the sensor's axes (rad/s)",
             "position": "position in the base frame (m)"}[s.type]
