@@ -124,3 +124,25 @@ def test_sources_cite_no_document_outside_the_repository():
     found = [str(p.relative_to(repo)) for p in files + [repo / "README.md"]
              if "DESIGN.md" in p.read_text(errors="replace") or "../shared" in p.read_text(errors="replace")]
     assert not found, found
+
+
+def test_no_public_name_of_a_package_is_replaced_by_one_of_its_modules():
+    """A package's public name that is also the name of one of its modules is replaced by the
+    module when that module is first imported (as a sibling may, later): so
+    ``fm.analysis.reduction_convergence(...)`` stopped being the function after a first use of
+    ``fm.analysis.convergence(quantity="reduction")``. Such a name is safe only when the module is
+    imported with the package and the name defined after it (``fm.simulate``)."""
+    import importlib
+    import sys
+    import types
+
+    clashes = []
+    for init in sorted(ROOT.rglob("__init__.py")):
+        package = ".".join(("flexman",) + init.parent.relative_to(ROOT).parts)
+        modules = {p.stem for p in init.parent.glob("*.py")} | {p.name for p in init.parent.iterdir()
+                                                                 if (p / "__init__.py").exists()}
+        pkg = importlib.import_module(package)
+        for name in sorted(set(getattr(pkg, "__all__", ())) & modules):
+            if f"{package}.{name}" not in sys.modules or isinstance(getattr(pkg, name), types.ModuleType):
+                clashes.append(f"{package}.{name}")
+    assert not clashes, f"rename the modules of these public names: {clashes}"

@@ -271,9 +271,9 @@ def convergence(robot, q=None, modes=DEFAULT_MODES, quantity="frequencies", **mo
     ``quantity="reduction"``: instead, the error of reduced models (``fm.reduce``) against the full
     one on a move, per cutoff: ``move`` holds ``above_hz`` (cutoffs in Hz), ``controller``,
     ``t_final``, ``q0`` and options of ``fm.simulate``
-    (:func:`.reduction_convergence.reduction_convergence`)."""
+    (:func:`.reduction_study.reduction_convergence`)."""
     if quantity == "reduction":
-        from .reduction_convergence import reduction_convergence
+        from .reduction_study import reduction_convergence
 
         if "above_hz" not in move:
             raise ValueError("above_hz: give the cutoffs (Hz) to study, e.g. convergence(robot, quantity='reduction', "
