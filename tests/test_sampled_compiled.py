@@ -277,7 +277,7 @@ def test_divergence_compiled_equals_python(compiled_backend, rigid):
     assert_same_sampled_run(a, b)
 
 
-def test_python_laws_and_the_ekf_keep_the_python_loop(compiled_backend, arm, law, rigid, monkeypatch):
+def test_python_laws_and_the_ekf_keep_the_python_loop(compiled_backend, arm, law, rigid, monkeypatch, capsys):
     """A law written in Python and an extended Kalman filter without the model's partial derivatives
     run in the Python loop, saying why; loop='compiled' refuses them in one line."""
     def python_law(t, q, qd):
@@ -292,9 +292,12 @@ def test_python_laws_and_the_ekf_keep_the_python_loop(compiled_backend, arm, law
     compiled_sampled = importlib.import_module("flexman.simulate.compiled_sampled")  # fm.simulate is the function
     ekf = fm.control.lqg(arm, law, lab_sensors(arm), rate=1000.0, extended=True)
     monkeypatch.setattr(compiled_sampled, "partials_model", lambda model: None)  # the derivatives not built
+    monkeypatch.setattr(importlib.import_module("flexman.simulate.backend"), "_said", set())  # notices said anew
     res = fm.simulate(arm, 0.005, dt=1e-3, controller=ekf, backend="compiled", progress=False)
     assert res.stats["loop"] == "python" and "jacobian" not in res.stats
     assert res.stats["loop_reason"].startswith("the extended Kalman filter needs the model's partial derivatives in C")
+    said = capsys.readouterr().err.splitlines()  # not the user's choice: said on stderr, in one line
+    assert said == [f"flexman: the sampled run takes the Python loop (much slower): {res.stats['loop_reason']}"]
     with pytest.raises(LoopUnavailable, match=r"^loop='compiled': the extended Kalman filter needs the model's "
                                               r"partial derivatives in C, which are not built \(robot.compiled\("
                                               r"derivatives=True\) builds them; [^\n]*\)$"):

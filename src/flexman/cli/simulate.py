@@ -137,6 +137,7 @@ def cmd_simulate(args) -> int:
         "energy_initial": float(energy[0]), "energy_final": float(energy[-1]),
         "energy_drift_relative": res.energy_drift(), "files": files,
         "backend": res.stats.get("backend", "numeric"), "loop": res.stats.get("loop", "python"),
+        "loop_reason": res.stats.get("loop_reason"),
     }
     summary["diverged"] = diverged
     summary["t_diverged"] = res.t_diverged

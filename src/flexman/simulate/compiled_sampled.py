@@ -102,9 +102,14 @@ def _extended(model, compiled):
     partial derivatives (the variant of the model compiled with them; when it is not built yet it
     is built in the background for the next run, as for the implicit methods' Newton Jacobian)."""
     if not compiled.use_partials(partials_model(model)):
-        return ("the extended Kalman filter needs the model's partial derivatives in C, which are not built "
-                "(robot.compiled(derivatives=True) builds them; with background builds on, the next run has them)")
+        return NO_PARTIALS
     return None
+
+
+#: why an extended filter's run keeps the Python loop until the model's derivative variant is built
+#: (said on stderr too: unlike a law written in Python, nothing the user chose makes this run slow)
+NO_PARTIALS = ("the extended Kalman filter needs the model's partial derivatives in C, which are not built "
+               "(robot.compiled(derivatives=True) builds them; with background builds on, the next run has them)")
 
 
 class SampledLoop:

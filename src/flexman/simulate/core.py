@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.checks import require_invertible
-from .backend import evaluator, fixed_step_work
+from .backend import evaluator, fixed_step_work, notice
 from .compiled_loop import first_torque, plan
 from .result import Result
 from .run import backend_name, check_start, controller_parts, drive_limits, energy, prepare, run_loop, saturate
@@ -167,7 +167,7 @@ def _simulate_sampled(robot, t_final, dt, method, q0, qd0, controller, torque, b
     A reduced model (``fm.reduce``) integrates its active coordinates, the controller reading the
     full ones; the result holds the full robot's coordinates."""
     from ..sensors import Channel, Measurements
-    from .compiled_sampled import plan_sampled
+    from .compiled_sampled import NO_PARTIALS, plan_sampled
     from .reduced import active_values
     from .sampled import run_sampled, sample_steps
 
@@ -194,6 +194,8 @@ def _simulate_sampled(robot, t_final, dt, method, q0, qd0, controller, torque, b
     if compiled is not None:
         t_out, X, taus, record, stats = compiled.run(controller, t_grid, q0, qd0, nq, nj, steps, slaved, start)
     else:
+        if why == NO_PARTIALS:
+            notice(f"the sampled run takes the Python loop (much slower): {why}", key=("no partials", full.name))
         t_out, X, taus, record, stats = run_sampled(model, controller, t_grid, q0, qd0, nq, nj, steps, slaved, start)
         stats["loop_reason"] = why
     stats["method"], stats["backend"] = "rk4", backend_name(model)
