@@ -295,11 +295,12 @@ class KalmanFilter:
         return self.Pk_post if self.extended else self.P_post
 
 
-def kalman(robot, sensors, rate, q=None, torque_noise=1.0, extended=False, model=None, steps=1):
+def kalman(robot, sensors, rate, q=None, torque_noise=1.0, extended=False, model=None, steps=None):
     """A :class:`KalmanFilter` of ``robot`` from ``sensors`` (a SensorSet, a list of sensors, or
     None: the robot's own) read at ``rate`` Hz, designed at the pose ``q`` (default: zero) with a
     torque disturbance of standard deviation ``torque_noise`` (N m, one or per joint).
-    ``steps``: RK4 steps per sample of the filter's prediction."""
+    ``steps``: RK4 steps per sample of the filter's prediction (default: as many as the robot's
+    highest mode needs for a stable step, :func:`flexman.simulate.stability.rk4_substeps`)."""
     from ..sensors import SensorSet, sensor_set
 
     rate = float(rate)
@@ -323,4 +324,10 @@ def kalman(robot, sensors, rate, q=None, torque_noise=1.0, extended=False, model
     q = np.zeros(robot.nq) if q is None else np.asarray(q, dtype=float)
     if q.shape != (robot.nq,) or not np.all(np.isfinite(q)):
         raise ValueError(f"q: the design pose needs nq = {robot.nq} finite values")
-    return KalmanFilter(robot, sensors, 1.0 / rate, q, noise, extended=extended, model=model, steps=steps)
+    if steps is None:
+        from ..simulate.stability import rk4_substeps
+
+        steps = rk4_substeps(robot, 1.0 / rate)
+    elif isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise ValueError(f"steps: the prediction's RK4 steps per sample must be a whole number >= 1 (got {steps!r:.40})")
+    return KalmanFilter(robot, sensors, 1.0 / rate, q, noise, extended=extended, model=model, steps=int(steps))

@@ -90,8 +90,9 @@ def simulate(robot, t_final, dt=1e-3, method="auto", rtol=1e-8, atol=1e-10, q0=N
                        backend, prescribed, loop, rho_inf)
         res.robot = robot.with_end_effector(name)
         return res
-    if method == "rk4":
-        check_step(robot, dt, method, prescribed is not None)  # an unstable RK4 step is flagged before the run
+    if method == "rk4":  # an unstable RK4 step is flagged before the run
+        sampled = getattr(controller, "sample", None) is not None and hasattr(controller, "period")
+        check_step(robot, dt, method, prescribed is not None, sampled=sampled and prescribed is None)
     alpha_parameters(rho_inf)  # a damping outside [0, 1]: one line before anything runs
     if prescribed is not None:
         for name, value in (("controller", controller), ("torque", torque)):
@@ -169,7 +170,7 @@ def _simulate_sampled(robot, t_final, dt, method, q0, qd0, controller, torque, b
     from ..sensors import Channel, Measurements
     from .compiled_sampled import NO_PARTIALS, plan_sampled
     from .reduced import active_values
-    from .sampled import run_sampled, sample_steps
+    from .sampled import plant_substeps, refine, run_sampled, sample_steps
 
     if torque is not None:
         raise ValueError("torque: not used with a sampled controller (its torque is all that drives the joints); "
@@ -180,9 +181,15 @@ def _simulate_sampled(robot, t_final, dt, method, q0, qd0, controller, torque, b
     reduced = robot if getattr(robot, "is_reduced", False) else None
     if reduced is not None:
         q0, qd0 = active_values(reduced, q0, "q0"), active_values(reduced, qd0, "qd0")
+    asked = method
     method, q0, qd0, t_grid, _, _ = prepare(robot, t_final, dt, "rk4", q0, qd0, None, None)
     steps = sample_steps(controller, dt, t_final)
     full = robot if reduced is None else reduced.robot
+    n_sub = 1
+    if reduced is None and asked == "auto":  # (a reduced plant's fastest modes are the ones it dropped)
+        n_sub = plant_substeps(full, dt)
+    t_outputs, t_grid = t_grid, refine(t_grid, n_sub)
+    steps *= n_sub
     nq, nj = full.nq, robot.n_joints
     model = evaluator(full, backend, work=fixed_step_work("rk4", len(t_grid) - 1))
     controller = controller.using(model) if hasattr(controller, "using") else controller
@@ -198,11 +205,14 @@ def _simulate_sampled(robot, t_final, dt, method, q0, qd0, controller, torque, b
             notice(f"the sampled run takes the Python loop (much slower): {why}", key=("no partials", full.name))
         t_out, X, taus, record, stats = run_sampled(model, controller, t_grid, q0, qd0, nq, nj, steps, slaved, start)
         stats["loop_reason"] = why
+    if n_sub > 1:  # the outputs on the asked grid
+        t_out, X, taus = t_outputs[:(len(t_out) - 1) // n_sub + 1], X[::n_sub], taus[::n_sub]
+    stats["substeps"] = n_sub
     stats["method"], stats["backend"] = "rk4", backend_name(model)
     if stats["diverged"]:
         from .run import warn_fault
 
-        warn_fault("simulate", "rk4", stats, t_out, stacklevel=2)
+        warn_fault("simulate", "sampled", stats, t_out, stacklevel=2)
     if slaved is None:
         q, qd = X[:, :nq], X[:, nq:]
     else:  # the dropped coordinates at the samples, from the run's last solution

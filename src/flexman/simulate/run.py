@@ -109,11 +109,12 @@ def energy(robot, model, q, qd):
     """Kinetic + potential energy at the samples (N,): the kinetic part as 1/2 qd^T M(q) qd with
     the compiled mass matrix when ``model`` is compiled (equal to the robot's kinetic energy to
     round-off, and a hundred times cheaper than the interpreted recursion), else the robot's."""
-    if getattr(model, "backend", None) == "c":
-        kinetic = 0.5 * np.einsum("ni,nij,nj->n", qd, model.mass_matrix(q), qd)
-    else:
-        kinetic = robot.kinetic_energy(q, qd)
-    return np.asarray(kinetic + robot.potential_energy(q), dtype=float).reshape(len(q))
+    with np.errstate(over="ignore", invalid="ignore"):  # the last samples of a run that blew up: inf
+        if getattr(model, "backend", None) == "c":
+            kinetic = 0.5 * np.einsum("ni,nij,nj->n", qd, model.mass_matrix(q), qd)
+        else:
+            kinetic = robot.kinetic_energy(q, qd)
+        return np.asarray(kinetic + robot.potential_energy(q), dtype=float).reshape(len(q))
 
 
 # ----- progress ----------------------------------------------------------------------
@@ -228,9 +229,12 @@ def check_first_torque(t, tau):
 def warn_fault(label, method, info, t_out, stacklevel=3):
     """The one warning of a run that stopped early (``result.diverged``)."""
     hint = {"rk4": "use a smaller dt, method='auto' or an implicit method ('generalized_alpha', Radau, BDF)",
+            "sampled": "use a smaller dt or method='auto' (RK4 steps within the plant's stability limit between the "
+                       "controller's samples), or check the controller's gains at its sample rate",
             "generalized_alpha": "use a smaller dt (the Newton iteration of a step did not converge)",
             "radau5": "check the model and its inputs at that time, or loosen rtol/atol"}.get(
         method, "loosen the tolerances or check the model")
+    method = "rk4" if method == "sampled" else method
     warnings.warn(f"{label}: {method} stopped at t = {info['t_fault']:g} s: {info['message']}; the result "
                   f"holds the {len(t_out)} samples up to t = {t_out[-1]:g} s (result.diverged is True); {hint}",
                   FlexmanRuntimeWarning, stacklevel=stacklevel + 1)

@@ -13,7 +13,9 @@ import time
 
 import numpy as np
 
+from .backend import notice
 from .run import check_first_torque, drive_limits, saturate
+from .stability import largest_stable_step, rk4_substeps
 
 
 def sample_steps(controller, dt, t_final):
@@ -28,6 +30,28 @@ def sample_steps(controller, dt, t_final):
         raise ValueError(f"controller.delay: {controller.delay} samples ({controller.delay * period:g} s) is not shorter "
                          f"than the run ({t_final:g} s); give a shorter delay or a longer run")
     return steps
+
+
+def plant_substeps(robot, dt) -> int:
+    """RK4 steps per output step ``dt`` for the plant between samples (``method="auto"``): the
+    torque is held over a sample, so the plant's own highest mode bounds RK4's step
+    (:func:`.stability.largest_stable_step`); a stiff arm's output step is divided so that each
+    RK4 step stays within it (with a 10 % margin), and the notice says so once."""
+    n = rk4_substeps(robot, float(dt))
+    if n > 1:
+        notice(f"method='auto': the plant is integrated with RK4 at dt/{n} = {dt / n:.3g} s between the controller's "
+               f"samples (its highest mode needs RK4 steps <= {largest_stable_step(robot):.3g} s; the outputs stay at "
+               f"dt = {dt:g} s)", key=("substeps", getattr(robot, "name", ""), n))
+    return n
+
+
+def refine(t, n):
+    """The grid ``t`` with each interval divided into ``n`` equal steps (``refine(t, n)[::n]`` is ``t``)."""
+    if n == 1:
+        return t
+    fractions = np.arange(n) / n
+    inner = (t[:-1, None] + fractions * np.diff(t)[:, None]).ravel()
+    return np.append(inner, t[-1])
 
 
 def run_sampled(model, controller, t_grid, q0, qd0, nq, nj, steps, reduced=None, x_start=None):
@@ -70,32 +94,33 @@ def run_sampled(model, controller, t_grid, q0, qd0, nq, nj, steps, reduced=None,
         return q, qd, qdd
 
     i = 0
-    while i < N - 1:
-        t = t_grid[i]
-        _, tau_applied, y, y_true, xhat = controller.sample(t, *full(x, tau_applied))
-        tau_applied = saturate(tau_applied, limit)  # the drives' limits (the controller's estimate is not told)
-        if k == 0:
-            check_first_torque(t, tau_applied)
-        ts.append(t), ys.append(y), trues.append(y_true), est.append(xhat)
-        k += 1
-        for _ in range(steps):
-            taus[i] = tau_applied
-            if i == N - 1:
+    with np.errstate(over="ignore", invalid="ignore"):  # a blow-up is reported once, after the run
+        while i < N - 1:
+            t = t_grid[i]
+            _, tau_applied, y, y_true, xhat = controller.sample(t, *full(x, tau_applied))
+            tau_applied = saturate(tau_applied, limit)  # the drives' limits (the controller's estimate is not told)
+            if k == 0:
+                check_first_torque(t, tau_applied)
+            ts.append(t), ys.append(y), trues.append(y_true), est.append(xhat)
+            k += 1
+            for _ in range(steps):
+                taus[i] = tau_applied
+                if i == N - 1:
+                    break
+                h = t_grid[i + 1] - t_grid[i]
+                k1 = f(x, tau_applied)
+                k2 = f(x + 0.5 * h * k1, tau_applied)
+                k3 = f(x + 0.5 * h * k2, tau_applied)
+                k4 = f(x + h * k3, tau_applied)
+                x = x + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+                evals += 4
+                i += 1
+                X[i] = x
+                if not np.all(np.isfinite(x)):
+                    diverged, t_fault, message = True, t_grid[i], "the state is not finite"
+                    break
+            if diverged:
                 break
-            h = t_grid[i + 1] - t_grid[i]
-            k1 = f(x, tau_applied)
-            k2 = f(x + 0.5 * h * k1, tau_applied)
-            k3 = f(x + 0.5 * h * k2, tau_applied)
-            k4 = f(x + h * k3, tau_applied)
-            x = x + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
-            evals += 4
-            i += 1
-            X[i] = x
-            if not np.all(np.isfinite(x)):
-                diverged, t_fault, message = True, t_grid[i], "the state is not finite"
-                break
-        if diverged:
-            break
     taus[i] = tau_applied
     n_out = i + 1 - (1 if diverged else 0)
     record = {"t": np.array(ts), "y": None if ys[0] is None else np.array(ys),

@@ -53,10 +53,23 @@ def largest_stable_step(robot, locked=False) -> float:
     return RK4_BOUNDARY / w if w > 0 else np.inf
 
 
-def check_step(robot, dt, method, prescribed=False) -> str:
+def rk4_substeps(robot, interval) -> int:
+    """RK4 steps that keep an integration over ``interval`` s stable on ``robot``'s highest mode
+    (:func:`largest_stable_step`, with a 10 % margin): 1 for soft or rigid arms, more for the
+    stiff beams and drives of real arms (a sampled plant between its samples, a filter's
+    prediction over one)."""
+    if not (hasattr(robot, "derived") and getattr(robot, "nf", 0) + getattr(robot, "n_motors", 0)):
+        return 1
+    h = largest_stable_step(robot)
+    return max(1, int(np.ceil(interval / (0.9 * h) - 1e-9))) if np.isfinite(h) else 1
+
+
+def check_step(robot, dt, method, prescribed=False, sampled=False) -> str:
     """Warn (:class:`StepWarning`) and return the message when a fixed RK4 step ``dt`` exceeds
     :func:`largest_stable_step`; '' otherwise. Inputs that are not a positive step are left to
-    the run's own checks (so is an argument that is not a robot: its message comes from there)."""
+    the run's own checks (so is an argument that is not a robot: its message comes from there).
+    ``sampled``: the plant between a sampled controller's samples (RK4 only; ``method='auto'``
+    divides dt there)."""
     if method != "rk4" or not hasattr(robot, "derived") or getattr(robot, "nf", 0) + getattr(robot, "n_motors", 0) == 0:
         return ""
     try:
@@ -71,8 +84,9 @@ def check_step(robot, dt, method, prescribed=False) -> str:
     w = highest_frequency(robot, prescribed)
     text = (f"dt: {dt:g} s is above RK4's stability limit for this model: its highest mode "
             f"({w:.4g} rad/s{', joints prescribed' if prescribed else ''}) needs dt <= 2*sqrt(2)/w = {h:.3g} s; "
-            f"the run will likely blow up - use dt <= {h:.3g} s or an implicit method (method='Radau')"
-            f"{reduction_hint(robot, dt)}")
+            f"the run will likely blow up - use dt <= {h:.3g} s or "
+            + ("method='auto' (RK4 steps within the limit between the controller's samples)" if sampled else
+               "an implicit method (method='Radau')") + reduction_hint(robot, dt))
     warnings.warn(text, StepWarning, stacklevel=3)
     return text
 

@@ -1,0 +1,67 @@
+"""A sampled controller on a stiff plant (issue 33's stiff arms under issue 36's sampled control):
+the torque is held over a sample, so RK4 between the samples is bounded by the plant's own
+highest mode. ``method="auto"`` (the default) divides the output step so that every RK4 step is
+within that limit and keeps the outputs on the asked grid; RK4 insisted on at an unstable step
+is warned before the run, with the hint that applies to sampled runs; a Kalman filter's
+prediction takes as many RK4 steps per sample as the same limit needs. Checked on one link
+behind a stiff elastic joint (its two-inertia mode about 8,700 rad/s: RK4 needs 0.33 ms)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import flexman as fm
+from flexman.control import PID, Sampled
+from flexman.model.errors import FlexmanRuntimeWarning
+from flexman.simulate.stability import StepWarning, largest_stable_step, rk4_substeps
+
+S = fm.sensors
+MOVE = fm.trajectory.rest_to_rest([0.0], [0.5], 0.3)
+
+
+@pytest.fixture(scope="module")
+def robot():
+    body = fm.RigidBody(mass=2.0, com=[-0.2, 0.0, 0.0], inertia=[0.01, 0.02, 0.03])
+    drive = fm.Drive(gear_ratio=50.0, rotor_inertia=4e-5, stiffness=5e6, damping=1.0)
+    return fm.Robot(links=[fm.Link(a=0.5, body=body, armature=0.005, drive=drive)], name="stiff_elastic_link")
+
+
+def pid(robot):
+    return Sampled(PID(robot, MOVE, kp=200.0, ki=0.0, kd=20.0), 1000.0)
+
+
+def test_auto_divides_the_step_between_samples_and_keeps_the_outputs(robot):
+    n = rk4_substeps(robot, 1e-3)
+    assert n == int(np.ceil(1e-3 / (0.9 * largest_stable_step(robot)))) and n > 1
+    res = fm.simulate(robot, 0.4, dt=1e-3, controller=pid(robot), backend="numeric", progress=False)
+    assert not res.diverged and res.stats["substeps"] == n and len(res.t) == 401
+    np.testing.assert_array_equal(res.t, fm.simulate(robot, 0.4, dt=1e-3, backend="numeric", progress=False).t)
+    fine = fm.simulate(robot, 0.4, dt=1e-3 / n, method="rk4", controller=pid(robot), backend="numeric", progress=False)
+    assert fine.stats["substeps"] == 1 and not fine.diverged
+    assert np.abs(fine.q[::n] - res.q).max() < 1e-9 * np.abs(res.q).max()  # the same RK4 steps (times to round-off)
+    assert abs(res.q[-1, 0] - 0.5) < 0.02  # the link follows the move
+
+
+def test_compiled_loop_takes_the_same_substeps(robot):
+    a = fm.simulate(robot, 0.2, dt=1e-3, controller=pid(robot), backend="compiled", progress=False)
+    b = fm.simulate(robot, 0.2, dt=1e-3, controller=pid(robot), backend="compiled", loop="python", progress=False)
+    assert a.stats["loop"] == "compiled" and b.stats["loop"] == "python" and a.stats["substeps"] > 1
+    assert np.abs(a.q - b.q).max() < 1e-10 * np.abs(b.q).max()
+
+
+def test_rk4_insisted_on_is_warned_before_the_run_with_the_sampled_hint(robot):
+    with pytest.warns(StepWarning, match=r"use dt <= .* s or method='auto' \(RK4 steps within the limit between "):
+        with pytest.warns(FlexmanRuntimeWarning, match=r"or method='auto' \(RK4 steps within the plant's stability limit"):
+            res = fm.simulate(robot, 0.05, dt=1e-3, method="rk4", controller=pid(robot), backend="numeric",
+                              progress=False)
+    assert res.diverged
+
+
+def test_the_filter_predicts_with_stable_steps(robot):
+    sensors = [S.encoder(robot, 0, noise=1e-4), S.encoder(robot, 0, side="motor", noise=1e-4, name="motor")]
+    kf = fm.control.kalman(robot, sensors, 1000.0)
+    assert kf.steps == rk4_substeps(robot, 1e-3) > 1
+    assert fm.control.kalman(robot, sensors, 1000.0, steps=3).steps == 3
+    with pytest.raises(ValueError, match=r"^steps: the prediction's RK4 steps per sample must be a whole number >= 1 "
+                                         r"\(got 0\)$"):
+        fm.control.kalman(robot, sensors, 1000.0, steps=0)
