@@ -618,11 +618,20 @@ class _SumSharing:
         self.counts: dict = {}
         self.frequent: set = set()  # the candidates: kernels with two or more pairs
         self.floor, self.overtaken = 1, False
+        self.degrees: dict = {}  # kernel -> minus its degree (see _priority)
         for p in polys:  # the terms enter one by one, counted as any later term is
             items = list(p.items())
             p.clear()
             for m, c in items:
                 self._set(p, m, c)
+
+    def _priority(self, item):
+        """:func:`_priority`, each kernel's degree computed once."""
+        key, count = item
+        d = self.degrees.get(key)
+        if d is None:
+            d = self.degrees[key] = _priority(item)[1]
+        return count, d
 
     def _pairs(self, p, m, c, step):
         counts = self.counts
@@ -672,15 +681,17 @@ class _SumSharing:
         a count outside them may have overtaken (``self.floor``)."""
         kernels = []
         while True:  # (the batch keeps the greedy order exact; it only saves full scans)
-            top = heapq.nlargest(batch, ((k, self.counts[k]) for k in self.frequent), key=_priority)
+            counts = self.counts
+            top = heapq.nlargest(batch, ((k, counts[k]) for k in self.frequent), key=self._priority)
             if not top or top[0][1] < 2:
                 return kernels
             self.floor = top[-1][1] if len(top) == batch else 1
             self.overtaken = False
-            for key, _ in top:
-                if self.overtaken or self.counts[key] < max(self.floor, 2):
+            top_keys = [k for k, _ in top]
+            for key in top_keys:
+                if self.overtaken or counts[key] < max(self.floor, 2):
                     break
-                if max(self.counts[k] for k, _ in top) > self.counts[key]:
+                if max(map(counts.__getitem__, top_keys)) > counts[key]:
                     break  # an earlier candidate's count changed: take the candidates again
                 kernel, found = self._exact(key)
                 if sum(len(o) for _, o in found) < 2:  # overlapping or roundoff-different pairs
