@@ -363,10 +363,12 @@ def test_document_tables_json_match_papers_and_independent_derivations(capsys):
         assert row["met_mul"] == (row["ours_mul"] <= mul) and row["met_add"] == (row["ours_add"] <= add)
     row = rows["RRR", "assumed_modes"]
     assert row["nq"] == table2.arm("RRR", "assumed_modes").nq == 11
-    named = fm.derive(table2.arm("RRR", "assumed_modes", row["ours_dh"]), formulation=row["ours_formulation"],
-                      parameters="numeric").op_count("mass_matrix")
-    assert (row["ours_mul"], row["ours_add"]) == (named["mul"], named["add"])
     book = fm.derive(table2.arm("RRR", "assumed_modes"), formulation="book", parameters="numeric").op_count("mass_matrix")
+    named = book  # the derivation the row names; derived again only where it is not Book's in standard DH
+    if (row["ours_dh"], row["ours_formulation"]) != ("standard", "book"):
+        named = fm.derive(table2.arm("RRR", "assumed_modes", row["ours_dh"]), formulation=row["ours_formulation"],
+                          parameters="numeric").op_count("mass_matrix")
+    assert (row["ours_mul"], row["ours_add"]) == (named["mul"], named["add"])
     assert row["ours_mul"] + row["ours_add"] <= book["mul"] + book["add"]
 
     thesis = {r["arm"]: r for r in data["table_4_1"]}

@@ -123,3 +123,23 @@ def test_mass_matrix_of_an_arm_whose_first_link_is_a_sliding_beam():
     for formulation in ("book", "newton_euler"):
         M = fm.derive(robot, formulation=formulation).compile("numpy").mass_matrix(q)
         assert np.abs(M - robot.mass_matrix(q)).max() < 1e-10 * np.abs(M).max()
+
+
+def test_pair_kernel_is_the_greatest_common_divisor_split():
+    """c1 x^m1 + c2 x^m2 = c1 x^g (x^k1 + r x^k2) with x^g the exponent-wise minimum (negative
+    exponents included), k1, k2 sorted sparse monomials, the pair's order not mattering."""
+    rng = np.random.default_rng(3)
+    for _ in range(2000):
+        m1, m2 = [tuple((int(a), int(rng.choice([-2, -1, 1, 2, 3]))) for a in sorted(rng.choice(9, rng.integers(0, 5),
+                                                                                                replace=False)))
+                  for _ in range(2)]
+        if m1 == m2:
+            continue
+        c1, c2 = rng.uniform(0.5, 2.0, 2)
+        k1, k2, r = P._pair_key(m1, c1, m2, c2)
+        assert P._pair_key(m2, c2, m1, c1) == (k1, k2, r)
+        d1, d2 = dict(m1), dict(m2)
+        g = {a: min(d1.get(a, 0), d2.get(a, 0)) for a in set(d1) | set(d2)}
+        rest = [tuple(sorted((a, d[a] - g[a] if a in d else -g[a]) for a in g if d.get(a, 0) != g[a])) for d in (d1, d2)]
+        assert sorted(rest) == [k1, k2] and k1 < k2
+        assert r == pytest.approx(c2 / c1 if rest[0] == k1 else c1 / c2, rel=1e-11)

@@ -246,7 +246,7 @@ def shortening_moment_tensor(kinematics, root, ax, mu):
     eta, w = rule(kinematics.sets, 0.0, 1.0)
     xi, wx = eta * L, w * L
     th, dth, _ = kinematics.fields(eta)
-    Qe = kinematics.rotation_products(th) @ kinematics.e  # (n, n, q, 3)
+    Qe = kinematics.rotation_products_on_axis(th)  # (n, n, q, 3)
     sk = kinematics.slope_products(th, dth)  # (n, n, q, 3)
     moments = []
     for W, V in (((L - xi), (L - xi) ** 2 / 2),  # w = 1

@@ -18,7 +18,7 @@ from . import tracer as tc
 
 
 def _zero(x) -> bool:
-    return not isinstance(x, tc.Tracer) and x == 0
+    return type(x) is not tc.Tracer and x == 0
 
 
 class Graded:
@@ -49,16 +49,6 @@ class Graded:
             out = tc.add(out, x)
         return out
 
-    def _lift(self, other):
-        """``other`` as components of the same order (numbers and tracers are degree 0)."""
-        if isinstance(other, Graded):
-            if other.order != self.order:
-                raise ValueError(f"graded values of different orders ({self.order}, {other.order})")
-            return other.c
-        if isinstance(other, np.ndarray):
-            return None
-        return (other,) + (0.0,) * self.order
-
     def _degree0(self, what):
         if not all(_zero(x) for x in self.c[1:]):
             raise ValueError(f"graded {what}: the argument depends on the flexible coordinates "
@@ -66,22 +56,58 @@ class Graded:
         return self.c[0]
 
     # arithmetic on the component tuples (an ndarray operand is left to NumPy, which
-    # broadcasts over it) -------------------------------------------------------------
-    def _binary(fn, reflected=False):
-        def op(self, other):
-            o = self._lift(other)
-            if o is None:
-                return NotImplemented
-            return fn(o, self.c) if reflected else fn(self.c, o)
-        return op
+    # broadcasts over it). A number or tracer operand is degree 0: its fast paths below give
+    # the same instructions as lifting it to (x, 0, ..., 0) would, without the lifting.
+    def _other(self, other):
+        """``other``'s components if it is graded, None for a degree-0 operand, NotImplemented
+        for an array."""
+        if isinstance(other, Graded):
+            if len(other.c) != len(self.c):
+                raise ValueError(f"graded values of different orders ({self.order}, {other.order})")
+            return other.c
+        if isinstance(other, np.ndarray):
+            return NotImplemented
+        return None
 
-    __add__ = __radd__ = _binary(lambda a, b: _sum(a, b))
-    __sub__ = _binary(lambda a, b: _difference(a, b))
-    __rsub__ = _binary(lambda a, b: _difference(a, b), reflected=True)
-    __mul__ = __rmul__ = _binary(lambda a, b: _product(a, b))
-    __truediv__ = _binary(lambda a, b: _quotient(a, b))
-    __rtruediv__ = _binary(lambda a, b: _quotient(a, b), reflected=True)
-    del _binary
+    def __add__(self, other):
+        o = self._other(other)
+        if o is None:
+            return Graded((tc.add(self.c[0], other),) + tuple(_plus(x, 0.0) for x in self.c[1:]))
+        return o if o is NotImplemented else _sum(self.c, o)
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        o = self._other(other)
+        if o is None:
+            return Graded((tc.add(self.c[0], tc.neg(other)),) + tuple(_plus(x, -0.0) for x in self.c[1:]))
+        return o if o is NotImplemented else _difference(self.c, o)
+
+    def __rsub__(self, other):
+        o = self._other(other)
+        if o is None:
+            return Graded((tc.add(other, tc.neg(self.c[0])),) + tuple(_plus(tc.neg(x), 0.0) for x in self.c[1:]))
+        return o if o is NotImplemented else _difference(o, self.c)
+
+    def __mul__(self, other):
+        o = self._other(other)
+        if o is None:
+            return _scaled(self.c, other)
+        return o if o is NotImplemented else _product(self.c, o)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other):
+        o = self._other(other)
+        if o is None:
+            return Graded([tc.div(x, other) for x in self.c])
+        return o if o is NotImplemented else _quotient(self.c, o)
+
+    def __rtruediv__(self, other):
+        o = self._other(other)
+        if o is None:
+            o = (other,) + (0.0,) * self.order
+        return o if o is NotImplemented else _quotient(o, self.c)
 
     def __neg__(self):
         return Graded(tc.neg(a) for a in self.c)
@@ -107,26 +133,41 @@ class Graded:
         return Graded((tc.cos(self._degree0("cos")),) + self.c[1:])
 
 
+def _plus(x, zero):
+    """``tc.add(x, zero)`` for a zero constant (0.0 or -0.0): a folding tape returns a tracer as
+    it is, so only numbers and non-folding tapes need the call."""
+    if type(x) is tc.Tracer and x.tape.fold:
+        return x
+    return tc.add(x, zero)
+
+
 def _sum(a, b):
-    return Graded(tc.add(x, y) for x, y in zip(a, b))
+    return Graded([tc.add(x, y) for x, y in zip(a, b)])
 
 
 def _difference(a, b):
-    return Graded(tc.add(x, tc.neg(y)) for x, y in zip(a, b))
+    return Graded([tc.add(x, tc.neg(y)) for x, y in zip(a, b)])
+
+
+def _scaled(a, x):
+    """``a`` times the degree-0 value x: the product with (x, 0, ..., 0), component by component."""
+    if _zero(x):
+        return Graded((0.0,) * len(a))
+    return Graded([0.0 if _zero(y) else tc.add(0.0, tc.mul(y, x)) for y in a])
 
 
 def _product(a, b):
     """Truncated convolution: degrees above k are dropped."""
-    live_a = [i for i, x in enumerate(a) if not _zero(x)]  # each component tested once, not per pair
-    live_b = {j for j, x in enumerate(b) if not _zero(x)}
+    live_a = [(i, x) for i, x in enumerate(a) if not _zero(x)]  # each component tested once, not per pair
+    live_b = {j: y for j, y in enumerate(b) if not _zero(y)}
     out = [0.0] * len(a)
     for n in range(len(a)):
         s = 0.0
-        for i in live_a:
+        for i, x in live_a:
             if i > n:
                 break
             if n - i in live_b:
-                s = tc.add(s, tc.mul(a[i], b[n - i]))
+                s = tc.add(s, tc.mul(x, live_b[n - i]))
         out[n] = s
     return Graded(out)
 

@@ -279,23 +279,41 @@ def _key(rest):
     return tuple(sorted((m, float(f"{c:.14g}")) for m, c in rest.items()))
 
 
+def _support(m):
+    """The atoms of a dense monomial as the bits of an int (a cheap test for a divisor)."""
+    return sum(1 << k for k, e in enumerate(m) if e)
+
+
 class _Emitter:
     def __init__(self, atom_values, rank=None):
         self.atom_values = atom_values
         self.rank = rank or (lambda k: 0)
         self.monos = {(): 1.0}
+        self.by_degree = {}  # total degree -> [(support, monomial)] of the built ones, in order built
         self.polys = {}
+
+    def _built(self, m, value):
+        if m not in self.monos:
+            self.by_degree.setdefault(sum(map(abs, m)), []).append((_support(m), m))
+        self.monos[m] = value
+
+    def _divisor(self, m):
+        """The first built divisor of x^m of the highest degree (x^0 if none): a divisor has the
+        exponents of x^m or smaller in magnitude, of the same sign, so no higher degree."""
+        support, degree, n = _support(m), sum(map(abs, m)), len(m)
+        for d in sorted((d for d in self.by_degree if d <= degree), reverse=True):
+            for s, known in self.by_degree[d]:
+                if not s & ~support and len(known) <= n and all(0 <= e <= f or (f < 0 and f <= e <= 0)
+                                                                for e, f in zip(known, m)):
+                    return known
+        return ()
 
     def monomial(self, m):
         """x^m from the largest already built divisor, one atom at a time."""
         m = _clean(m)
         if m in self.monos:
             return self.monos[m]
-        best = ()
-        for known in self.monos:
-            if len(known) <= len(m) and all(0 <= e <= f or (f < 0 and f <= e <= 0)
-                                            for e, f in zip(known, m)) and sum(map(abs, known)) > sum(map(abs, best)):
-                best = known
+        best = self._divisor(m)
         cur, value = list(_pad(best, len(m))), self.monos[best]
         for k, f in enumerate(m):
             while cur[k] != f:
@@ -303,7 +321,7 @@ class _Emitter:
                 cur[k] += step
                 atom = self.atom_values[k] if step > 0 else T.div(1.0, self.atom_values[k])
                 value = T.mul(value, atom)
-                self.monos[_clean(tuple(cur))] = value
+                self._built(_clean(tuple(cur)), value)
         return value
 
     def poly(self, p):
@@ -546,27 +564,42 @@ def _times(m, k, sign=1):
 
 def _pair_key(m1, c1, m2, c2):
     """The kernel of two terms: (k1, k2, r) with c1 x^m1 + c2 x^m2 = c1 x^g (x^k1 + r x^k2),
-    x^g their greatest common divisor (one merge of the two sorted monomials)."""
-    k1, k2 = [], []
-    i = j = 0
-    n1, n2 = len(m1), len(m2)
-    while i < n1 or j < n2:
-        a = m1[i][0] if i < n1 else 1 << 30
-        b = m2[j][0] if j < n2 else 1 << 30
-        e1 = m1[i][1] if a <= b else 0
-        e2 = m2[j][1] if b <= a else 0
-        g = e1 if e1 < e2 else e2
-        atom = a if a <= b else b
-        if e1 != g:
-            k1.append((atom, e1 - g))
-        if e2 != g:
-            k2.append((atom, e2 - g))
-        i += a <= b
-        j += b <= a
-    k1, k2 = tuple(k1), tuple(k2)
-    if k1 > k2:
-        return k2, k1, float(f"{c1 / c2:.12g}")
-    return k1, k2, float(f"{c2 / c1:.12g}")
+    x^g their greatest common divisor."""
+    return next(_pair_keys(m1, c1, ((m2, c2),)))
+
+
+def _pair_keys(m1, c1, terms):
+    """The kernel (:func:`_pair_key`) of the term c1 x^m1 with each term of ``terms`` ((m2, c2)
+    pairs, m2 != m1), m1 read into a dict once: this runs for every pair of terms of every
+    polynomial (most of the kernel extraction's time). Per atom of x^m2 with exponents e1, e2
+    (0 where absent), g = min(e1, e2) leaves e1 - g in k1 and e2 - g in k2; an atom of x^m1 alone
+    leaves e1 in k1, or -e1 in k2 where e1 < 0 (then g = e1)."""
+    d1 = dict(m1)
+    negative = any(e < 0 for _, e in m1)
+    for m2, c2 in terms:
+        k1 = d1.copy()
+        pop = k1.pop
+        k2 = []
+        for a, e2 in m2:
+            e1 = pop(a, 0)
+            if e1 == e2:
+                continue
+            if e1 > e2:
+                k1[a] = e1 - e2
+            else:
+                k2.append((a, e2 - e1))
+        if negative:  # m1's negative exponents absent from m2: g = e1 there
+            moved = [(a, -e) for a, e in k1.items() if e < 0]
+            if moved:
+                for a, _ in moved:
+                    del k1[a]
+                k2 = sorted(k2 + moved)
+        k1 = tuple(sorted(k1.items()))
+        k2 = tuple(k2)
+        if k1 > k2:
+            yield k2, k1, float(f"{c1 / c2:.12g}")
+        else:
+            yield k1, k2, float(f"{c2 / c1:.12g}")
 
 
 def _priority(item):
@@ -585,25 +618,32 @@ class _SumSharing:
         self.counts: dict = {}
         self.frequent: set = set()  # the candidates: kernels with two or more pairs
         self.floor, self.overtaken = 1, False
+        self.degrees: dict = {}  # kernel -> minus its degree (see _priority)
         for p in polys:  # the terms enter one by one, counted as any later term is
             items = list(p.items())
             p.clear()
             for m, c in items:
                 self._set(p, m, c)
 
+    def _priority(self, item):
+        """:func:`_priority`, each kernel's degree computed once."""
+        key, count = item
+        d = self.degrees.get(key)
+        if d is None:
+            d = self.degrees[key] = _priority(item)[1]
+        return count, d
+
     def _pairs(self, p, m, c, step):
         counts = self.counts
-        for m2, c2 in p.items():
-            if m2 != m:
-                key = _pair_key(m, c, m2, c2)
-                n = counts[key] = counts.get(key, 0) + step
-                if step > 0:
-                    if n == 2:
-                        self.frequent.add(key)
-                    if n > self.floor:
-                        self.overtaken = True
-                elif n == 1:
-                    self.frequent.discard(key)
+        for key in _pair_keys(m, c, [(m2, c2) for m2, c2 in p.items() if m2 != m]):
+            n = counts[key] = counts.get(key, 0) + step
+            if step > 0:
+                if n == 2:
+                    self.frequent.add(key)
+                if n > self.floor:
+                    self.overtaken = True
+            elif n == 1:
+                self.frequent.discard(key)
 
     def _set(self, p, m, c):
         """Give term m the coefficient c (0: remove it), keeping the pair counts right."""
@@ -622,10 +662,10 @@ class _SumSharing:
         for m1, c1 in p.items():
             if m1 in used:
                 continue
-            g = _times(m1, k1, -1)
             d1 = dict(m1)
-            if any(e < 0 and d1.get(a, 0) >= 0 for a, e in g):  # k1 must divide x^m1
+            if any(d1.get(a, 0) - e < 0 <= d1.get(a, 0) for a, e in k1):  # k1 must divide x^m1
                 continue
+            g = _times(m1, k1, -1)
             m2 = _times(g, k2)
             c2 = p.get(m2)
             if m2 == m1 or m2 in used or c2 is None or abs(c2 - r * c1) > GROUP * abs(c2):
@@ -641,15 +681,17 @@ class _SumSharing:
         a count outside them may have overtaken (``self.floor``)."""
         kernels = []
         while True:  # (the batch keeps the greedy order exact; it only saves full scans)
-            top = heapq.nlargest(batch, ((k, self.counts[k]) for k in self.frequent), key=_priority)
+            counts = self.counts
+            top = heapq.nlargest(batch, ((k, counts[k]) for k in self.frequent), key=self._priority)
             if not top or top[0][1] < 2:
                 return kernels
             self.floor = top[-1][1] if len(top) == batch else 1
             self.overtaken = False
-            for key, _ in top:
-                if self.overtaken or self.counts[key] < max(self.floor, 2):
+            top_keys = [k for k, _ in top]
+            for key in top_keys:
+                if self.overtaken or counts[key] < max(self.floor, 2):
                     break
-                if max(self.counts[k] for k, _ in top) > self.counts[key]:
+                if max(map(counts.__getitem__, top_keys)) > counts[key]:
                     break  # an earlier candidate's count changed: take the candidates again
                 kernel, found = self._exact(key)
                 if sum(len(o) for _, o in found) < 2:  # overlapping or roundoff-different pairs

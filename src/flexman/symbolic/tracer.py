@@ -160,6 +160,8 @@ def _pos(t: Tracer) -> int:
 
 
 def add(a, b):
+    if type(a) is float and type(b) is float:  # the common case, first (the same sum as below)
+        return a + b
     if is_number(a) and is_number(b):
         return _num(a) + _num(b)
     if is_number(a):
@@ -183,6 +185,8 @@ def add(a, b):
 
 
 def mul(a, b):
+    if type(a) is float and type(b) is float:  # the common case, first (the same product as below)
+        return a * b
     if is_number(a) and is_number(b):
         return _num(a) * _num(b)
     if is_number(a):
