@@ -7,6 +7,8 @@ prediction takes as many RK4 steps per sample as the same limit needs. Checked o
 behind a stiff elastic joint (its two-inertia mode about 8,700 rad/s: RK4 needs 0.33 ms)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -65,3 +67,29 @@ def test_the_filter_predicts_with_stable_steps(robot):
     with pytest.raises(ValueError, match=r"^steps: the prediction's RK4 steps per sample must be a whole number >= 1 "
                                          r"\(got 0\)$"):
         fm.control.kalman(robot, sensors, 1000.0, steps=0)
+
+
+@pytest.mark.parametrize("kd, unstable", [(5.0, False), (60.0, True)])
+def test_the_sampled_loops_growth_is_the_zero_order_hold_closed_form(kd, unstable):
+    """One rigid link without gravity under PD sampled at 100 Hz: the loop's growth per sample is
+    the spectral radius of the double integrator held over T with u = -kp q - kd qd, in closed
+    form (Phi = [[1, T], [0, 1]], Gamma = [T^2 / 2J, T / J]); a loop that amplifies an error more
+    than a thousandfold over the run is warned before it, in one line, and its run does swing."""
+    body = fm.RigidBody(mass=1.0, com=[-0.25, 0.0, 0.0], inertia=[0.01, 0.01, 0.01])
+    link = fm.Robot(links=[fm.Link(a=0.5, body=body)], name="one_link", gravity=[0.0, 0.0, 0.0])
+    J, T, kp = float(link.mass_matrix(np.zeros(1))[0, 0]), 0.01, 100.0
+    closed = np.array([[1.0, T], [0.0, 1.0]]) - np.outer([T * T / (2 * J), T / J], [kp, kd])
+    radius = np.abs(np.linalg.eigvals(closed)).max()
+    law = Sampled(PID(link, fm.trajectory.rest_to_rest([0.0], [0.0], 1.0), kp=kp, ki=0.0, kd=kd), 100.0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = fm.simulate(link, 1.0, dt=0.01, q0=[0.1], controller=law, backend="numeric", progress=False)
+    assert abs(res.stats["loop_growth"] - radius) < 1e-6 * radius and (radius > 1.0) == unstable
+    said = [str(w.message) for w in caught if "sampled loop" in str(w.message)]
+    if unstable:
+        assert said == [f"controller: the sampled loop at 100 Hz is unstable about the start state: linearized there, "
+                        f"an error grows {res.stats['loop_growth']:.4g} times per sample, beyond 1000 times over the "
+                        f"run; raise the rate or lower the gains (docs/lab.md)"]
+        assert res.diverged or np.abs(res.q[-1, 0]) > 10.0
+    else:
+        assert said == [] and np.abs(res.q[-1, 0]) < 0.01

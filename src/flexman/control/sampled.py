@@ -59,6 +59,10 @@ class Sampled:
                 self.sensors.model = model
         return self
 
+    def law_torque(self, t, q, qd):
+        """The law's torque at (t, q, qd) with its own states as they are (no sampling, no delay)."""
+        return self._law(t, q, qd)
+
     def _law(self, t, q, qd):
         law = self.law
         if hasattr(law, "torque"):

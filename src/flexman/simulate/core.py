@@ -8,9 +8,12 @@ points (inputs, progress, output times, integration) is :mod:`flexman.simulate.r
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..model.checks import require_invertible
+from ..model.errors import FlexmanRuntimeWarning
 from .backend import evaluator, fixed_step_work, notice
 from .compiled_loop import first_torque, plan
 from .result import Result
@@ -162,6 +165,12 @@ def _measurements(robot, model, t, q, qd, taus):
     return measure(sset, t, q, qd, np.asarray(model.forward_dynamics(q, qd, taus), dtype=float))
 
 
+#: how much the linearized sampled loop may amplify an error over a run before the run is warned
+#: (a loop whose radius is just above 1, e.g. flexible modes left undamped until an LQR takes over,
+#: is not flagged on a short run)
+UNSTABLE_GROWTH = 1e3
+
+
 def _simulate_sampled(robot, t_final, dt, method, q0, qd0, controller, torque, backend, loop="auto"):
     """A run under a sampled controller: RK4 at ``dt`` between its samples, in the compiled loop
     when it can take the run (:mod:`.compiled_sampled`), else in the Python loop (:mod:`.sampled`).
@@ -170,7 +179,7 @@ def _simulate_sampled(robot, t_final, dt, method, q0, qd0, controller, torque, b
     from ..sensors import Channel, Measurements
     from .compiled_sampled import NO_PARTIALS, plan_sampled
     from .reduced import active_values
-    from .sampled import plant_substeps, refine, run_sampled, sample_steps
+    from .sampled import loop_growth, plant_substeps, refine, run_sampled, sample_steps
 
     if torque is not None:
         raise ValueError("torque: not used with a sampled controller (its torque is all that drives the joints); "
@@ -195,6 +204,15 @@ def _simulate_sampled(robot, t_final, dt, method, q0, qd0, controller, torque, b
     controller = controller.using(model) if hasattr(controller, "using") else controller
     slaved = None if reduced is None else reduced.using(model)
     check_start(model, q0 if slaved is None else slaved.solve(q0, qd0, qdd=np.zeros(len(q0)))[0])
+    growth = None
+    if reduced is None and hasattr(controller, "law_torque"):
+        growth = loop_growth(model, controller, q0, qd0, nj)
+        samples = (len(t_outputs) - 1) / sample_steps(controller, dt, t_final)
+        if growth is not None and growth > 1.0 and samples * np.log(growth) > np.log(UNSTABLE_GROWTH):
+            warnings.warn(f"controller: the sampled loop at {controller.rate:g} Hz is unstable about the start state: "
+                          f"linearized there, an error grows {growth:.4g} times per sample, beyond "
+                          f"{UNSTABLE_GROWTH:g} times over the run; raise the rate or lower the gains (docs/lab.md)",
+                          FlexmanRuntimeWarning, stacklevel=3)
     compiled, why = plan_sampled(model, controller, nj, t_grid, loop)
     # the controller (its filter) starts from the robot's state: a reduced one's under no torque yet
     start = None if slaved is None else slaved.full_state(q0, qd0, tau=np.zeros(nj))
@@ -207,7 +225,7 @@ def _simulate_sampled(robot, t_final, dt, method, q0, qd0, controller, torque, b
         stats["loop_reason"] = why
     if n_sub > 1:  # the outputs on the asked grid
         t_out, X, taus = t_outputs[:(len(t_out) - 1) // n_sub + 1], X[::n_sub], taus[::n_sub]
-    stats["substeps"] = n_sub
+    stats["substeps"], stats["loop_growth"] = n_sub, growth
     stats["method"], stats["backend"] = "rk4", backend_name(model)
     if stats["diverged"]:
         from .run import warn_fault

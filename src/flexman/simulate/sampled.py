@@ -45,6 +45,45 @@ def plant_substeps(robot, dt) -> int:
     return n
 
 
+def loop_growth(model, controller, q0, qd0, nj, eps=1e-6):
+    """The spectral radius of the sampled loop linearized at the start: the plant's (A, B) at
+    (q0, qd0) under the law's first torque, held over a period (exact zero-order hold), the law's
+    Jacobian in (q, qd) by central differences (its own states held), and the delay line of a
+    loop without an estimator (with one, the estimate is carried over the delay by the model, so
+    the law acts on the state at the time its torque acts). Above 1 an error grows by that factor
+    per sample. None where the law or the plant is not finite there (the run's own checks say
+    why in their words)."""
+    from ..control.estimation import discretize, linearize_plant
+
+    nq = len(q0)
+    controller.start(q0, qd0, nj)
+    x0 = np.concatenate([q0, qd0])
+
+    def law(x):
+        return np.asarray(controller.law_torque(0.0, x[:nq], x[nq:]), dtype=float)
+
+    with np.errstate(all="ignore"):
+        tau0 = law(x0)
+        K = np.stack([(law(x0 + eps * e) - law(x0 - eps * e)) / (2.0 * eps) for e in np.eye(2 * nq)], axis=1)
+        if not (np.all(np.isfinite(tau0)) and np.all(np.isfinite(K))):
+            return None
+        A, B = linearize_plant(model, q0, qd0, tau0)
+    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(B))):
+        return None
+    Phi, Gam = discretize(A, B, controller.period)
+    n, d = 2 * nq, 0 if controller.estimator is not None else controller.delay
+    if d == 0:
+        closed = Phi + Gam @ K
+    else:  # x, then the torques queued: the oldest acts over this sample, the law's joins the queue
+        closed = np.zeros((n + d * nj, n + d * nj))
+        closed[:n, :n], closed[:n, n:n + nj] = Phi, Gam
+        for j in range(d - 1):
+            closed[n + j * nj:n + (j + 1) * nj, n + (j + 1) * nj:n + (j + 2) * nj] = np.eye(nj)
+        closed[n + (d - 1) * nj:, :n] = K
+    with np.errstate(all="ignore"):
+        return float(np.abs(np.linalg.eigvals(closed)).max())
+
+
 def refine(t, n):
     """The grid ``t`` with each interval divided into ``n`` equal steps (``refine(t, n)[::n]`` is ``t``)."""
     if n == 1:
