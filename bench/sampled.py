@@ -64,13 +64,18 @@ def difference(a, b):
     return max(np.abs(x - y).max() / max(1.0, np.abs(y).max()) for x, y in pairs)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def showcase(argv, description):
+    """(options --repeat and --t-final, the showcase arm, its model file's law): what both sampled benches run."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--t-final", type=float, default=5.0)
     args = parser.parse_args(argv)
     arm = fm.examples.load("flx_three_link_lqr")
-    law = fm.control.from_spec(arm, arm.controller)
+    return args, arm, fm.control.from_spec(arm, arm.controller)
+
+
+def main(argv=None):
+    args, arm, law = showcase(argv, __doc__.splitlines()[0])
     sensors = lab_sensors(arm)
     T = args.t_final
     fm.simulate(arm, 0.01, dt=1e-3, controller=law, backend="compiled", progress=False)  # build and load first

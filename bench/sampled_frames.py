@@ -10,9 +10,7 @@ bench/sampled.py, whose rows these extend; BLAS runs on one thread for the reaso
 """
 from __future__ import annotations
 
-import argparse
-
-from sampled import difference, lab_sensors, timed  # sets OPENBLAS_NUM_THREADS before NumPy loads
+from sampled import difference, lab_sensors, showcase, timed  # sets OPENBLAS_NUM_THREADS before NumPy loads
 
 import flexman as fm  # noqa: E402
 
@@ -24,12 +22,7 @@ def frame_sensors(arm):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--t-final", type=float, default=5.0)
-    args = parser.parse_args(argv)
-    arm = fm.examples.load("flx_three_link_lqr")
-    law = fm.control.from_spec(arm, arm.controller)
+    args, arm, law = showcase(argv, __doc__.splitlines()[0])
     T = args.t_final
     samples = int(round(T * 1000))
     recorded = frame_sensors(arm) + [fm.sensors.position(arm, "fore", [0.5, 0.0, 0.0], latency=0.002, noise=1e-4)]

@@ -15,7 +15,7 @@ import pytest
 import flexman as fm
 from flexman.control import PID, Sampled
 from flexman.model.errors import FlexmanRuntimeWarning
-from flexman.simulate.stability import StepWarning, largest_stable_step, rk4_substeps
+from flexman.simulate.stability import StepWarning, rk4_substeps
 
 S = fm.sensors
 MOVE = fm.trajectory.rest_to_rest([0.0], [0.5], 0.3)
@@ -33,8 +33,10 @@ def pid(robot):
 
 
 def test_auto_divides_the_step_between_samples_and_keeps_the_outputs(robot):
+    M = robot.mass_matrix(np.zeros(2))  # link and motor inertia (no coupling in the reduced elastic model)
+    w = np.sqrt(5e6 * (1.0 / M[0, 0] + 1.0 / M[1, 1]))  # the two-inertia mode (closed form)
     n = rk4_substeps(robot, 1e-3)
-    assert n == int(np.ceil(1e-3 / (0.9 * largest_stable_step(robot)))) and n > 1
+    assert n == int(np.ceil(1e-3 / (0.9 * 2.0 * np.sqrt(2.0) / w))) == 4  # RK4's limit 2 sqrt(2) / w, 10 % margin
     res = fm.simulate(robot, 0.4, dt=1e-3, controller=pid(robot), backend="numeric", progress=False)
     assert not res.diverged and res.stats["substeps"] == n and len(res.t) == 401
     np.testing.assert_array_equal(res.t, fm.simulate(robot, 0.4, dt=1e-3, backend="numeric", progress=False).t)
@@ -69,8 +71,9 @@ def test_the_filter_predicts_with_stable_steps(robot):
         fm.control.kalman(robot, sensors, 1000.0, steps=0)
 
 
+@pytest.mark.parametrize("backend", ["numeric", "compiled"])
 @pytest.mark.parametrize("kd, unstable", [(5.0, False), (60.0, True)])
-def test_the_sampled_loops_growth_is_the_zero_order_hold_closed_form(kd, unstable):
+def test_the_sampled_loops_growth_is_the_zero_order_hold_closed_form(kd, unstable, backend):
     """One rigid link without gravity under PD sampled at 100 Hz: the loop's growth per sample is
     the spectral radius of the double integrator held over T with u = -kp q - kd qd, in closed
     form (Phi = [[1, T], [0, 1]], Gamma = [T^2 / 2J, T / J]); a loop that amplifies an error more
@@ -83,7 +86,8 @@ def test_the_sampled_loops_growth_is_the_zero_order_hold_closed_form(kd, unstabl
     law = Sampled(PID(link, fm.trajectory.rest_to_rest([0.0], [0.0], 1.0), kp=kp, ki=0.0, kd=kd), 100.0)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = fm.simulate(link, 1.0, dt=0.01, q0=[0.1], controller=law, backend="numeric", progress=False)
+        res = fm.simulate(link, 1.0, dt=0.01, q0=[0.1], controller=law, backend=backend, progress=False)
+    assert res.stats["loop"] == ("compiled" if backend == "compiled" else "python")
     assert abs(res.stats["loop_growth"] - radius) < 1e-6 * radius and (radius > 1.0) == unstable
     said = [str(w.message) for w in caught if "sampled loop" in str(w.message)]
     if unstable:

@@ -207,8 +207,8 @@ def _simulate_sampled(robot, t_final, dt, method, q0, qd0, controller, torque, b
     growth = None
     if reduced is None and hasattr(controller, "law_torque"):
         growth = loop_growth(model, controller, q0, qd0, nj)
-        samples = (len(t_outputs) - 1) / sample_steps(controller, dt, t_final)
-        if growth is not None and growth > 1.0 and samples * np.log(growth) > np.log(UNSTABLE_GROWTH):
+        over_run = np.log(growth) * t_final / controller.period if growth is not None and growth > 1.0 else 0.0
+        if over_run > np.log(UNSTABLE_GROWTH):
             warnings.warn(f"controller: the sampled loop at {controller.rate:g} Hz is unstable about the start state: "
                           f"linearized there, an error grows {growth:.4g} times per sample, beyond "
                           f"{UNSTABLE_GROWTH:g} times over the run; raise the rate or lower the gains (docs/lab.md)",
@@ -230,7 +230,9 @@ def _simulate_sampled(robot, t_final, dt, method, q0, qd0, controller, torque, b
     if stats["diverged"]:
         from .run import warn_fault
 
-        warn_fault("simulate", "sampled", stats, t_out, stacklevel=2)
+        warn_fault("simulate", "rk4", stats, t_out, stacklevel=2,
+                   hint="use a smaller dt or method='auto' (RK4 steps within the plant's stability limit between "
+                        "the controller's samples), or check the controller's gains at its sample rate")
     if slaved is None:
         q, qd = X[:, :nq], X[:, nq:]
     else:  # the dropped coordinates at the samples, from the run's last solution

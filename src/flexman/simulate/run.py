@@ -226,15 +226,13 @@ def check_first_torque(t, tau):
     inputs.finite(np.asarray(tau, dtype=float), f"torque at t = {t:g} s ({TORQUE_PARTS})")
 
 
-def warn_fault(label, method, info, t_out, stacklevel=3):
-    """The one warning of a run that stopped early (``result.diverged``)."""
-    hint = {"rk4": "use a smaller dt, method='auto' or an implicit method ('generalized_alpha', Radau, BDF)",
-            "sampled": "use a smaller dt or method='auto' (RK4 steps within the plant's stability limit between the "
-                       "controller's samples), or check the controller's gains at its sample rate",
-            "generalized_alpha": "use a smaller dt (the Newton iteration of a step did not converge)",
-            "radau5": "check the model and its inputs at that time, or loosen rtol/atol"}.get(
+def warn_fault(label, method, info, t_out, stacklevel=3, hint=None):
+    """The one warning of a run that stopped early (``result.diverged``); ``hint``: what to do,
+    when the method's own advice does not apply (a sampled controller's run)."""
+    hint = hint or {"rk4": "use a smaller dt, method='auto' or an implicit method ('generalized_alpha', Radau, BDF)",
+                    "generalized_alpha": "use a smaller dt (the Newton iteration of a step did not converge)",
+                    "radau5": "check the model and its inputs at that time, or loosen rtol/atol"}.get(
         method, "loosen the tolerances or check the model")
-    method = "rk4" if method == "sampled" else method
     warnings.warn(f"{label}: {method} stopped at t = {info['t_fault']:g} s: {info['message']}; the result "
                   f"holds the {len(t_out)} samples up to t = {t_out[-1]:g} s (result.diverged is True); {hint}",
                   FlexmanRuntimeWarning, stacklevel=stacklevel + 1)

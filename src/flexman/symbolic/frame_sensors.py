@@ -14,7 +14,7 @@ import numpy as np
 
 from ..dynamics.sensing import frame_readings
 from ..dynamics.structure import numeric_model
-from .mimic import expand, full_coordinates
+from .mimic import full_state
 from .program import Program
 from .recursions import coordinate_inputs
 from .tapediff import jacobian
@@ -30,11 +30,7 @@ def frame_sensor_program(robot, taps, jacobians=False, name="frame_sensors") -> 
     nq = robot.nq
     tape = Tape()
     x = coordinate_inputs(tape, nq, robot.n_joints)
-    traced, q = full_coordinates(robot, x["q"])
-    qd, qdd = x["qd"], x["qdd"]
-    if traced is not robot:
-        G, c = robot.mimic_map()
-        qd, qdd = expand(G, c, qd, offset=False), expand(G, c, qdd, offset=False)
+    traced, q, qd, qdd = full_state(robot, x["q"], x["qd"], x["qdd"])
     readings = frame_readings(numeric_model(traced), q, qd, qdd, taps)
     y = np.array([v for r in readings for v in np.ravel(r)] + [None], dtype=object)[:-1]
     outputs = {"y": y}

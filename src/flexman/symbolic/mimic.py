@@ -61,3 +61,13 @@ def full_coordinates(robot, q):
         return robot, q
     G, c = robot.mimic_map()
     return robot.full, expand(G, c, q)
+
+
+def full_state(robot, q, *rates):
+    """:func:`full_coordinates` with rates and accelerations: (the traced robot, its q, then each
+    of ``rates`` as ``G v``) for a robot with mimic joints, else everything as it is."""
+    traced, q_full = full_coordinates(robot, q)
+    if traced is robot:
+        return (robot, q, *rates)
+    G, c = robot.mimic_map()
+    return (traced, q_full, *(expand(G, c, v, offset=False) for v in rates))

@@ -28,7 +28,7 @@ from ..dynamics import lagrange4 as l4
 from ..dynamics.motors import transmitted
 from ..dynamics.sensing import FRAME_KINDS, frame_readings, sensor_taps
 from ..dynamics.structure import build, numeric_model
-from .mimic import expand, full_coordinates, reduce_vector
+from .mimic import full_state, reduce_vector
 from .program import Program
 from .recursions import coordinate_inputs
 from .tracer import Tape
@@ -60,11 +60,8 @@ def sensor_program(eom, sensors, name="sensors") -> Program:
     tape = Tape(fold=eom.options["fold"], cse=eom.options["cse"])
     x = coordinate_inputs(tape, robot.nq, robot.n_joints)
     q, qd, qdd = x["q"], x["qd"], x["qdd"]
-    traced, q_full = full_coordinates(robot, q)
-    qd_full, qdd_full, G = qd, qdd, None
-    if traced is not robot:
-        G, c = robot.mimic_map()
-        qd_full, qdd_full = expand(G, c, qd, offset=False), expand(G, c, qdd, offset=False)
+    traced, q_full, qd_full, qdd_full = full_state(robot, q, qd, qdd)
+    G = None if traced is robot else robot.mimic_map()[0]
     if eom.parameters == "symbolic":
         from .params import symbolic_model
 
